@@ -1,0 +1,211 @@
+// Package cache keeps the configured Kubernetes resources in memory, indexed,
+// from one shared informer per resource (per namespace, when a resource is
+// restricted to several namespaces). It answers reads; it has no HTTP.
+package cache
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/kubeindex/kubeindex/indexers"
+)
+
+// nsIndex is the internal namespace index. Its name cannot collide with a
+// configured index: those must start with a letter or digit.
+const nsIndex = "__namespace"
+
+// Cache holds every configured resource. Build it with New, run it with
+// Start; the query methods are safe to call concurrently from any goroutine,
+// before, during and after Start (they answer ErrNotSynced until synced).
+type Cache struct {
+	opts      Options
+	resources []*resourceCache
+	byName    map[string]*resourceCache
+	started   atomic.Bool
+}
+
+// resourceCache is one resource: its informers and their bookkeeping.
+type resourceCache struct {
+	res     Resource
+	spec    Spec
+	indexes map[string]indexers.Spec
+	shards  []*shard
+	opts    *Options
+}
+
+// shard is one informer: the whole resource, or one namespace of it.
+type shard struct {
+	namespace string
+	informer  toolscache.SharedIndexInformer
+	handler   toolscache.ResourceEventHandlerRegistration
+	conn      *connState
+	count     atomic.Int64
+	lastEvent atomic.Int64 // unix nanoseconds; 0 = never
+}
+
+// Configured pairs a resolved resource with its configuration.
+type Configured struct {
+	Resource Resource
+	Spec     Spec
+}
+
+// New builds the informers for the given resources without starting them.
+// Index specs must already be valid (indexers.Spec.Validate).
+func New(cfg *rest.Config, resources []Configured, opts Options) (*Cache, error) {
+	opts = opts.withDefaults()
+	client, err := newAPIClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cache{opts: opts, byName: map[string]*resourceCache{}}
+	for _, rc := range resources {
+		r, err := c.newResourceCache(client, rc)
+		if err != nil {
+			return nil, err
+		}
+		c.resources = append(c.resources, r)
+	}
+	c.indexNames()
+	return c, nil
+}
+
+func (c *Cache) newResourceCache(client *apiClient, cr Configured) (*resourceCache, error) {
+	r := &resourceCache{res: cr.Resource, spec: cr.Spec, indexes: map[string]indexers.Spec{}, opts: &c.opts}
+	idx := toolscache.Indexers{nsIndex: namespaceIndexFunc}
+	for _, s := range cr.Spec.Indexes {
+		s = s.Normalized()
+		if err := s.Validate(); err != nil {
+			return nil, fmt.Errorf("resource %s: %w", cr.Resource.Name, err)
+		}
+		r.indexes[s.Name] = s
+		idx[s.Name] = objectIndexFunc(s.Func())
+	}
+	namespaces := cr.Spec.Namespaces
+	if len(namespaces) == 0 || !cr.Resource.Namespaced {
+		namespaces = []string{""}
+	}
+	for _, ns := range namespaces {
+		sh := &shard{namespace: ns, conn: newConnState(c.opts.Now)}
+		lw := &listWatch{client: client, res: &r.res, namespace: ns,
+			labelSelector: cr.Spec.LabelSelector, fieldSelector: cr.Spec.FieldSelector, conn: sh.conn}
+		sh.informer = toolscache.NewSharedIndexInformerWithOptions(lw, &Object{}, toolscache.SharedIndexInformerOptions{
+			ResyncPeriod:      cr.Spec.Resync,
+			Indexers:          idx,
+			ObjectDescription: cr.Resource.GroupResource(),
+		})
+		reg, err := sh.informer.AddEventHandler(sh.eventHandler(c.opts.Now))
+		if err != nil {
+			return nil, fmt.Errorf("resource %s: %w", cr.Resource.Name, err)
+		}
+		sh.handler = reg
+		r.shards = append(r.shards, sh)
+	}
+	return r, nil
+}
+
+// indexNames lets a resource be addressed by its URL name, plural,
+// plural.group, singular, kind and short names; the first resource to claim
+// an alias keeps it.
+func (c *Cache) indexNames() {
+	for _, r := range c.resources {
+		c.byName[r.res.Name] = r
+	}
+	for _, r := range c.resources {
+		aliases := append([]string{r.res.Plural, r.res.GroupResource(), r.res.Singular, strings.ToLower(r.res.Kind)}, r.res.ShortNames...)
+		for _, a := range aliases {
+			if _, taken := c.byName[a]; a != "" && !taken {
+				c.byName[a] = r
+			}
+		}
+	}
+}
+
+// Start runs every informer until ctx is cancelled, then waits for them to
+// stop. It returns at once if called twice.
+func (c *Cache) Start(ctx context.Context) error {
+	if !c.started.CompareAndSwap(false, true) {
+		return nil
+	}
+	var wg sync.WaitGroup
+	for _, r := range c.resources {
+		for _, sh := range r.shards {
+			wg.Go(func() { sh.informer.RunWithContext(ctx) })
+		}
+	}
+	wg.Wait()
+	return nil
+}
+
+// WaitForSync blocks until every informer has synced or ctx ends. It reports
+// whether everything synced.
+func (c *Cache) WaitForSync(ctx context.Context) bool {
+	var synced []toolscache.InformerSynced
+	for _, r := range c.resources {
+		for _, sh := range r.shards {
+			synced = append(synced, sh.handler.HasSynced)
+		}
+	}
+	return toolscache.WaitForCacheSync(ctx.Done(), synced...)
+}
+
+func (c *Cache) resource(name string) (*resourceCache, error) {
+	r, ok := c.byName[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q (configured: %s)", ErrUnknownResource, name, strings.Join(c.names(), ", "))
+	}
+	return r, nil
+}
+
+func (c *Cache) names() []string {
+	out := make([]string, len(c.resources))
+	for i, r := range c.resources {
+		out[i] = r.res.Name
+	}
+	return out
+}
+
+// eventHandler keeps the shard's count and event time. It is the one handler
+// registered on the informer.
+func (sh *shard) eventHandler(now func() time.Time) toolscache.ResourceEventHandler {
+	touch := func() { sh.lastEvent.Store(now().UnixNano()) }
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) {
+			sh.count.Add(1)
+			touch()
+		},
+		UpdateFunc: func(old, cur any) {
+			if o, ok := old.(*Object); ok && o == cur {
+				return // a resync, not an event
+			}
+			touch()
+		},
+		DeleteFunc: func(any) {
+			sh.count.Add(-1)
+			touch()
+		},
+	}
+}
+
+func namespaceIndexFunc(obj any) ([]string, error) {
+	if o, ok := obj.(*Object); ok {
+		return []string{o.namespace}, nil
+	}
+	return nil, nil
+}
+
+func objectIndexFunc(f indexers.Func) toolscache.IndexFunc {
+	return func(obj any) ([]string, error) {
+		o, ok := obj.(*Object)
+		if !ok {
+			return nil, nil
+		}
+		return f(o.raw), nil
+	}
+}

@@ -1,0 +1,132 @@
+package cache
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+)
+
+// maxListBody bounds one list page read into memory. The reflector pages
+// lists (500 objects per page by default), so this is generous.
+const maxListBody = 512 << 20
+
+// apiClient speaks to the API server over plain HTTP with client-go's
+// transport (TLS, bearer tokens, exec plugins, impersonation all apply) but
+// without client-go's decoding: responses are read as bytes.
+type apiClient struct {
+	http      *http.Client
+	base      *url.URL
+	userAgent string
+}
+
+func newAPIClient(cfg *rest.Config) (*apiClient, error) {
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building HTTP client: %w", err)
+	}
+	base, _, err := rest.DefaultServerUrlFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("API server address %q: %w", cfg.Host, err)
+	}
+	ua := cfg.UserAgent
+	if ua == "" {
+		ua = "kubeindex"
+	}
+	return &apiClient{http: hc, base: base, userAgent: ua}, nil
+}
+
+// collectionURL returns the URL of a resource collection, optionally within
+// one namespace.
+func (c *apiClient) collectionURL(r *Resource, namespace string, q url.Values) string {
+	u := *c.base
+	parts := []string{u.Path}
+	if r.Group == "" {
+		parts = append(parts, "api", r.Version)
+	} else {
+		parts = append(parts, "apis", r.Group, r.Version)
+	}
+	if namespace != "" {
+		parts = append(parts, "namespaces", namespace)
+	}
+	parts = append(parts, r.Plural)
+	u.Path = path.Join(parts...)
+	if !strings.HasPrefix(u.Path, "/") {
+		u.Path = "/" + u.Path
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// get issues a GET and returns the response for a 200. Any other status is
+// turned into the apimachinery error the API server's Status describes, so
+// client-go's reflector sees 410 Gone, 403 and friends for what they are.
+func (c *apiClient) get(ctx context.Context, rawURL string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", c.userAgent)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode == http.StatusOK {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	return nil, statusError(resp.StatusCode, body)
+}
+
+func statusError(code int, body []byte) error {
+	var st metav1.Status
+	if json.Unmarshal(body, &st) == nil && st.Kind == "Status" {
+		if st.Code == 0 {
+			st.Code = int32(code)
+		}
+		return &apierrors.StatusError{ErrStatus: st}
+	}
+	return apierrors.NewGenericServerResponse(code, http.MethodGet, schema.GroupResource{}, "", strings.TrimSpace(string(body)), 0, false)
+}
+
+// listQuery turns the reflector's options plus the resource's own
+// server-side selectors into query parameters.
+func listQuery(opts metav1.ListOptions, labelSelector, fieldSelector string) url.Values {
+	q := url.Values{}
+	if labelSelector != "" {
+		q.Set("labelSelector", labelSelector)
+	}
+	if fieldSelector != "" {
+		q.Set("fieldSelector", fieldSelector)
+	}
+	if opts.ResourceVersion != "" {
+		q.Set("resourceVersion", opts.ResourceVersion)
+	}
+	if opts.ResourceVersionMatch != "" {
+		q.Set("resourceVersionMatch", string(opts.ResourceVersionMatch))
+	}
+	if opts.Limit > 0 {
+		q.Set("limit", fmt.Sprint(opts.Limit))
+	}
+	if opts.Continue != "" {
+		q.Set("continue", opts.Continue)
+	}
+	if opts.TimeoutSeconds != nil {
+		q.Set("timeoutSeconds", fmt.Sprint(*opts.TimeoutSeconds))
+	}
+	if opts.AllowWatchBookmarks {
+		q.Set("allowWatchBookmarks", "true")
+	}
+	return q
+}

@@ -1,0 +1,224 @@
+package cache
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/tidwall/gjson"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// objectList is what List hands the reflector: the page's metadata and its
+// items, already compact. It satisfies meta.ListAccessor and meta.ExtractList.
+type objectList struct {
+	metav1.ListMeta
+	Items []*Object
+}
+
+func (l *objectList) GetObjectKind() schema.ObjectKind  { return schema.EmptyObjectKind }
+func (l *objectList) DeepCopyObject() runtime.Object    { return l }
+func (l *objectList) GetListMeta() metav1.ListInterface { return &l.ListMeta }
+
+// listWatch is a client-go ListerWatcher that reads list and watch responses
+// as bytes: it keeps client-go's reflector (relist, backoff, 410 handling,
+// bookmarks) and skips the generic decode into map[string]interface{}.
+// It records on conn whether a watch is currently open.
+type listWatch struct {
+	client        *apiClient
+	res           *Resource
+	namespace     string
+	labelSelector string
+	fieldSelector string
+	conn          *connState
+}
+
+// IsWatchListSemanticsUnSupported tells the reflector to use list+watch: the
+// streaming "watch-list" protocol is not implemented here.
+func (lw *listWatch) IsWatchListSemanticsUnSupported() bool { return true }
+
+func (lw *listWatch) List(opts metav1.ListOptions) (runtime.Object, error) {
+	return lw.ListWithContext(context.Background(), opts)
+}
+
+func (lw *listWatch) Watch(opts metav1.ListOptions) (watch.Interface, error) {
+	return lw.WatchWithContext(context.Background(), opts)
+}
+
+// ListWithContext reads one page of the collection.
+func (lw *listWatch) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	u := lw.client.collectionURL(lw.res, lw.namespace, listQuery(opts, lw.labelSelector, lw.fieldSelector))
+	resp, err := lw.client.get(ctx, u)
+	if err != nil {
+		lw.conn.failed(err)
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxListBody))
+	if err != nil {
+		lw.conn.failed(err)
+		return nil, fmt.Errorf("reading %s list: %w", lw.res.Plural, err)
+	}
+	return lw.decodeList(body)
+}
+
+func (lw *listWatch) decodeList(body []byte) (*objectList, error) {
+	meta := gjson.GetManyBytes(body, "metadata.resourceVersion", "metadata.continue",
+		"metadata.remainingItemCount", "items")
+	list := &objectList{}
+	list.ResourceVersion = meta[0].Str
+	list.Continue = meta[1].Str
+	if meta[2].Exists() {
+		n := meta[2].Int()
+		list.RemainingItemCount = &n
+	}
+	var bad error
+	meta[3].ForEach(func(_, item gjson.Result) bool {
+		obj, err := NewObject([]byte(item.Raw), lw.res.APIVersion(), lw.res.Kind)
+		if err != nil {
+			bad = fmt.Errorf("%s list item: %w", lw.res.Plural, err)
+			return false
+		}
+		list.Items = append(list.Items, obj)
+		return true
+	})
+	return list, bad
+}
+
+// WatchWithContext opens a watch stream. The stream is decoded frame by frame
+// by watchDecoder; client-go's StreamWatcher turns it into events.
+func (lw *listWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	q := listQuery(opts, lw.labelSelector, lw.fieldSelector)
+	q.Set("watch", "true")
+	resp, err := lw.client.get(ctx, lw.client.collectionURL(lw.res, lw.namespace, q))
+	if err != nil {
+		lw.conn.failed(err)
+		return nil, err
+	}
+	lw.conn.opened()
+	d := &watchDecoder{body: resp.Body, dec: json.NewDecoder(resp.Body), res: lw.res, conn: lw.conn}
+	return watch.NewStreamWatcher(d, &errorReporter{}), nil
+}
+
+// watchDecoder reads newline-delimited watch events.
+type watchDecoder struct {
+	body  io.Closer
+	dec   *json.Decoder
+	res   *Resource
+	conn  *connState
+	ended sync.Once
+}
+
+type watchFrame struct {
+	Type   watch.EventType `json:"type"`
+	Object json.RawMessage `json:"object"`
+}
+
+// Decode implements watch.Decoder.
+func (d *watchDecoder) Decode() (watch.EventType, runtime.Object, error) {
+	var f watchFrame
+	if err := d.dec.Decode(&f); err != nil {
+		d.end(err)
+		return "", nil, err
+	}
+	switch f.Type {
+	case watch.Added, watch.Modified, watch.Deleted:
+		obj, err := NewObject(f.Object, d.res.APIVersion(), d.res.Kind)
+		if err != nil {
+			return "", nil, fmt.Errorf("%s watch %s event: %w", d.res.Plural, f.Type, err)
+		}
+		return f.Type, obj, nil
+	case watch.Bookmark:
+		rv := gjson.GetBytes(f.Object, "metadata.resourceVersion").Str
+		return f.Type, &Object{resourceVersion: rv}, nil
+	case watch.Error:
+		st := &metav1.Status{}
+		if err := json.Unmarshal(f.Object, st); err != nil {
+			return "", nil, fmt.Errorf("%s watch error event: %w", d.res.Plural, err)
+		}
+		return f.Type, st, nil
+	}
+	return "", nil, fmt.Errorf("%s watch: unknown event type %q", d.res.Plural, f.Type)
+}
+
+// Close implements watch.Decoder.
+func (d *watchDecoder) Close() {
+	d.end(io.EOF)
+	d.body.Close()
+}
+
+func (d *watchDecoder) end(err error) {
+	d.ended.Do(func() { d.conn.closed(err) })
+}
+
+// errorReporter turns a broken stream into an Error event the reflector
+// understands (it then re-lists or re-watches).
+type errorReporter struct{}
+
+func (errorReporter) AsObject(err error) runtime.Object {
+	return &metav1.Status{Status: metav1.StatusFailure, Message: err.Error(),
+		Reason: metav1.StatusReasonInternalError, Code: 500}
+}
+
+// connState tracks whether the watch of one informer is open. It is safe for
+// concurrent use.
+type connState struct {
+	mu        sync.Mutex
+	connected bool
+	since     time.Time // when connected last changed
+	lastError string
+	restarts  int64
+	now       func() time.Time
+}
+
+func newConnState(now func() time.Time) *connState {
+	return &connState{since: now(), now: now}
+}
+
+func (c *connState) opened() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.connected {
+		c.connected, c.since = true, c.now()
+	}
+	c.restarts++
+}
+
+func (c *connState) closed(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.connected {
+		c.connected, c.since = false, c.now()
+	}
+	if err != nil && err != io.EOF {
+		c.lastError = err.Error()
+	}
+}
+
+func (c *connState) failed(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.connected {
+		c.connected, c.since = false, c.now()
+	}
+	c.lastError = err.Error()
+}
+
+type connSnapshot struct {
+	Connected bool
+	Since     time.Time
+	LastError string
+	Restarts  int64
+}
+
+func (c *connState) snapshot() connSnapshot {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return connSnapshot{c.connected, c.since, c.lastError, c.restarts}
+}

@@ -1,0 +1,169 @@
+package cache
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+
+	"github.com/tidwall/gjson"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Object is one cached Kubernetes object: its JSON bytes, with
+// metadata.managedFields removed and apiVersion/kind always present, plus
+// the few metadata fields the cache needs for keys. An Object is immutable
+// once built: readers may hand Raw() straight to a response writer, and
+// every reader shares the same bytes.
+type Object struct {
+	raw             []byte
+	namespace, name string
+	resourceVersion string
+	uid             string
+}
+
+// Raw returns the object's JSON. The caller must not modify it.
+func (o *Object) Raw() []byte { return o.raw }
+
+// Namespace returns metadata.namespace ("" for cluster-scoped objects).
+func (o *Object) Namespace() string { return o.namespace }
+
+// Name returns metadata.name.
+func (o *Object) Name() string { return o.name }
+
+// ResourceVersion returns metadata.resourceVersion.
+func (o *Object) ResourceVersion() string { return o.resourceVersion }
+
+// UID returns metadata.uid.
+func (o *Object) UID() string { return o.uid }
+
+// Key returns the cache key: "namespace/name", or "name" when cluster-scoped.
+func (o *Object) Key() string {
+	if o.namespace == "" {
+		return o.name
+	}
+	return o.namespace + "/" + o.name
+}
+
+// GetObjectKind implements runtime.Object. The kind lives in the bytes.
+func (o *Object) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+// DeepCopyObject implements runtime.Object. Objects are immutable, so the
+// copy is the object itself.
+func (o *Object) DeepCopyObject() runtime.Object { return o }
+
+// GetObjectMeta implements metav1.ObjectMetaAccessor, which is how client-go
+// computes keys and reads resource versions. It allocates a small ObjectMeta
+// per call instead of keeping one per object.
+func (o *Object) GetObjectMeta() metav1.Object {
+	return &metav1.ObjectMeta{
+		Namespace:       o.namespace,
+		Name:            o.name,
+		ResourceVersion: o.resourceVersion,
+		UID:             types.UID(o.uid),
+	}
+}
+
+var errNotObject = errors.New("not a JSON object with metadata.name")
+
+// NewObject builds an Object from JSON as the API server sends it. It copies:
+// the result never shares memory with raw. apiVersion and kind are added when
+// missing (typed list responses omit them on items), so that a GET answers
+// what the API server's GET answers.
+func NewObject(raw []byte, apiVersion, kind string) (*Object, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) < 2 || raw[0] != '{' {
+		return nil, errNotObject
+	}
+	meta := gjson.GetManyBytes(raw, "metadata.namespace", "metadata.name",
+		"metadata.resourceVersion", "metadata.uid", "kind", "apiVersion")
+	if meta[1].Str == "" {
+		return nil, errNotObject
+	}
+	o := &Object{
+		namespace:       strings.Clone(meta[0].Str),
+		name:            strings.Clone(meta[1].Str),
+		resourceVersion: strings.Clone(meta[2].Str),
+		uid:             strings.Clone(meta[3].Str),
+	}
+	var prefix []byte
+	if !meta[4].Exists() && kind != "" {
+		prefix = append(prefix, `"kind":`...)
+		prefix = gjson.AppendJSONString(prefix, kind)
+		prefix = append(prefix, ',')
+	}
+	if !meta[5].Exists() && apiVersion != "" {
+		prefix = append(prefix, `"apiVersion":`...)
+		prefix = gjson.AppendJSONString(prefix, apiVersion)
+		prefix = append(prefix, ',')
+	}
+	o.raw = stripManagedFields(raw, prefix)
+	return o, nil
+}
+
+// stripManagedFields returns a fresh copy of raw with prefix inserted right
+// after the opening brace and metadata.managedFields cut out. The cut is done
+// on the bytes, locating the key in front of the value gjson found; anything
+// unexpected there leaves the object whole rather than risk corrupting it.
+func stripManagedFields(raw, prefix []byte) []byte {
+	cutFrom, cutTo := managedFieldsSpan(raw)
+	out := make([]byte, 0, len(raw)+len(prefix)-(cutTo-cutFrom))
+	out = append(out, '{')
+	out = append(out, prefix...)
+	out = append(out, raw[1:cutFrom]...)
+	out = append(out, raw[cutTo:]...)
+	return out
+}
+
+// managedFieldsSpan returns the byte range to delete, including one adjacent
+// comma, or an empty range at 1 when there is nothing (safe) to delete.
+func managedFieldsSpan(raw []byte) (from, to int) {
+	r := gjson.GetBytes(raw, "metadata.managedFields")
+	if !r.Exists() || r.Index <= 0 {
+		return 1, 1
+	}
+	valStart, valEnd := r.Index, r.Index+len(r.Raw)
+	i := skipSpaceBack(raw, valStart-1)
+	if i < 0 || raw[i] != ':' {
+		return 1, 1
+	}
+	const key = `"managedFields"`
+	i = skipSpaceBack(raw, i-1)
+	keyStart := i - len(key) + 1
+	if keyStart < 1 || string(raw[keyStart:i+1]) != key {
+		return 1, 1
+	}
+	before := skipSpaceBack(raw, keyStart-1)
+	if before < 0 {
+		return 1, 1
+	}
+	switch raw[before] {
+	case ',':
+		return before, valEnd
+	case '{':
+		after := skipSpace(raw, valEnd)
+		if after < len(raw) && raw[after] == ',' {
+			return keyStart, after + 1
+		}
+		return keyStart, valEnd
+	}
+	return 1, 1
+}
+
+func skipSpaceBack(b []byte, i int) int {
+	for i >= 0 && isSpace(b[i]) {
+		i--
+	}
+	return i
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	return i
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\t' || c == '\r' }

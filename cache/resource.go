@@ -1,0 +1,76 @@
+package cache
+
+import (
+	"time"
+
+	"github.com/kubeindex/kubeindex/indexers"
+)
+
+// Resource is a resolved API resource: what discovery says about a name the
+// user configured. It is immutable after resolution.
+type Resource struct {
+	// Name is how the resource is addressed in URLs: the plural, or
+	// plural.group when two configured resources share a plural.
+	Name       string   `json:"name"`
+	Group      string   `json:"group"`
+	Version    string   `json:"version"`
+	Plural     string   `json:"plural"`
+	Singular   string   `json:"singular,omitempty"`
+	Kind       string   `json:"kind"`
+	ShortNames []string `json:"shortNames,omitempty"`
+	Namespaced bool     `json:"namespaced"`
+}
+
+// APIVersion is the apiVersion field of the resource's objects.
+func (r *Resource) APIVersion() string {
+	if r.Group == "" {
+		return r.Version
+	}
+	return r.Group + "/" + r.Version
+}
+
+// GroupResource returns "plural" for the core group, else "plural.group".
+func (r *Resource) GroupResource() string {
+	if r.Group == "" {
+		return r.Plural
+	}
+	return r.Plural + "." + r.Group
+}
+
+// Spec is the configuration of one cached resource.
+type Spec struct {
+	// Resource names the resource as kubectl accepts it: "pods",
+	// "deployments.apps", "apps/v1/deployments", a short name or a CRD plural.
+	Resource string
+	// Namespaces restricts the cache to these namespaces; empty means all.
+	// Each namespace is watched by its own informer.
+	Namespaces []string
+	// LabelSelector and FieldSelector filter on the API server side.
+	LabelSelector string
+	FieldSelector string
+	// Resync is the informer resync period; 0 disables resyncs.
+	Resync time.Duration
+	// Indexes are the lookups the resource answers besides namespace/name.
+	Indexes []indexers.Spec
+}
+
+// Options configures a Cache. The zero value is usable.
+type Options struct {
+	// StaleAfter is how long a watch may stay disconnected before responses
+	// are marked stale. Default 30s.
+	StaleAfter time.Duration
+	// Simulated marks every status as coming from the --demo cluster.
+	Simulated bool
+	// Now is the clock; default time.Now. Tests replace it.
+	Now func() time.Time
+}
+
+func (o Options) withDefaults() Options {
+	if o.StaleAfter <= 0 {
+		o.StaleAfter = 30 * time.Second
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}

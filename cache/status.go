@@ -1,0 +1,140 @@
+package cache
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/kubeindex/kubeindex/indexers"
+)
+
+// Freshness says how current the cached view of a resource is. Every
+// response carries it.
+type Freshness struct {
+	Synced          bool   `json:"synced"`
+	ResourceVersion string `json:"resourceVersion"`
+	// LastEvent is when the last add, update or delete arrived (zero: none yet).
+	LastEvent time.Time `json:"lastEvent,omitzero"`
+	// WatchConnected is true while every informer of the resource has its
+	// watch open.
+	WatchConnected bool `json:"watchConnected"`
+	// DisconnectedSince is set while a watch is down.
+	DisconnectedSince time.Time `json:"disconnectedSince,omitzero"`
+	// Stale is true when a watch has been down longer than the stale threshold
+	// (or the resource never synced): answers may be out of date.
+	Stale     bool   `json:"stale"`
+	LastError string `json:"lastError,omitempty"`
+	Simulated bool   `json:"simulated,omitempty"`
+}
+
+// Status describes one cached resource for /api/v1/resources and /readyz.
+type Status struct {
+	Resource
+	Indexes       []indexers.Spec `json:"indexes"`
+	Namespaces    []string        `json:"namespaces,omitempty"`
+	LabelSelector string          `json:"labelSelector,omitempty"`
+	FieldSelector string          `json:"fieldSelector,omitempty"`
+	Count         int64           `json:"count"`
+	WatchRestarts int64           `json:"watchRestarts"`
+	Freshness
+}
+
+// Resources returns the status of every configured resource, in
+// configuration order.
+func (c *Cache) Resources() []Status {
+	out := make([]Status, len(c.resources))
+	for i, r := range c.resources {
+		out[i] = r.status()
+	}
+	return out
+}
+
+// ResourceStatus returns the status of one resource.
+func (c *Cache) ResourceStatus(name string) (Status, error) {
+	r, err := c.resource(name)
+	if err != nil {
+		return Status{}, err
+	}
+	return r.status(), nil
+}
+
+// Ready reports whether every resource has synced.
+func (c *Cache) Ready() bool {
+	for _, r := range c.resources {
+		if !r.synced() {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *resourceCache) synced() bool {
+	for _, sh := range r.shards {
+		if !sh.handler.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *resourceCache) status() Status {
+	st := Status{
+		Resource:      r.res,
+		Indexes:       r.spec.Indexes,
+		Namespaces:    r.spec.Namespaces,
+		LabelSelector: r.spec.LabelSelector,
+		FieldSelector: r.spec.FieldSelector,
+		Freshness:     r.freshness(),
+	}
+	if st.Indexes == nil {
+		st.Indexes = []indexers.Spec{}
+	}
+	for _, sh := range r.shards {
+		st.Count += sh.count.Load()
+		st.WatchRestarts += sh.conn.snapshot().Restarts
+	}
+	return st
+}
+
+// freshness folds the shards: connected only if all are, the latest event,
+// the highest resource version, the longest outage.
+func (r *resourceCache) freshness() Freshness {
+	f := Freshness{Synced: r.synced(), WatchConnected: true, Simulated: r.opts.Simulated}
+	now := r.opts.Now()
+	for _, sh := range r.shards {
+		rv := sh.informer.LastSyncResourceVersion()
+		if newerRV(rv, f.ResourceVersion) {
+			f.ResourceVersion = rv
+		}
+		if ns := sh.lastEvent.Load(); ns != 0 {
+			if t := time.Unix(0, ns); t.After(f.LastEvent) {
+				f.LastEvent = t
+			}
+		}
+		cs := sh.conn.snapshot()
+		if cs.LastError != "" {
+			f.LastError = cs.LastError
+		}
+		if !cs.Connected {
+			f.WatchConnected = false
+			if f.DisconnectedSince.IsZero() || cs.Since.Before(f.DisconnectedSince) {
+				f.DisconnectedSince = cs.Since
+			}
+		}
+	}
+	if f.WatchConnected {
+		f.LastError = ""
+	}
+	f.Stale = !f.Synced || (!f.WatchConnected && now.Sub(f.DisconnectedSince) > r.opts.StaleAfter)
+	return f
+}
+
+// newerRV compares resource versions numerically when both are numbers (as
+// they are from etcd); they are otherwise opaque, and the first one wins.
+func newerRV(a, b string) bool {
+	if b == "" {
+		return a != ""
+	}
+	x, errA := strconv.ParseUint(a, 10, 64)
+	y, errB := strconv.ParseUint(b, 10, 64)
+	return errA == nil && errB == nil && x > y
+}

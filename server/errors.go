@@ -1,0 +1,98 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/kubeindex/kubeindex/cache"
+)
+
+// Status is the error body, in the shape of a Kubernetes metav1.Status so
+// that tools which already understand API-server errors understand ours.
+type Status struct {
+	Kind       string         `json:"kind"`
+	APIVersion string         `json:"apiVersion"`
+	Metadata   struct{}       `json:"metadata"`
+	Status     string         `json:"status"`
+	Message    string         `json:"message"`
+	Reason     string         `json:"reason"`
+	Code       int            `json:"code"`
+	Details    *StatusDetails `json:"details,omitempty"`
+}
+
+// StatusDetails carries retry advice for 503s.
+type StatusDetails struct {
+	RetryAfterSeconds int `json:"retryAfterSeconds,omitempty"`
+}
+
+// errBadRequest marks errors found while parsing a request.
+var errBadRequest = errors.New("bad request")
+
+// errorStatus is the single translation from errors to HTTP: every handler
+// returns errors and this decides the code, reason and message. Messages of
+// the typed errors are written for users; anything else is an internal
+// error whose text is logged, never sent.
+func errorStatus(err error) Status {
+	st := Status{Kind: "Status", APIVersion: "v1", Status: "Failure", Message: err.Error()}
+	var he *echo.HTTPError
+	switch {
+	case errors.As(err, &he):
+		st.Code = he.Code
+		st.Message = http.StatusText(he.Code)
+		if m, ok := he.Message.(string); ok {
+			st.Message = m
+		}
+		st.Reason = reasonFor(he.Code)
+	case errors.Is(err, cache.ErrUnknownResource), errors.Is(err, cache.ErrNotFound):
+		st.Code, st.Reason = http.StatusNotFound, "NotFound"
+	case errors.Is(err, cache.ErrUnknownIndex), errors.Is(err, cache.ErrInvalid), errors.Is(err, errBadRequest):
+		st.Code, st.Reason = http.StatusBadRequest, "BadRequest"
+	case errors.Is(err, cache.ErrNotSynced):
+		st.Code, st.Reason = http.StatusServiceUnavailable, "ServiceUnavailable"
+		st.Details = &StatusDetails{RetryAfterSeconds: 1}
+	default:
+		st.Code, st.Reason, st.Message = http.StatusInternalServerError, "InternalError", "internal error"
+	}
+	return st
+}
+
+func reasonFor(code int) string {
+	switch code {
+	case http.StatusNotFound:
+		return "NotFound"
+	case http.StatusMethodNotAllowed:
+		return "MethodNotAllowed"
+	case http.StatusBadRequest:
+		return "BadRequest"
+	case http.StatusRequestEntityTooLarge:
+		return "RequestEntityTooLarge"
+	case http.StatusTooManyRequests:
+		return "TooManyRequests"
+	case http.StatusServiceUnavailable:
+		return "ServiceUnavailable"
+	case http.StatusUnauthorized:
+		return "Unauthorized"
+	case http.StatusForbidden:
+		return "Forbidden"
+	}
+	return "InternalError"
+}
+
+// handleError is echo's HTTPErrorHandler.
+func (s *Server) handleError(err error, c echo.Context) {
+	st := errorStatus(err)
+	if st.Code == http.StatusInternalServerError {
+		s.log.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
+	}
+	if c.Response().Committed {
+		return
+	}
+	if st.Details != nil && st.Details.RetryAfterSeconds > 0 {
+		c.Response().Header().Set("Retry-After", "1")
+	}
+	if err := c.JSON(st.Code, st); err != nil {
+		s.log.Debug("writing error response", "err", err)
+	}
+}

@@ -1,0 +1,179 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/kubeindex/kubeindex/cache"
+)
+
+func (s *Server) healthz(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// ReadyResource is one resource's line in /readyz.
+type ReadyResource struct {
+	Name            string `json:"name"`
+	Synced          bool   `json:"synced"`
+	WatchConnected  bool   `json:"watchConnected"`
+	Stale           bool   `json:"stale"`
+	Count           int64  `json:"count"`
+	ResourceVersion string `json:"resourceVersion"`
+	LastError       string `json:"lastError,omitempty"`
+}
+
+// readyz is 200 once every informer has synced. A stale cache (watch down)
+// stays ready on purpose: answering from the cache during an API-server
+// outage is the point, and the detail says it is stale.
+func (s *Server) readyz(c echo.Context) error {
+	all := s.r.Resources()
+	body := struct {
+		Ready     bool            `json:"ready"`
+		Stale     bool            `json:"stale"`
+		Simulated bool            `json:"simulated,omitempty"`
+		Resources []ReadyResource `json:"resources"`
+	}{Ready: true, Simulated: s.opts.Simulated, Resources: []ReadyResource{}}
+	for _, st := range all {
+		body.Ready = body.Ready && st.Synced
+		body.Stale = body.Stale || st.Stale
+		body.Resources = append(body.Resources, ReadyResource{st.Name, st.Synced, st.WatchConnected,
+			st.Stale, st.Count, st.ResourceVersion, st.LastError})
+	}
+	code := http.StatusOK
+	if !body.Ready {
+		code = http.StatusServiceUnavailable
+	}
+	return c.JSON(code, body)
+}
+
+func (s *Server) listResources(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, struct {
+		Kind      string         `json:"kind"`
+		Simulated bool           `json:"simulated"`
+		Resources []cache.Status `json:"resources"`
+	}{"ResourceList", s.opts.Simulated, s.r.Resources()})
+}
+
+func (s *Server) getResource(c echo.Context) error {
+	name, err := pathParam(c, "resource")
+	if err != nil {
+		return err
+	}
+	st, err := s.r.ResourceStatus(name)
+	if err != nil {
+		return err
+	}
+	setFreshness(c.Response().Header(), st.Freshness)
+	return c.JSON(http.StatusOK, st)
+}
+
+func (s *Server) list(c echo.Context) error {
+	q, err := queryParams(c, "namespace", "labelSelector", "index", "value", "limit", "continue")
+	if err != nil {
+		return err
+	}
+	resource, err := pathParam(c, "resource")
+	if err != nil {
+		return err
+	}
+	limit, err := parseLimit(q.Get("limit"))
+	if err != nil {
+		return err
+	}
+	res, err := s.r.List(resource, cache.ListQuery{
+		Namespace:     q.Get("namespace"),
+		LabelSelector: q.Get("labelSelector"),
+		Index:         q.Get("index"),
+		Value:         q.Get("value"),
+		Limit:         limit,
+		Continue:      q.Get("continue"),
+	})
+	setFreshness(c.Response().Header(), res.Freshness)
+	if err != nil {
+		return err
+	}
+	return writeList(c.Response(), res)
+}
+
+func (s *Server) getNamespaced(c echo.Context) error {
+	return s.get(c, true)
+}
+
+func (s *Server) getClusterScoped(c echo.Context) error {
+	return s.get(c, false)
+}
+
+func (s *Server) get(c echo.Context, namespaced bool) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
+	resource, err := pathParam(c, "resource")
+	if err != nil {
+		return err
+	}
+	name, err := pathParam(c, "name")
+	if err != nil {
+		return err
+	}
+	var namespace string
+	if namespaced {
+		if namespace, err = pathParam(c, "namespace"); err != nil {
+			return err
+		}
+	}
+	obj, fresh, err := s.r.Get(resource, namespace, name)
+	setFreshness(c.Response().Header(), fresh)
+	if err != nil {
+		return err
+	}
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, obj.Raw())
+}
+
+func (s *Server) indexValues(c echo.Context) error {
+	q, err := queryParams(c, "limit", "continue")
+	if err != nil {
+		return err
+	}
+	resource, err := pathParam(c, "resource")
+	if err != nil {
+		return err
+	}
+	index, err := pathParam(c, "index")
+	if err != nil {
+		return err
+	}
+	limit, err := parseLimit(q.Get("limit"))
+	if err != nil {
+		return err
+	}
+	res, err := s.r.IndexValues(resource, index, limit, q.Get("continue"))
+	setFreshness(c.Response().Header(), res.Freshness)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, IndexValuesResponse{
+		Kind: "IndexValues", Resource: res.Resource.Name, Index: res.Index,
+		Metadata: ListMeta{ResourceVersion: res.Freshness.ResourceVersion, Continue: res.Continue, Remaining: res.Remaining},
+		Values:   res.Values,
+	})
+}
+
+func (s *Server) lookupIP(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
+	ip, err := pathParam(c, "ip")
+	if err != nil {
+		return err
+	}
+	res, err := s.r.LookupIP(ip)
+	setFreshness(c.Response().Header(), res.Freshness)
+	if err != nil {
+		return err
+	}
+	return writeIPLookup(c.Response(), res)
+}

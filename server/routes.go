@@ -1,0 +1,51 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+)
+
+// Route is one entry of the route table. The OpenAPI test walks this table.
+type Route struct {
+	Method, Path string
+	Summary      string
+}
+
+// routes is the one place routes are registered.
+func (s *Server) routes() {
+	for _, rt := range s.table() {
+		s.echo.Add(rt.route.Method, rt.route.Path, rt.handler)
+	}
+}
+
+// Routes lists every registered route.
+func (s *Server) Routes() []Route {
+	var out []Route
+	for _, rt := range s.table() {
+		out = append(out, rt.route)
+	}
+	return out
+}
+
+type routeEntry struct {
+	route   Route
+	handler echo.HandlerFunc
+}
+
+func (s *Server) table() []routeEntry {
+	get := func(path, summary string, h echo.HandlerFunc) routeEntry {
+		return routeEntry{Route{http.MethodGet, path, summary}, h}
+	}
+	return []routeEntry{
+		get("/healthz", "Liveness: the process serves HTTP.", s.healthz),
+		get("/readyz", "Readiness: every informer has synced; per-resource detail.", s.readyz),
+		get("/api/v1/resources", "Configured resources with counts, indexes and freshness.", s.listResources),
+		get("/api/v1/resources/:resource", "One configured resource.", s.getResource),
+		get("/api/v1/resources/:resource/indexes/:index", "Values of an index with object counts.", s.indexValues),
+		get("/api/v1/ip/:ip", "Which pod has this IP (dual-stack, hostNetwork, reuse aware).", s.lookupIP),
+		get("/api/v1/:resource", "List objects; filter by namespace, labelSelector or index value.", s.list),
+		get("/api/v1/:resource/:name", "Get a cluster-scoped object.", s.getClusterScoped),
+		get("/api/v1/:resource/:namespace/:name", "Get a namespaced object.", s.getNamespaced),
+	}
+}

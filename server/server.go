@@ -1,0 +1,120 @@
+// Package server is kubeindex's HTTP edge: the echo application, its one
+// route table, thin handlers and the single error translation. It reads the
+// cache through the small Reader interface declared here.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+
+	"github.com/kubeindex/kubeindex/cache"
+)
+
+// Reader is everything the HTTP layer needs from the cache. All methods must
+// be safe for concurrent use.
+type Reader interface {
+	Resources() []cache.Status
+	ResourceStatus(resource string) (cache.Status, error)
+	Ready() bool
+	Get(resource, namespace, name string) (*cache.Object, cache.Freshness, error)
+	List(resource string, q cache.ListQuery) (cache.ListResult, error)
+	IndexValues(resource, index string, limit int, after string) (cache.IndexValues, error)
+	LookupIP(ip string) (cache.IPLookup, error)
+}
+
+// Options configures the server. Zero values take the documented defaults.
+type Options struct {
+	// Addr to listen on. Default 127.0.0.1:8080.
+	Addr string
+	// Simulated labels every response as coming from the --demo cluster.
+	Simulated bool
+	// ShutdownTimeout bounds graceful shutdown. Default 10s.
+	ShutdownTimeout time.Duration
+	// MaxHeaderBytes bounds request headers. Default 64 KiB.
+	MaxHeaderBytes int
+	Logger         *slog.Logger
+}
+
+// Server serves the REST API from a Reader.
+type Server struct {
+	opts Options
+	r    Reader
+	echo *echo.Echo
+	log  *slog.Logger
+}
+
+// New builds the server and its routes. It starts nothing.
+func New(r Reader, opts Options) *Server {
+	if opts.Addr == "" {
+		opts.Addr = "127.0.0.1:8080"
+	}
+	if opts.ShutdownTimeout <= 0 {
+		opts.ShutdownTimeout = 10 * time.Second
+	}
+	if opts.MaxHeaderBytes <= 0 {
+		opts.MaxHeaderBytes = 64 << 10
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	s := &Server{opts: opts, r: r, echo: echo.New(), log: opts.Logger}
+	s.echo.HideBanner, s.echo.HidePort = true, true
+	s.echo.HTTPErrorHandler = s.handleError
+	s.echo.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
+		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
+			s.log.Error("panic in handler", "path", c.Request().URL.Path, "err", err, "stack", string(stack))
+			return err
+		},
+	}))
+	s.echo.Use(s.freshnessHeaders)
+	s.routes()
+	return s
+}
+
+// Handler returns the HTTP handler, for tests and embedding.
+func (s *Server) Handler() http.Handler { return s.echo }
+
+// Start listens and serves until ctx is cancelled, then shuts down
+// gracefully within ShutdownTimeout using a fresh context.
+func (s *Server) Start(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.opts.Addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", s.opts.Addr, err)
+	}
+	return s.Serve(ctx, ln)
+}
+
+// Serve is Start on an existing listener.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           s.echo,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    s.opts.MaxHeaderBytes,
+	}
+	s.log.Info("serving", "addr", ln.Addr().String())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("shutting down: %w", err)
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
