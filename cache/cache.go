@@ -158,6 +158,9 @@ func (c *Cache) WaitForSync(ctx context.Context) bool {
 func (c *Cache) resource(name string) (*resourceCache, error) {
 	r, ok := c.byName[name]
 	if !ok {
+		r, ok = c.byName[strings.ToLower(name)]
+	}
+	if !ok {
 		return nil, fmt.Errorf("%w: %q (configured: %s)", ErrUnknownResource, name, strings.Join(c.names(), ", "))
 	}
 	return r, nil

@@ -1,0 +1,318 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubeindex/kubeindex/cache"
+	"github.com/kubeindex/kubeindex/indexers"
+)
+
+// defaultResources is what kubeindex caches when nothing is configured.
+var defaultResources = []string{"pods", "services", "nodes", "deployments.apps", "replicasets.apps", "namespaces"}
+
+// Config is the whole configuration, from flags, environment and the
+// optional YAML file. Validate checks it before anything starts.
+type Config struct {
+	Kubeconfig string        // --kubeconfig, else $KUBECONFIG (a path list), else ~/.kube/config, else in-cluster
+	Context    string        // --context: kubeconfig context to use
+	Listen     string        // --listen: HTTP address; default 127.0.0.1:8080
+	File       string        // --config: YAML file with resources and indexes
+	Demo       bool          // --demo: serve a simulated cluster, no API server needed
+	StaleAfter time.Duration // --stale-after: watch outage before answers are marked stale
+	LogLevel   string        // --log-level: debug, info, warn, error
+	LogFormat  string        // --log-format: text or json
+	Resources  []ResourceConfig
+}
+
+// ResourceConfig is one resource entry of the YAML file.
+type ResourceConfig struct {
+	// Resource as kubectl names it: pods, deployments.apps, apps/v1/deployments, a CRD plural.
+	Resource      string   `json:"resource"`
+	Namespaces    []string `json:"namespaces,omitempty"`
+	LabelSelector string   `json:"labelSelector,omitempty"`
+	FieldSelector string   `json:"fieldSelector,omitempty"`
+	// Resync is a Go duration ("10m"); empty or "0s" disables resyncs.
+	Resync string `json:"resync,omitempty"`
+	// Indexes replaces the resource's default indexes; absent keeps them,
+	// an empty list removes them.
+	Indexes *[]indexers.Spec `json:"indexes,omitempty"`
+}
+
+// fileConfig is the YAML file's shape. Unknown fields are errors.
+type fileConfig struct {
+	Resources []ResourceConfig `json:"resources"`
+}
+
+// envNames maps flags to the environment variables that back them.
+var envNames = map[string]string{
+	"kubeconfig":  "KUBECONFIG",
+	"context":     "KUBEINDEX_CONTEXT",
+	"listen":      "KUBEINDEX_LISTEN",
+	"config":      "KUBEINDEX_CONFIG",
+	"demo":        "KUBEINDEX_DEMO",
+	"resources":   "KUBEINDEX_RESOURCES",
+	"stale-after": "KUBEINDEX_STALE_AFTER",
+	"log-level":   "KUBEINDEX_LOG_LEVEL",
+	"log-format":  "KUBEINDEX_LOG_FORMAT",
+}
+
+// parseConfig reads flags, falls back to the environment for flags not
+// given, then reads the YAML file. It does not validate; Validate does.
+func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) (*Config, error) {
+	cfg := &Config{}
+	var resources string
+	var extraIndexes multiFlag
+	fs := flag.NewFlagSet("kubeindex", flag.ContinueOnError)
+	fs.SetOutput(usageOut)
+	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "path to a kubeconfig; default $KUBECONFIG, ~/.kube/config, then the in-cluster service account")
+	fs.StringVar(&cfg.Context, "context", "", "kubeconfig context to use (default: the current context)")
+	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:8080", "address for the HTTP API")
+	fs.StringVar(&cfg.File, "config", "", "YAML file listing resources, selectors and indexes (see README)")
+	fs.BoolVar(&cfg.Demo, "demo", false, "serve a simulated cluster generated inside the process (no API server needed)")
+	fs.StringVar(&resources, "resources", strings.Join(defaultResources, ","), "comma-separated resources to cache, as kubectl names them (ignored with --config)")
+	fs.Var(&extraIndexes, "index", "add an index, repeatable: resource:name=type[:arg], e.g. pods:app=label:app or pods:image=path:spec.containers.#.image")
+	fs.DurationVar(&cfg.StaleAfter, "stale-after", 30*time.Second, "how long a watch may be down before answers are marked stale")
+	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&cfg.LogFormat, "log-format", "text", "log format: text or json")
+	fs.Usage = func() {
+		fmt.Fprintf(usageOut, "kubeindex: a read-only, indexed query service for a Kubernetes cluster.\n\nUsage: kubeindex [flags]\n\nFlags (environment variable in brackets):\n")
+		fs.VisitAll(func(f *flag.Flag) {
+			fmt.Fprintf(usageOut, "  --%s [%s]\n    \t%s (default %q)\n", f.Name, envNames[f.Name], f.Usage, f.DefValue)
+		})
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q (flags start with --)", fs.Arg(0))
+	}
+	if err := applyEnv(fs, getenv); err != nil {
+		return nil, err
+	}
+	if cfg.File != "" {
+		if isSet(fs, "resources") {
+			return nil, errors.New("--resources and --config both list resources: use one")
+		}
+		if err := cfg.readFile(); err != nil {
+			return nil, err
+		}
+	} else {
+		for _, r := range splitList(resources) {
+			cfg.Resources = append(cfg.Resources, ResourceConfig{Resource: r})
+		}
+	}
+	if err := cfg.addIndexes(extraIndexes); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// applyEnv sets every flag not given on the command line from its
+// environment variable, naming the variable when its value is bad.
+func applyEnv(fs *flag.FlagSet, getenv func(string) string) error {
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		env, ok := envNames[f.Name]
+		if !ok || isSet(fs, f.Name) {
+			return
+		}
+		if v := getenv(env); v != "" {
+			if err := fs.Set(f.Name, v); err != nil {
+				errs = append(errs, fmt.Errorf("$%s: %w", env, err))
+			}
+		}
+	})
+	return errors.Join(errs...)
+}
+
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+func (cfg *Config) readFile() error {
+	data, err := os.ReadFile(cfg.File)
+	if err != nil {
+		return fmt.Errorf("reading --config: %w", err)
+	}
+	var fc fileConfig
+	if err := yaml.UnmarshalStrict(data, &fc); err != nil {
+		return fmt.Errorf("%s: %w", cfg.File, err)
+	}
+	if len(fc.Resources) == 0 {
+		return fmt.Errorf("%s: lists no resources", cfg.File)
+	}
+	cfg.Resources = fc.Resources
+	return nil
+}
+
+// addIndexes applies --index resource:name=type[:arg] flags.
+func (cfg *Config) addIndexes(flags []string) error {
+	for _, f := range flags {
+		res, def, ok := strings.Cut(f, ":")
+		if !ok {
+			return fmt.Errorf("--index %q: want resource:name=type[:arg]", f)
+		}
+		spec, err := indexers.Parse(def)
+		if err != nil {
+			return fmt.Errorf("--index %q: %w", f, err)
+		}
+		i := cfg.find(res)
+		if i < 0 {
+			return fmt.Errorf("--index %q: resource %q is not configured", f, res)
+		}
+		specs := cfg.Resources[i].indexes()
+		cfg.Resources[i].Indexes = &specs
+		*cfg.Resources[i].Indexes = append(*cfg.Resources[i].Indexes, spec)
+	}
+	return nil
+}
+
+func (cfg *Config) find(resource string) int {
+	for i, r := range cfg.Resources {
+		if r.Resource == resource || strings.Split(r.Resource, ".")[0] == resource {
+			return i
+		}
+	}
+	return -1
+}
+
+// indexes returns the configured indexes, or the resource's defaults.
+func (r ResourceConfig) indexes() []indexers.Spec {
+	if r.Indexes != nil {
+		return append([]indexers.Spec(nil), (*r.Indexes)...)
+	}
+	plural := r.Resource
+	if i := strings.LastIndex(plural, "/"); i >= 0 {
+		plural = plural[i+1:]
+	}
+	return indexers.Defaults(strings.Split(plural, ".")[0])
+}
+
+// Validate reports every problem in the configuration at once, each naming
+// the setting it is about.
+func (cfg *Config) Validate() error {
+	var errs []error
+	if _, _, err := net.SplitHostPort(cfg.Listen); err != nil {
+		errs = append(errs, fmt.Errorf("--listen %q: %w", cfg.Listen, err))
+	}
+	if cfg.StaleAfter <= 0 {
+		errs = append(errs, fmt.Errorf("--stale-after must be positive, got %s", cfg.StaleAfter))
+	}
+	if !oneOf(cfg.LogLevel, "debug", "info", "warn", "error") {
+		errs = append(errs, fmt.Errorf("--log-level %q: want debug, info, warn or error", cfg.LogLevel))
+	}
+	if !oneOf(cfg.LogFormat, "text", "json") {
+		errs = append(errs, fmt.Errorf("--log-format %q: want text or json", cfg.LogFormat))
+	}
+	if len(cfg.Resources) == 0 {
+		errs = append(errs, errors.New("no resources configured"))
+	}
+	seen := map[string]bool{}
+	for _, r := range cfg.Resources {
+		if seen[r.Resource] {
+			errs = append(errs, fmt.Errorf("resource %q is listed twice", r.Resource))
+		}
+		seen[r.Resource] = true
+		if err := r.validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (r ResourceConfig) validate() error {
+	var errs []error
+	if strings.TrimSpace(r.Resource) == "" {
+		return errors.New("a resource entry has no name (resource: is empty)")
+	}
+	if _, err := labels.Parse(r.LabelSelector); err != nil {
+		errs = append(errs, fmt.Errorf("labelSelector %q: %w", r.LabelSelector, err))
+	}
+	if _, err := fields.ParseSelector(r.FieldSelector); err != nil {
+		errs = append(errs, fmt.Errorf("fieldSelector %q: %w", r.FieldSelector, err))
+	}
+	if _, err := r.resync(); err != nil {
+		errs = append(errs, err)
+	}
+	for _, ns := range r.Namespaces {
+		if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("namespace %q: %s", ns, strings.Join(msgs, "; ")))
+		}
+	}
+	names := map[string]bool{}
+	for _, s := range r.indexes() {
+		if err := s.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+		if names[s.Name] {
+			errs = append(errs, fmt.Errorf("index %q is defined twice", s.Name))
+		}
+		names[s.Name] = true
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("resource %q: %w", r.Resource, errors.Join(errs...))
+}
+
+func (r ResourceConfig) resync() (time.Duration, error) {
+	if r.Resync == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(r.Resync)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("resync %q: want a non-negative duration such as 10m", r.Resync)
+	}
+	return d, nil
+}
+
+// spec converts the validated configuration into the cache's own type.
+func (r ResourceConfig) spec() cache.Spec {
+	resync, _ := r.resync()
+	return cache.Spec{
+		Resource:      r.Resource,
+		Namespaces:    r.Namespaces,
+		LabelSelector: r.LabelSelector,
+		FieldSelector: r.FieldSelector,
+		Resync:        resync,
+		Indexes:       r.indexes(),
+	}
+}
+
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, " ") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func oneOf(v string, options ...string) bool {
+	for _, o := range options {
+		if v == o {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubeindex/kubeindex/cache"
+	"github.com/kubeindex/kubeindex/demo"
+	"github.com/kubeindex/kubeindex/server"
+)
+
+// run wires kubeindex together: configuration, cluster access, discovery,
+// cache, HTTP. Everything is validated before anything starts; then it
+// serves until ctx is cancelled.
+func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+	cfg, err := parseConfig(args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("invalid configuration:\n%w", err)
+	}
+	log := newLogger(cfg, stderr)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	var restCfg *rest.Config
+	if cfg.Demo {
+		var waitDemo func()
+		restCfg, waitDemo, err = startDemo(ctx, log)
+		// Cancel first, then wait: deferred calls run last-in first-out.
+		defer waitDemo()
+		defer cancel()
+	} else {
+		restCfg, err = clusterConfig(cfg, getenv)
+	}
+	if err != nil {
+		return err
+	}
+	resources, err := resolve(restCfg, cfg.Resources)
+	if err != nil {
+		return err
+	}
+	c, err := cache.New(restCfg, resources, cache.Options{StaleAfter: cfg.StaleAfter, Simulated: cfg.Demo})
+	if err != nil {
+		return err
+	}
+	srv := server.New(c, server.Options{Addr: cfg.Listen, Simulated: cfg.Demo, Logger: log})
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", cfg.Listen, err)
+	}
+	return runAll(ctx, c.Start,
+		func(ctx context.Context) error { return srv.Serve(ctx, ln) },
+		func(ctx context.Context) error { return logSync(ctx, c, log) })
+}
+
+// clusterConfig finds cluster access the way kubectl does.
+func clusterConfig(cfg *Config, getenv func(string) string) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = cfg.Kubeconfig
+	rules.Precedence = filepath.SplitList(getenv("KUBECONFIG"))
+	if len(rules.Precedence) == 0 {
+		rules.Precedence = []string{clientcmd.RecommendedHomeFile}
+	}
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: cfg.Context}
+	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("cluster access (use --kubeconfig, $KUBECONFIG or --demo): %w", err)
+	}
+	rc.UserAgent = "kubeindex"
+	return rc, nil
+}
+
+// resolve maps every configured resource through discovery, reporting all
+// the names the API server does not serve at once.
+func resolve(rc *rest.Config, configured []ResourceConfig) ([]cache.Configured, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("discovery client: %w", err)
+	}
+	found, err := cache.Discover(dc)
+	if err != nil {
+		return nil, err
+	}
+	var out []cache.Configured
+	var resolved []cache.Resource
+	var errs []error
+	for _, r := range configured {
+		res, err := found.Resolve(r.Resource)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		resolved = append(resolved, res)
+		out = append(out, cache.Configured{Spec: r.spec()})
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	cache.NameResources(resolved)
+	for i := range out {
+		out[i].Resource = resolved[i]
+	}
+	return out, nil
+}
+
+// startDemo serves the simulated cluster on a loopback port, and churns it,
+// until ctx is cancelled. It must serve before discovery runs, so it starts
+// here rather than with the other long-lived parts. wait blocks until both
+// have stopped.
+func startDemo(ctx context.Context, log *slog.Logger) (cfg *rest.Config, wait func(), err error) {
+	sim := demo.New(demo.Options{Seed: 1})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, fmt.Errorf("demo API server: %w", err)
+	}
+	log.Warn("DEMO MODE: serving a simulated cluster generated inside this process; nothing here is real",
+		"fakeAPIServer", ln.Addr().String())
+	hs := &http.Server{Handler: sim.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	var wg sync.WaitGroup
+	wg.Go(func() { sim.Run(ctx) })
+	wg.Go(func() {
+		if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			log.Error("demo API server stopped", "err", err)
+		}
+	})
+	wg.Go(func() {
+		<-ctx.Done()
+		hs.Close() // watches are long-lived; closing ends them at once
+	})
+	return &rest.Config{Host: "http://" + ln.Addr().String(), UserAgent: "kubeindex"}, wg.Wait, nil
+}
+
+// logSync says when the cache is ready, or which resources are slow to sync.
+func logSync(ctx context.Context, c *cache.Cache, log *slog.Logger) error {
+	start := time.Now()
+	for {
+		waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		ok := c.WaitForSync(waitCtx)
+		cancel()
+		if ok {
+			log.Info("cache synced", "after", time.Since(start).Round(time.Millisecond))
+			return nil
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		for _, st := range c.Resources() {
+			if !st.Synced {
+				log.Warn("resource not synced yet", "resource", st.Name, "lastError", st.LastError)
+			}
+		}
+	}
+}
+
+// runAll runs every part until ctx ends or one fails; then it cancels the
+// others and waits for them.
+func runAll(ctx context.Context, parts ...func(context.Context) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errc := make(chan error, len(parts))
+	for _, p := range parts {
+		wg.Go(func() {
+			if err := p(ctx); err != nil {
+				errc <- err
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	close(errc)
+	return <-errc
+}
+
+func newLogger(cfg *Config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
