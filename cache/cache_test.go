@@ -1,6 +1,9 @@
-package cache
+package cache_test
 
 import (
+	"github.com/kubeindex/kubeindex/cache"
+	"github.com/kubeindex/kubeindex/cache/cachetest"
+
 	"errors"
 	"fmt"
 	"maps"
@@ -11,9 +14,9 @@ import (
 )
 
 // simState is the oracle's view: key → resourceVersion.
-func simState(f *fixture, plural string) map[string]string {
+func simState(f *cachetest.Fixture, plural string) map[string]string {
 	out := map[string]string{}
-	for _, raw := range f.sim.Objects(plural) {
+	for _, raw := range f.Sim.Objects(plural) {
 		m := gjson.GetManyBytes(raw, "metadata.namespace", "metadata.name", "metadata.resourceVersion")
 		key := m[1].Str
 		if m[0].Str != "" {
@@ -24,9 +27,9 @@ func simState(f *fixture, plural string) map[string]string {
 	return out
 }
 
-func cacheState(t *testing.T, c *Cache, resource string) map[string]string {
+func cacheState(t *testing.T, c *cache.Cache, resource string) map[string]string {
 	t.Helper()
-	res, err := c.List(resource, ListQuery{})
+	res, err := c.List(resource, cache.ListQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,17 +41,17 @@ func cacheState(t *testing.T, c *Cache, resource string) map[string]string {
 }
 
 func TestCacheMatchesAPIServer(t *testing.T) {
-	f := startFixture(t, defaultSpecs()...)
-	for _, st := range f.cache.Resources() {
+	f := cachetest.Start(t, cachetest.DefaultSpecs()...)
+	for _, st := range f.Cache.Resources() {
 		t.Run(st.Name, func(t *testing.T) {
 			want := simState(f, st.Plural)
 			if len(want) == 0 {
 				t.Fatalf("the demo has no %s: the comparison would prove nothing", st.Name)
 			}
-			eventually(t, "the cache equals the API server", func() bool {
-				return maps.Equal(cacheState(t, f.cache, st.Name), simState(f, st.Plural))
+			cachetest.Eventually(t, "the cache equals the API server", func() bool {
+				return maps.Equal(cacheState(t, f.Cache, st.Name), simState(f, st.Plural))
 			})
-			st, _ := f.cache.ResourceStatus(st.Name)
+			st, _ := f.Cache.ResourceStatus(st.Name)
 			if int(st.Count) != len(want) || !st.Synced || !st.WatchConnected || st.Stale {
 				t.Errorf("status %+v; expect count %d, synced, connected, fresh", st.Freshness, len(want))
 			}
@@ -57,8 +60,8 @@ func TestCacheMatchesAPIServer(t *testing.T) {
 }
 
 func TestObjectsAreCompact(t *testing.T) {
-	f := startFixture(t, podSpec())
-	res, _ := f.cache.List("pods", ListQuery{})
+	f := cachetest.Start(t, cachetest.PodSpec())
+	res, _ := f.Cache.List("pods", cache.ListQuery{})
 	for _, o := range res.Items {
 		r := gjson.ParseBytes(o.Raw())
 		if r.Get("metadata.managedFields").Exists() {
@@ -89,44 +92,44 @@ func podJSON(ns, name, node, phase string, ips ...string) []byte {
 }
 
 func TestAddUpdateDeleteReachIndexes(t *testing.T) {
-	f := startFixture(t, podSpec())
-	c := f.cache
-	if err := f.sim.Apply("pods", podJSON("team-a", "probe", "node-9", "Running", "10.200.0.1", "fd00:200::1")); err != nil {
+	f := cachetest.Start(t, cachetest.PodSpec())
+	c := f.Cache
+	if err := f.Sim.Apply("pods", podJSON("team-a", "probe", "node-9", "Running", "10.200.0.1", "fd00:200::1")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the new pod is found by IP", func() bool {
+	cachetest.Eventually(t, "the new pod is found by IP", func() bool {
 		res, err := c.LookupIP("10.200.0.1")
-		return err == nil && len(res.Items) == 1 && res.Items[0].Key() == "team-a/probe" && res.Match == MatchPod
+		return err == nil && len(res.Items) == 1 && res.Items[0].Key() == "team-a/probe" && res.Match == cache.MatchPod
 	})
 	for _, spelling := range []string{"fd00:200::1", "FD00:200:0:0:0:0:0:1", "fd00:0200::0001"} {
 		if res, err := c.LookupIP(spelling); err != nil || res.Items[0].Key() != "team-a/probe" {
 			t.Errorf("IPv6 spelling %q: %v", spelling, err)
 		}
 	}
-	byNode, _ := c.List("pods", ListQuery{Index: "node", Value: "node-9"})
-	byImage, _ := c.List("pods", ListQuery{Index: "image", Value: "probe:1"})
+	byNode, _ := c.List("pods", cache.ListQuery{Index: "node", Value: "node-9"})
+	byImage, _ := c.List("pods", cache.ListQuery{Index: "image", Value: "probe:1"})
 	if len(byNode.Items) != 1 || len(byImage.Items) != 1 {
 		t.Errorf("node index %d, image index %d; expect 1 each", len(byNode.Items), len(byImage.Items))
 	}
 
 	// Update: the pod moves to another IP; the old one must stop finding it.
-	if err := f.sim.Apply("pods", podJSON("team-a", "probe", "node-9", "Running", "10.200.0.2")); err != nil {
+	if err := f.Sim.Apply("pods", podJSON("team-a", "probe", "node-9", "Running", "10.200.0.2")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the index follows the update", func() bool {
+	cachetest.Eventually(t, "the index follows the update", func() bool {
 		_, errOld := c.LookupIP("10.200.0.1")
 		res, errNew := c.LookupIP("10.200.0.2")
-		return errors.Is(errOld, ErrNotFound) && errNew == nil && len(res.Items) == 1
+		return errors.Is(errOld, cache.ErrNotFound) && errNew == nil && len(res.Items) == 1
 	})
 
-	if err := f.sim.Delete("pods", "team-a", "probe"); err != nil {
+	if err := f.Sim.Delete("pods", "team-a", "probe"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the delete removes the pod everywhere", func() bool {
+	cachetest.Eventually(t, "the delete removes the pod everywhere", func() bool {
 		_, errIP := c.LookupIP("10.200.0.2")
 		_, _, errGet := c.Get("pods", "team-a", "probe")
-		byNode, _ := c.List("pods", ListQuery{Index: "node", Value: "node-9"})
-		return errors.Is(errIP, ErrNotFound) && errors.Is(errGet, ErrNotFound) && len(byNode.Items) == 0
+		byNode, _ := c.List("pods", cache.ListQuery{Index: "node", Value: "node-9"})
+		return errors.Is(errIP, cache.ErrNotFound) && errors.Is(errGet, cache.ErrNotFound) && len(byNode.Items) == 0
 	})
 }
 
@@ -134,32 +137,32 @@ func TestAddUpdateDeleteReachIndexes(t *testing.T) {
 // deleted while the watch is down and its history is gone, so the informer
 // only learns of it by relisting (DeletedFinalStateUnknown).
 func TestDeleteWhileDisconnected(t *testing.T) {
-	f := startFixture(t, podSpec())
-	c := f.cache
+	f := cachetest.Start(t, cachetest.PodSpec())
+	c := f.Cache
 	before := cacheState(t, c, "pods")
 	victim := slices.Sorted(maps.Keys(before))[0]
 	ns, name, _ := cutKey(victim)
 
-	f.sim.SetUnavailable(true)
-	f.sim.DropWatches()
-	eventually(t, "the watch is seen as down and stale", func() bool {
+	f.Sim.SetUnavailable(true)
+	f.Sim.DropWatches()
+	cachetest.Eventually(t, "the watch is seen as down and stale", func() bool {
 		st, _ := c.ResourceStatus("pods")
 		return !st.WatchConnected && st.Stale
 	})
 	if _, _, err := c.Get("pods", ns, name); err != nil {
 		t.Fatalf("during the outage the cache must keep answering: %v", err)
 	}
-	if err := f.sim.Delete("pods", ns, name); err != nil {
+	if err := f.Sim.Delete("pods", ns, name); err != nil {
 		t.Fatal(err)
 	}
-	f.sim.CompactHistory()
-	f.sim.SetUnavailable(false)
+	f.Sim.CompactHistory()
+	f.Sim.SetUnavailable(false)
 
-	eventually(t, "the cache converges after the outage", func() bool {
+	cachetest.Eventually(t, "the cache converges after the outage", func() bool {
 		st, _ := c.ResourceStatus("pods")
 		return st.WatchConnected && !st.Stale && maps.Equal(cacheState(t, c, "pods"), simState(f, "pods"))
 	})
-	if _, _, err := c.Get("pods", ns, name); !errors.Is(err, ErrNotFound) {
+	if _, _, err := c.Get("pods", ns, name); !errors.Is(err, cache.ErrNotFound) {
 		t.Errorf("pod deleted during the outage: Get = %v; expect not found", err)
 	}
 	st, _ := c.ResourceStatus("pods")
@@ -178,13 +181,13 @@ func cutKey(k string) (ns, name string, ok bool) {
 }
 
 func TestChurnConverges(t *testing.T) {
-	f := startFixture(t, defaultSpecs()...)
+	f := cachetest.Start(t, cachetest.DefaultSpecs()...)
 	for range 200 {
-		f.sim.Step()
+		f.Sim.Step()
 	}
-	for _, st := range f.cache.Resources() {
-		eventually(t, st.Name+" equals the API server after churn", func() bool {
-			return maps.Equal(cacheState(t, f.cache, st.Name), simState(f, st.Plural))
+	for _, st := range f.Cache.Resources() {
+		cachetest.Eventually(t, st.Name+" equals the API server after churn", func() bool {
+			return maps.Equal(cacheState(t, f.Cache, st.Name), simState(f, st.Plural))
 		})
 	}
 }

@@ -1,19 +1,22 @@
-package cache
+package cache_test
 
 import (
+	"github.com/kubeindex/kubeindex/cache"
+	"github.com/kubeindex/kubeindex/cache/cachetest"
+
 	"errors"
 	"slices"
 	"testing"
 )
 
 func TestLookupIPKinds(t *testing.T) {
-	f := startFixture(t, podSpec())
-	c := f.cache
+	f := cachetest.Start(t, cachetest.PodSpec())
+	c := f.Cache
 	values, err := c.IndexValues("pods", "ip", 0, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	seen := map[Match]int{}
+	seen := map[cache.Match]int{}
 	for _, v := range values.Values {
 		res, err := c.LookupIP(v.Value)
 		if err != nil {
@@ -29,7 +32,7 @@ func TestLookupIPKinds(t *testing.T) {
 		}
 		seen[res.Match]++
 		switch res.Match {
-		case MatchHostNetwork:
+		case cache.MatchHostNetwork:
 			for _, p := range res.Pods {
 				if p.Active && !p.HostNetwork {
 					t.Errorf("%s: hostNetwork match includes a pod network pod %s", v.Value, p.Name)
@@ -38,7 +41,7 @@ func TestLookupIPKinds(t *testing.T) {
 			if v.Count < 2 {
 				t.Errorf("%s: hostNetwork IP shared by only %d pod", v.Value, v.Count)
 			}
-		case MatchPod:
+		case cache.MatchPod:
 			if !res.Pods[0].Active || res.Pods[0].HostNetwork {
 				t.Errorf("%s: the owning pod must come first: %+v", v.Value, res.Pods)
 			}
@@ -48,7 +51,7 @@ func TestLookupIPKinds(t *testing.T) {
 		}
 	}
 	// The demo generates every case; a lookup table missing one proves less.
-	for _, m := range []Match{MatchPod, MatchHostNetwork} {
+	for _, m := range []cache.Match{cache.MatchPod, cache.MatchHostNetwork} {
 		if seen[m] == 0 {
 			t.Errorf("no IP classified %q among %d values", m, len(values.Values))
 		}
@@ -56,7 +59,7 @@ func TestLookupIPKinds(t *testing.T) {
 	reused := false
 	for _, v := range values.Values {
 		res, _ := c.LookupIP(v.Value)
-		if res.Match == MatchPod && len(res.Pods) == 2 && !res.Pods[1].Active {
+		if res.Match == cache.MatchPod && len(res.Pods) == 2 && !res.Pods[1].Active {
 			reused = true
 		}
 	}
@@ -66,28 +69,28 @@ func TestLookupIPKinds(t *testing.T) {
 }
 
 func TestLookupIPErrors(t *testing.T) {
-	f := startFixture(t, podSpec())
-	if _, err := f.cache.LookupIP("10.255.255.254"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("unknown IP: %v; expect ErrNotFound", err)
+	f := cachetest.Start(t, cachetest.PodSpec())
+	if _, err := f.Cache.LookupIP("10.255.255.254"); !errors.Is(err, cache.ErrNotFound) {
+		t.Errorf("unknown IP: %v; expect cache.ErrNotFound", err)
 	}
 	for _, bad := range []string{"web-0", "10.1.2", "", "1.2.3.4.5"} {
-		if _, err := f.cache.LookupIP(bad); !errors.Is(err, ErrInvalid) {
-			t.Errorf("LookupIP(%q): %v; expect ErrInvalid", bad, err)
+		if _, err := f.Cache.LookupIP(bad); !errors.Is(err, cache.ErrInvalid) {
+			t.Errorf("LookupIP(%q): %v; expect cache.ErrInvalid", bad, err)
 		}
 	}
-	g := startFixture(t, Spec{Resource: "pods"})
-	if _, err := g.cache.LookupIP("10.0.0.1"); !errors.Is(err, ErrUnknownIndex) {
-		t.Errorf("pods without a podIP index: %v; expect ErrUnknownIndex", err)
+	g := cachetest.Start(t, cache.Spec{Resource: "pods"})
+	if _, err := g.Cache.LookupIP("10.0.0.1"); !errors.Is(err, cache.ErrUnknownIndex) {
+		t.Errorf("pods without a podIP index: %v; expect cache.ErrUnknownIndex", err)
 	}
 }
 
 func TestListPagingCoversEverythingOnce(t *testing.T) {
-	f := startFixture(t, podSpec())
-	all, _ := f.cache.List("pods", ListQuery{})
+	f := cachetest.Start(t, cachetest.PodSpec())
+	all, _ := f.Cache.List("pods", cache.ListQuery{})
 	var got []string
 	token := ""
 	for page := 0; ; page++ {
-		res, err := f.cache.List("pods", ListQuery{Limit: 7, Continue: token})
+		res, err := f.Cache.List("pods", cache.ListQuery{Limit: 7, Continue: token})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -115,11 +118,11 @@ func TestListPagingCoversEverythingOnce(t *testing.T) {
 }
 
 func TestListFilters(t *testing.T) {
-	f := startFixture(t, podSpec())
-	c := f.cache
-	all, _ := c.List("pods", ListQuery{})
+	f := cachetest.Start(t, cachetest.PodSpec())
+	c := f.Cache
+	all, _ := c.List("pods", cache.ListQuery{})
 	ns := all.Items[0].Namespace()
-	byNS, _ := c.List("pods", ListQuery{Namespace: ns})
+	byNS, _ := c.List("pods", cache.ListQuery{Namespace: ns})
 	for _, o := range byNS.Items {
 		if o.Namespace() != ns {
 			t.Fatalf("namespace filter %s returned %s", ns, o.Key())
@@ -128,7 +131,7 @@ func TestListFilters(t *testing.T) {
 	if len(byNS.Items) == 0 || len(byNS.Items) == len(all.Items) {
 		t.Fatalf("namespace filter returned %d of %d: proves nothing", len(byNS.Items), len(all.Items))
 	}
-	sel, _ := c.List("pods", ListQuery{LabelSelector: "k8s-app in (kube-proxy,node-exporter)"})
+	sel, _ := c.List("pods", cache.ListQuery{LabelSelector: "k8s-app in (kube-proxy,node-exporter)"})
 	for _, o := range sel.Items {
 		if name := o.Name(); name[:4] != "kube" && name[:4] != "node" {
 			t.Errorf("label selector returned %s", o.Key())
@@ -137,36 +140,37 @@ func TestListFilters(t *testing.T) {
 	if len(sel.Items) == 0 {
 		t.Error("label selector matched nothing")
 	}
-	notSel, _ := c.List("pods", ListQuery{LabelSelector: "!k8s-app"})
+	notSel, _ := c.List("pods", cache.ListQuery{LabelSelector: "!k8s-app"})
 	if len(notSel.Items)+len(withKey(c, "k8s-app")) != len(all.Items) {
 		t.Errorf("!k8s-app and k8s-app do not partition the pods")
 	}
 }
 
-func withKey(c *Cache, key string) []*Object {
-	res, _ := c.List("pods", ListQuery{LabelSelector: key})
+func withKey(c *cache.Cache, key string) []*cache.Object {
+	res, _ := c.List("pods", cache.ListQuery{LabelSelector: key})
 	return res.Items
 }
 
 func TestQueryErrors(t *testing.T) {
-	f := startFixture(t, podSpec(), Spec{Resource: "nodes"})
-	c := f.cache
+	f := cachetest.Start(t, cachetest.PodSpec(), cache.Spec{Resource: "nodes"})
+	c := f.Cache
+	nodePage, _ := c.List("nodes", cache.ListQuery{Limit: 1})
 	tests := []struct {
 		name string
 		err  error
 		want error
 	}{
-		{"bad selector", listErr(c, "pods", ListQuery{LabelSelector: "app in ("}), ErrInvalid},
-		{"bad continue", listErr(c, "pods", ListQuery{Continue: "!!!"}), ErrInvalid},
-		{"continue of another resource", listErr(c, "pods", ListQuery{Continue: encodeContinue("nodes", "x")}), ErrInvalid},
-		{"index without value", listErr(c, "pods", ListQuery{Index: "ip"}), ErrInvalid},
-		{"unknown index", listErr(c, "pods", ListQuery{Index: "nope", Value: "x"}), ErrUnknownIndex},
-		{"bad IP for IP index", listErr(c, "pods", ListQuery{Index: "ip", Value: "x"}), ErrInvalid},
-		{"namespace on cluster-scoped", listErr(c, "nodes", ListQuery{Namespace: "a"}), ErrInvalid},
-		{"unknown resource", listErr(c, "widgets", ListQuery{}), ErrUnknownResource},
-		{"get namespaced without namespace", getErr(c, "pods", "", "x"), ErrInvalid},
-		{"get cluster-scoped with namespace", getErr(c, "nodes", "a", "x"), ErrInvalid},
-		{"get missing", getErr(c, "pods", "a", "x"), ErrNotFound},
+		{"bad selector", listErr(c, "pods", cache.ListQuery{LabelSelector: "app in ("}), cache.ErrInvalid},
+		{"bad continue", listErr(c, "pods", cache.ListQuery{Continue: "!!!"}), cache.ErrInvalid},
+		{"continue of another resource", listErr(c, "pods", cache.ListQuery{Continue: nodePage.Continue}), cache.ErrInvalid},
+		{"index without value", listErr(c, "pods", cache.ListQuery{Index: "ip"}), cache.ErrInvalid},
+		{"unknown index", listErr(c, "pods", cache.ListQuery{Index: "nope", Value: "x"}), cache.ErrUnknownIndex},
+		{"bad IP for IP index", listErr(c, "pods", cache.ListQuery{Index: "ip", Value: "x"}), cache.ErrInvalid},
+		{"namespace on cluster-scoped", listErr(c, "nodes", cache.ListQuery{Namespace: "a"}), cache.ErrInvalid},
+		{"unknown resource", listErr(c, "widgets", cache.ListQuery{}), cache.ErrUnknownResource},
+		{"get namespaced without namespace", getErr(c, "pods", "", "x"), cache.ErrInvalid},
+		{"get cluster-scoped with namespace", getErr(c, "nodes", "a", "x"), cache.ErrInvalid},
+		{"get missing", getErr(c, "pods", "a", "x"), cache.ErrNotFound},
 	}
 	for _, tt := range tests {
 		if !errors.Is(tt.err, tt.want) {
@@ -175,21 +179,21 @@ func TestQueryErrors(t *testing.T) {
 	}
 }
 
-func listErr(c *Cache, r string, q ListQuery) error { _, err := c.List(r, q); return err }
-func getErr(c *Cache, r, ns, n string) error      { _, _, err := c.Get(r, ns, n); return err }
+func listErr(c *cache.Cache, r string, q cache.ListQuery) error { _, err := c.List(r, q); return err }
+func getErr(c *cache.Cache, r, ns, n string) error              { _, _, err := c.Get(r, ns, n); return err }
 
 func TestAliases(t *testing.T) {
-	f := startFixture(t, podSpec(), Spec{Resource: "apps/v1/deployments"})
+	f := cachetest.Start(t, cachetest.PodSpec(), cache.Spec{Resource: "apps/v1/deployments"})
 	for _, alias := range []string{"pods", "pod", "po", "Pod", "deployments", "deployments.apps", "deploy", "deployment"} {
-		if _, err := f.cache.ResourceStatus(alias); err != nil {
+		if _, err := f.Cache.ResourceStatus(alias); err != nil {
 			t.Errorf("alias %q: %v", alias, err)
 		}
 	}
 }
 
 func TestNamespaceRestriction(t *testing.T) {
-	f := startFixture(t, Spec{Resource: "pods", Namespaces: []string{"kube-system", "default"}, Indexes: podSpec().Indexes})
-	res, err := f.cache.List("pods", ListQuery{})
+	f := cachetest.Start(t, cache.Spec{Resource: "pods", Namespaces: []string{"kube-system", "default"}, Indexes: cachetest.PodSpec().Indexes})
+	res, err := f.Cache.List("pods", cache.ListQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,20 +211,20 @@ func TestNamespaceRestriction(t *testing.T) {
 	if len(res.Items) != want || want == 0 {
 		t.Errorf("%d pods cached; the API server has %d in those namespaces", len(res.Items), want)
 	}
-	if _, _, err := f.cache.Get("pods", res.Items[0].Namespace(), res.Items[0].Name()); err != nil {
+	if _, _, err := f.Cache.Get("pods", res.Items[0].Namespace(), res.Items[0].Name()); err != nil {
 		t.Error(err)
 	}
 }
 
 func TestNotSyncedAnswers503(t *testing.T) {
-	f := newFixture(t, podSpec()) // never started
-	if _, err := f.cache.List("pods", ListQuery{}); !errors.Is(err, ErrNotSynced) {
-		t.Errorf("List before sync: %v; expect ErrNotSynced, not an empty list", err)
+	f := cachetest.New(t, cachetest.PodSpec()) // never started
+	if _, err := f.Cache.List("pods", cache.ListQuery{}); !errors.Is(err, cache.ErrNotSynced) {
+		t.Errorf("List before sync: %v; expect cache.ErrNotSynced, not an empty list", err)
 	}
-	if _, _, err := f.cache.Get("pods", "a", "b"); !errors.Is(err, ErrNotSynced) {
+	if _, _, err := f.Cache.Get("pods", "a", "b"); !errors.Is(err, cache.ErrNotSynced) {
 		t.Errorf("Get before sync: %v", err)
 	}
-	if f.cache.Ready() {
+	if f.Cache.Ready() {
 		t.Error("Ready before sync")
 	}
 }
