@@ -203,4 +203,3 @@ func TestListBodyIsTheStoredBytes(t *testing.T) {
 		t.Error("GET does not answer the stored bytes")
 	}
 }
-
