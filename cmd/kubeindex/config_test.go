@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(vars map[string]string) func(string) string {
+	return func(k string) string { return vars[k] }
+}
+
+func TestConfigDefaults(t *testing.T) {
+	cfg, err := parseConfig(nil, env(nil), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range cfg.Resources {
+		names = append(names, r.Resource)
+	}
+	if strings.Join(names, ",") != "pods,services,nodes,deployments.apps,replicasets.apps,namespaces" {
+		t.Errorf("default resources %v", names)
+	}
+	pods := cfg.Resources[0].spec()
+	var idx []string
+	for _, s := range pods.Indexes {
+		idx = append(idx, s.Name+"="+string(s.Type))
+	}
+	if strings.Join(idx, ",") != "ip=podIP,node=nodeName,owner=owner" {
+		t.Errorf("default pod indexes %v", idx)
+	}
+	if cfg.Listen != "127.0.0.1:8080" || cfg.StaleAfter != 30*time.Second {
+		t.Errorf("defaults: listen %q stale-after %s", cfg.Listen, cfg.StaleAfter)
+	}
+}
+
+func TestConfigEnvFallbackAndFlagPrecedence(t *testing.T) {
+	e := env(map[string]string{"KUBEINDEX_LISTEN": "127.0.0.1:9999", "KUBEINDEX_RESOURCES": "pods,nodes", "KUBEINDEX_STALE_AFTER": "5s"})
+	cfg, err := parseConfig([]string{"--stale-after=7s"}, e, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Listen != "127.0.0.1:9999" || len(cfg.Resources) != 2 || cfg.StaleAfter != 7*time.Second {
+		t.Errorf("env fallback/flag precedence: %+v", cfg)
+	}
+	if _, err := parseConfig(nil, env(map[string]string{"KUBEINDEX_STALE_AFTER": "soon"}), io.Discard); err == nil || !strings.Contains(err.Error(), "$KUBEINDEX_STALE_AFTER") {
+		t.Errorf("bad env value: %v; expect an error naming the variable", err)
+	}
+}
+
+func writeFile(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestConfigFile(t *testing.T) {
+	p := writeFile(t, `
+resources:
+- resource: pods
+  namespaces: [team-a, team-b]
+  labelSelector: app=web
+  fieldSelector: status.phase=Running
+  resync: 10m
+  indexes:
+  - {name: ip, type: podIP}
+  - {name: image, path: "spec.containers.#.image"}
+  - {name: app, label: app}
+- resource: widgets.example.com
+`)
+	cfg, err := parseConfig([]string{"--config", p, "--index", "widgets:color=path:spec.color"}, env(nil), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	pods := cfg.Resources[0].spec()
+	if len(pods.Indexes) != 3 || pods.Resync != 10*time.Minute || len(pods.Namespaces) != 2 {
+		t.Errorf("pods spec %+v", pods)
+	}
+	w := cfg.Resources[1].spec()
+	if len(w.Indexes) != 1 || w.Indexes[0].Path != "spec.color" {
+		t.Errorf("--index did not reach widgets: %+v", w.Indexes)
+	}
+}
+
+// TestConfigErrorsNameTheirSetting: every start-up error says what is wrong
+// and where, before anything starts.
+func TestConfigErrorsNameTheirSetting(t *testing.T) {
+	tests := []struct {
+		name, yaml string
+		args       []string
+		want       []string
+	}{
+		{name: "bad path", yaml: "resources:\n- resource: pods\n  indexes: [{name: img, path: 'spec.containers..image'}]\n", want: []string{`resource "pods"`, `index "img"`, "empty component"}},
+		{name: "bad selector", yaml: "resources:\n- resource: pods\n  labelSelector: 'app in ('\n", want: []string{`resource "pods"`, "labelSelector"}},
+		{name: "bad field selector", yaml: "resources:\n- resource: pods\n  fieldSelector: 'a'\n", want: []string{"fieldSelector"}},
+		{name: "unknown field", yaml: "resources:\n- resource: pods\n  selector: a=b\n", want: []string{`unknown field "selector"`}},
+		{name: "bad resync", yaml: "resources:\n- resource: pods\n  resync: often\n", want: []string{"resync"}},
+		{name: "bad namespace", yaml: "resources:\n- resource: pods\n  namespaces: [Team_A]\n", want: []string{"Team_A"}},
+		{name: "duplicate index", yaml: "resources:\n- resource: pods\n  indexes: [{name: a, type: podIP}, {name: a, type: nodeName}]\n", want: []string{`index "a" is defined twice`}},
+		{name: "unknown index type", yaml: "resources:\n- resource: pods\n  indexes: [{name: a, type: ip}]\n", want: []string{`unknown type "ip"`}},
+		{name: "no resources", yaml: "resources: []\n", want: []string{"lists no resources"}},
+		{name: "bad listen", args: []string{"--listen", "8080"}, want: []string{"--listen"}},
+		{name: "bad log level", args: []string{"--log-level", "loud"}, want: []string{"--log-level"}},
+		{name: "bad --index", args: []string{"--index", "pods:x=path:a..b"}, want: []string{"--index", "empty component"}},
+		{name: "--index on unknown resource", args: []string{"--index", "widgets:x=podIP"}, want: []string{"not configured"}},
+		{name: "stray argument", args: []string{"pods"}, want: []string{"unexpected argument"}},
+		{name: "resources and config", yaml: "resources:\n- resource: pods\n", args: []string{"--resources", "pods"}, want: []string{"use one"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := tt.args
+			if tt.yaml != "" {
+				args = append([]string{"--config", writeFile(t, tt.yaml)}, args...)
+			}
+			err := run(context.Background(), args, env(nil), io.Discard)
+			if err == nil {
+				t.Fatal("expect an error")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestHelp(t *testing.T) {
+	var out strings.Builder
+	err := run(context.Background(), []string{"--help"}, env(nil), &out)
+	if !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("--help: %v", err)
+	}
+	for _, want := range []string{"--kubeconfig [KUBECONFIG]", "--demo", "--config [KUBEINDEX_CONFIG]", "--index"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("usage lacks %q:\n%s", want, out.String())
+		}
+	}
+}
