@@ -36,6 +36,7 @@ type resourceCache struct {
 	res     Resource
 	spec    Spec
 	indexes map[string]indexers.Spec
+	shape   Shape
 	shards  []*shard
 	opts    *Options
 }
@@ -87,13 +88,14 @@ func (c *Cache) newResourceCache(client *apiClient, cr Configured) (*resourceCac
 		r.indexes[s.Name] = s
 		idx[s.Name] = objectIndexFunc(s.Func())
 	}
+	r.shape = Shape{APIVersion: cr.Resource.APIVersion(), Kind: cr.Resource.Kind, Drop: dropPaths(cr.Resource, cr.Spec)}
 	namespaces := cr.Spec.Namespaces
 	if len(namespaces) == 0 || !cr.Resource.Namespaced {
 		namespaces = []string{""}
 	}
 	for _, ns := range namespaces {
 		sh := &shard{namespace: ns, conn: newConnState(c.opts.Now)}
-		lw := &listWatch{client: client, res: &r.res, namespace: ns,
+		lw := &listWatch{client: client, res: &r.res, namespace: ns, shape: r.shape,
 			labelSelector: cr.Spec.LabelSelector, fieldSelector: cr.Spec.FieldSelector, conn: sh.conn}
 		sh.informer = toolscache.NewSharedIndexInformerWithOptions(lw, &Object{}, toolscache.SharedIndexInformerOptions{
 			ResyncPeriod:      cr.Spec.Resync,

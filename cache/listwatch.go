@@ -33,6 +33,7 @@ func (l *objectList) GetListMeta() metav1.ListInterface { return &l.ListMeta }
 type listWatch struct {
 	client        *apiClient
 	res           *Resource
+	shape         Shape
 	namespace     string
 	labelSelector string
 	fieldSelector string
@@ -80,7 +81,7 @@ func (lw *listWatch) decodeList(body []byte) (*objectList, error) {
 	}
 	var bad error
 	meta[3].ForEach(func(_, item gjson.Result) bool {
-		obj, err := NewObject([]byte(item.Raw), lw.res.APIVersion(), lw.res.Kind)
+		obj, err := lw.shape.Build([]byte(item.Raw))
 		if err != nil {
 			bad = fmt.Errorf("%s list item: %w", lw.res.Plural, err)
 			return false
@@ -102,7 +103,7 @@ func (lw *listWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptio
 		return nil, err
 	}
 	lw.conn.opened()
-	d := &watchDecoder{body: resp.Body, dec: json.NewDecoder(resp.Body), res: lw.res, conn: lw.conn}
+	d := &watchDecoder{body: resp.Body, dec: json.NewDecoder(resp.Body), res: lw.res, shape: lw.shape, conn: lw.conn}
 	return watch.NewStreamWatcher(d, &errorReporter{}), nil
 }
 
@@ -111,6 +112,7 @@ type watchDecoder struct {
 	body  io.Closer
 	dec   *json.Decoder
 	res   *Resource
+	shape Shape
 	conn  *connState
 	ended sync.Once
 }
@@ -129,7 +131,7 @@ func (d *watchDecoder) Decode() (watch.EventType, runtime.Object, error) {
 	}
 	switch f.Type {
 	case watch.Added, watch.Modified, watch.Deleted:
-		obj, err := NewObject(f.Object, d.res.APIVersion(), d.res.Kind)
+		obj, err := d.shape.Build(f.Object)
 		if err != nil {
 			return "", nil, fmt.Errorf("%s watch %s event: %w", d.res.Plural, f.Type, err)
 		}

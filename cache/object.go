@@ -73,6 +73,22 @@ var errNotObject = errors.New("not a JSON object with metadata.name")
 // missing (typed list responses omit them on items), so that a GET answers
 // what the API server's GET answers.
 func NewObject(raw []byte, apiVersion, kind string) (*Object, error) {
+	return Shape{APIVersion: apiVersion, Kind: kind}.Build(raw)
+}
+
+// Shape is how objects of one resource enter the cache: the apiVersion and
+// kind to add where the API server omitted them, and the fields to drop
+// besides managedFields (redacted fields never reach memory that outlives
+// the decode).
+type Shape struct {
+	APIVersion, Kind string
+	// Drop lists gjson paths of plain keys (dots in keys escaped as \.).
+	Drop []string
+}
+
+// Build turns API-server JSON into an immutable Object; see NewObject.
+func (s Shape) Build(raw []byte) (*Object, error) {
+	apiVersion, kind := s.APIVersion, s.Kind
 	raw = bytes.TrimSpace(raw)
 	if len(raw) < 2 || raw[0] != '{' {
 		return nil, errNotObject
@@ -100,6 +116,12 @@ func NewObject(raw []byte, apiVersion, kind string) (*Object, error) {
 		prefix = append(prefix, ',')
 	}
 	o.raw = stripManagedFields(raw, prefix)
+	for _, path := range s.Drop {
+		var err error
+		if o.raw, err = removePath(o.raw, path); err != nil {
+			return nil, err
+		}
+	}
 	return o, nil
 }
 
@@ -121,33 +143,8 @@ func stripManagedFields(raw, prefix []byte) []byte {
 // comma, or an empty range at 1 when there is nothing (safe) to delete.
 func managedFieldsSpan(raw []byte) (from, to int) {
 	r := gjson.GetBytes(raw, "metadata.managedFields")
-	if !r.Exists() || r.Index <= 0 {
-		return 1, 1
-	}
-	valStart, valEnd := r.Index, r.Index+len(r.Raw)
-	i := skipSpaceBack(raw, valStart-1)
-	if i < 0 || raw[i] != ':' {
-		return 1, 1
-	}
-	const key = `"managedFields"`
-	i = skipSpaceBack(raw, i-1)
-	keyStart := i - len(key) + 1
-	if keyStart < 1 || string(raw[keyStart:i+1]) != key {
-		return 1, 1
-	}
-	before := skipSpaceBack(raw, keyStart-1)
-	if before < 0 {
-		return 1, 1
-	}
-	switch raw[before] {
-	case ',':
-		return before, valEnd
-	case '{':
-		after := skipSpace(raw, valEnd)
-		if after < len(raw) && raw[after] == ',' {
-			return keyStart, after + 1
-		}
-		return keyStart, valEnd
+	if from, to, ok := keySpan(raw, r, "managedFields"); ok {
+		return from, to
 	}
 	return 1, 1
 }

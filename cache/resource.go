@@ -52,6 +52,11 @@ type Spec struct {
 	Resync time.Duration
 	// Indexes are the lookups the resource answers besides namespace/name.
 	Indexes []indexers.Spec
+	// Redact lists fields removed at cache entry (ValidateRedactPath).
+	Redact []string
+	// AllowSecretData keeps data and stringData of Secrets; by default they
+	// are removed at cache entry and never held in memory.
+	AllowSecretData bool
 }
 
 // Options configures a Cache. The zero value is usable.

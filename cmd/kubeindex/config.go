@@ -48,6 +48,10 @@ type ResourceConfig struct {
 	// Indexes replaces the resource's default indexes; absent keeps them,
 	// an empty list removes them.
 	Indexes *[]indexers.Spec `json:"indexes,omitempty"`
+	// Redact lists fields dropped at cache entry (dotted paths; escape dots in keys).
+	Redact []string `json:"redact,omitempty"`
+	// AllowSecretData keeps Secrets' data and stringData, dropped by default.
+	AllowSecretData bool `json:"allowSecretData,omitempty"`
 }
 
 // fileConfig is the YAML file's shape. Unknown fields are errors.
@@ -253,6 +257,11 @@ func (r ResourceConfig) validate() error {
 			errs = append(errs, fmt.Errorf("namespace %q: %s", ns, strings.Join(msgs, "; ")))
 		}
 	}
+	for _, p := range r.Redact {
+		if err := cache.ValidateRedactPath(p); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	names := map[string]bool{}
 	for _, s := range r.indexes() {
 		if err := s.Validate(); err != nil {
@@ -290,6 +299,9 @@ func (r ResourceConfig) spec() cache.Spec {
 		FieldSelector: r.FieldSelector,
 		Resync:        resync,
 		Indexes:       r.indexes(),
+		Redact:        r.Redact,
+
+		AllowSecretData: r.AllowSecretData,
 	}
 }
 

@@ -115,6 +115,7 @@ func TestConfigErrorsNameTheirSetting(t *testing.T) {
 		{name: "duplicate index", yaml: "resources:\n- resource: pods\n  indexes: [{name: a, type: podIP}, {name: a, type: nodeName}]\n", want: []string{`index "a" is defined twice`}},
 		{name: "unknown index type", yaml: "resources:\n- resource: pods\n  indexes: [{name: a, type: ip}]\n", want: []string{`unknown type "ip"`}},
 		{name: "no resources", yaml: "resources: []\n", want: []string{"lists no resources"}},
+		{name: "bad redact path", yaml: "resources:\n- resource: secrets\n  redact: ['spec.*']\n", want: []string{`resource "secrets"`, "redact path"}},
 		{name: "bad listen", args: []string{"--listen", "8080"}, want: []string{"--listen"}},
 		{name: "bad log level", args: []string{"--log-level", "loud"}, want: []string{"--log-level"}},
 		{name: "bad --index", args: []string{"--index", "pods:x=path:a..b"}, want: []string{"--index", "empty component"}},

@@ -25,7 +25,9 @@ func TestRunDemoEndToEnd(t *testing.T) {
 	addr := freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"--demo", "--listen", addr, "--index", "pods:image=path:spec.containers.#.image"}, env(nil), io.Discard) }()
+	go func() {
+		done <- run(ctx, []string{"--demo", "--listen", addr, "--index", "pods:image=path:spec.containers.#.image"}, env(nil), io.Discard)
+	}()
 
 	base := "http://" + addr
 	deadline := time.Now().Add(20 * time.Second)
