@@ -49,6 +49,8 @@ type shard struct {
 	conn      *connState
 	count     atomic.Int64
 	lastEvent atomic.Int64 // unix nanoseconds; 0 = never
+
+	added, modified, deleted atomic.Int64
 }
 
 // Configured pairs a resolved resource with its configuration.
@@ -183,15 +185,18 @@ func (sh *shard) eventHandler(now func() time.Time) toolscache.ResourceEventHand
 	return toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(any) {
 			sh.count.Add(1)
+			sh.added.Add(1)
 			touch()
 		},
 		UpdateFunc: func(old, cur any) {
 			if o, ok := old.(*Object); ok && o == cur {
 				return // a resync, not an event
 			}
+			sh.modified.Add(1)
 			touch()
 		},
 		DeleteFunc: func(any) {
+			sh.deleted.Add(1)
 			sh.count.Add(-1)
 			touch()
 		},

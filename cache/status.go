@@ -35,7 +35,15 @@ type Status struct {
 	FieldSelector string          `json:"fieldSelector,omitempty"`
 	Count         int64           `json:"count"`
 	WatchRestarts int64           `json:"watchRestarts"`
+	Events        EventCounts     `json:"events"`
 	Freshness
+}
+
+// EventCounts counts the events a resource's informers delivered.
+type EventCounts struct {
+	Added    int64 `json:"added"`
+	Modified int64 `json:"modified"`
+	Deleted  int64 `json:"deleted"`
 }
 
 // Resources returns the status of every configured resource, in
@@ -91,6 +99,9 @@ func (r *resourceCache) status() Status {
 	for _, sh := range r.shards {
 		st.Count += sh.count.Load()
 		st.WatchRestarts += sh.conn.snapshot().Restarts
+		st.Events.Added += sh.added.Load()
+		st.Events.Modified += sh.modified.Load()
+		st.Events.Deleted += sh.deleted.Load()
 	}
 	return st
 }

@@ -40,6 +40,7 @@ func (s *Server) table() []routeEntry {
 	return []routeEntry{
 		get("/healthz", "Liveness: the process serves HTTP.", s.healthz),
 		get("/readyz", "Readiness: every informer has synced; per-resource detail.", s.readyz),
+		get("/metrics", "Prometheus metrics.", echo.WrapHandler(s.metrics.handler())),
 		get("/api/v1/resources", "Configured resources with counts, indexes and freshness.", s.listResources),
 		get("/api/v1/resources/:resource", "One configured resource.", s.getResource),
 		get("/api/v1/resources/:resource/indexes/:index", "Values of an index with object counts.", s.indexValues),

@@ -45,10 +45,11 @@ type Options struct {
 
 // Server serves the REST API from a Reader.
 type Server struct {
-	opts Options
-	r    Reader
-	echo *echo.Echo
-	log  *slog.Logger
+	opts    Options
+	r       Reader
+	echo    *echo.Echo
+	log     *slog.Logger
+	metrics *metrics
 }
 
 // New builds the server and its routes. It starts nothing.
@@ -65,7 +66,7 @@ func New(r Reader, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	s := &Server{opts: opts, r: r, echo: echo.New(), log: opts.Logger}
+	s := &Server{opts: opts, r: r, echo: echo.New(), log: opts.Logger, metrics: newMetrics(r)}
 	s.echo.HideBanner, s.echo.HidePort = true, true
 	s.echo.HTTPErrorHandler = s.handleError
 	s.echo.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
@@ -74,7 +75,7 @@ func New(r Reader, opts Options) *Server {
 			return err
 		},
 	}))
-	s.echo.Use(s.freshnessHeaders)
+	s.echo.Use(s.metrics.middleware, s.freshnessHeaders)
 	s.routes()
 	return s
 }

@@ -1,0 +1,115 @@
+package server
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metrics owns a private registry: nothing registers globally, so several
+// servers (tests) never collide.
+type metrics struct {
+	registry *prometheus.Registry
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+}
+
+func newMetrics(r Reader) *metrics {
+	m := &metrics{
+		registry: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kubeindex_http_requests_total",
+			Help: "HTTP requests by route pattern, method and status code.",
+		}, []string{"route", "method", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "kubeindex_http_request_duration_seconds",
+			Help:    "HTTP request latency by route pattern (streams excluded).",
+			Buckets: []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1},
+		}, []string{"route"}),
+	}
+	m.registry.MustRegister(m.requests, m.latency, &cacheCollector{r: r},
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// middleware counts every request under its route pattern (never the raw
+// path: that would make one series per pod name).
+func (m *metrics) middleware(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		err := next(c)
+		route := c.Path()
+		if route == "" {
+			route = "unmatched"
+		}
+		code := c.Response().Status
+		if err != nil {
+			code = errorStatus(err).Code
+		}
+		m.requests.WithLabelValues(route, c.Request().Method, strconv.Itoa(code)).Inc()
+		if !isStream(c.Request()) {
+			m.latency.WithLabelValues(route).Observe(time.Since(start).Seconds())
+		}
+		return err
+	}
+}
+
+// isStream tells WebSocket and SSE requests apart: their duration is the
+// life of a subscription, not a latency.
+func isStream(r *http.Request) bool {
+	return r.Header.Get("Upgrade") != "" || strings.Contains(r.Header.Get("Accept"), "text/event-stream")
+}
+
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
+}
+
+// cacheCollector reads the cache's own bookkeeping at scrape time, so the
+// cache package needs no Prometheus dependency and the hot paths pay nothing.
+type cacheCollector struct{ r Reader }
+
+var (
+	descObjects   = prometheus.NewDesc("kubeindex_objects", "Objects cached per resource.", []string{"resource"}, nil)
+	descSynced    = prometheus.NewDesc("kubeindex_synced", "1 once the resource's informers have synced.", []string{"resource"}, nil)
+	descConnected = prometheus.NewDesc("kubeindex_watch_connected", "1 while every watch of the resource is open.", []string{"resource"}, nil)
+	descStale     = prometheus.NewDesc("kubeindex_stale", "1 while answers for the resource are stale.", []string{"resource"}, nil)
+	descRestarts  = prometheus.NewDesc("kubeindex_watch_starts_total", "Watches opened per resource (restarts included).", []string{"resource"}, nil)
+	descSince     = prometheus.NewDesc("kubeindex_seconds_since_last_event", "Seconds since the last add, update or delete; absent before the first.", []string{"resource"}, nil)
+	descEvents    = prometheus.NewDesc("kubeindex_events_total", "Events received per resource and type.", []string{"resource", "type"}, nil)
+)
+
+func (cc *cacheCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descObjects, descSynced, descConnected, descStale, descRestarts, descSince, descEvents} {
+		ch <- d
+	}
+}
+
+func (cc *cacheCollector) Collect(ch chan<- prometheus.Metric) {
+	now := time.Now()
+	for _, st := range cc.r.Resources() {
+		ch <- prometheus.MustNewConstMetric(descObjects, prometheus.GaugeValue, float64(st.Count), st.Name)
+		ch <- prometheus.MustNewConstMetric(descSynced, prometheus.GaugeValue, boolFloat(st.Synced), st.Name)
+		ch <- prometheus.MustNewConstMetric(descConnected, prometheus.GaugeValue, boolFloat(st.WatchConnected), st.Name)
+		ch <- prometheus.MustNewConstMetric(descStale, prometheus.GaugeValue, boolFloat(st.Stale), st.Name)
+		ch <- prometheus.MustNewConstMetric(descRestarts, prometheus.CounterValue, float64(st.WatchRestarts), st.Name)
+		if !st.LastEvent.IsZero() {
+			ch <- prometheus.MustNewConstMetric(descSince, prometheus.GaugeValue, now.Sub(st.LastEvent).Seconds(), st.Name)
+		}
+		for typ, n := range map[string]int64{"ADDED": st.Events.Added, "MODIFIED": st.Events.Modified, "DELETED": st.Events.Deleted} {
+			ch <- prometheus.MustNewConstMetric(descEvents, prometheus.CounterValue, float64(n), st.Name, typ)
+		}
+	}
+}
+
+func boolFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
