@@ -98,7 +98,8 @@ func (c *Cache) newResourceCache(client *apiClient, cr Configured) (*resourceCac
 	for _, ns := range namespaces {
 		sh := &shard{namespace: ns, conn: newConnState(c.opts.Now)}
 		lw := &listWatch{client: client, res: &r.res, namespace: ns, shape: r.shape,
-			labelSelector: cr.Spec.LabelSelector, fieldSelector: cr.Spec.FieldSelector, conn: sh.conn}
+			labelSelector: cr.Spec.LabelSelector, fieldSelector: cr.Spec.FieldSelector, conn: sh.conn,
+			listTimeout: c.opts.ListTimeout, idleTimeout: c.opts.WatchIdleTimeout}
 		sh.informer = toolscache.NewSharedIndexInformerWithOptions(lw, &Object{}, toolscache.SharedIndexInformerOptions{
 			ResyncPeriod:      cr.Spec.Resync,
 			Indexers:          idx,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -38,6 +39,10 @@ type listWatch struct {
 	labelSelector string
 	fieldSelector string
 	conn          *connState
+	// listTimeout bounds one list page; idleTimeout closes a watch that has
+	// sent nothing, not even a bookmark, for that long: a connection that
+	// hangs without closing (a stuck proxy) would otherwise freeze the cache.
+	listTimeout, idleTimeout time.Duration
 }
 
 // IsWatchListSemanticsUnSupported tells the reflector to use list+watch: the
@@ -54,6 +59,8 @@ func (lw *listWatch) Watch(opts metav1.ListOptions) (watch.Interface, error) {
 
 // ListWithContext reads one page of the collection.
 func (lw *listWatch) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	ctx, cancel := context.WithTimeout(ctx, lw.listTimeout)
+	defer cancel()
 	u := lw.client.collectionURL(lw.res, lw.namespace, listQuery(opts, lw.labelSelector, lw.fieldSelector))
 	resp, err := lw.client.get(ctx, u)
 	if err != nil {
@@ -103,7 +110,12 @@ func (lw *listWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptio
 		return nil, err
 	}
 	lw.conn.opened()
-	d := &watchDecoder{body: resp.Body, dec: json.NewDecoder(resp.Body), res: lw.res, shape: lw.shape, conn: lw.conn}
+	d := &watchDecoder{body: resp.Body, dec: json.NewDecoder(resp.Body), res: lw.res, shape: lw.shape,
+		conn: lw.conn, idleTimeout: lw.idleTimeout}
+	d.idle = time.AfterFunc(lw.idleTimeout, func() {
+		d.timedOut.Store(true)
+		resp.Body.Close()
+	})
 	return watch.NewStreamWatcher(d, &errorReporter{}), nil
 }
 
@@ -115,6 +127,10 @@ type watchDecoder struct {
 	shape Shape
 	conn  *connState
 	ended sync.Once
+
+	idle        *time.Timer
+	idleTimeout time.Duration
+	timedOut    atomic.Bool
 }
 
 type watchFrame struct {
@@ -126,9 +142,13 @@ type watchFrame struct {
 func (d *watchDecoder) Decode() (watch.EventType, runtime.Object, error) {
 	var f watchFrame
 	if err := d.dec.Decode(&f); err != nil {
+		if d.timedOut.Load() {
+			err = fmt.Errorf("%s watch sent nothing for %s: closed as hung", d.res.Plural, d.idleTimeout)
+		}
 		d.end(err)
 		return "", nil, err
 	}
+	d.idle.Reset(d.idleTimeout)
 	switch f.Type {
 	case watch.Added, watch.Modified, watch.Deleted:
 		obj, err := d.shape.Build(f.Object)
@@ -151,6 +171,7 @@ func (d *watchDecoder) Decode() (watch.EventType, runtime.Object, error) {
 
 // Close implements watch.Decoder.
 func (d *watchDecoder) Close() {
+	d.idle.Stop()
 	d.end(io.EOF)
 	d.body.Close()
 }

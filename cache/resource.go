@@ -64,6 +64,12 @@ type Options struct {
 	// StaleAfter is how long a watch may stay disconnected before responses
 	// are marked stale. Default 30s.
 	StaleAfter time.Duration
+	// ListTimeout bounds one list request. Default 60s.
+	ListTimeout time.Duration
+	// WatchIdleTimeout restarts a watch that delivered nothing, not even a
+	// bookmark, for this long. Default 3m (API servers send bookmarks about
+	// every minute).
+	WatchIdleTimeout time.Duration
 	// Simulated marks every status as coming from the --demo cluster.
 	Simulated bool
 	// Now is the clock; default time.Now. Tests replace it.
@@ -73,6 +79,12 @@ type Options struct {
 func (o Options) withDefaults() Options {
 	if o.StaleAfter <= 0 {
 		o.StaleAfter = 30 * time.Second
+	}
+	if o.ListTimeout <= 0 {
+		o.ListTimeout = 60 * time.Second
+	}
+	if o.WatchIdleTimeout <= 0 {
+		o.WatchIdleTimeout = 3 * time.Minute
 	}
 	if o.Now == nil {
 		o.Now = time.Now

@@ -5,6 +5,7 @@ package cachetest
 
 import (
 	"context"
+	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -43,11 +44,29 @@ func DefaultSpecs() []cache.Spec {
 // FixedClock makes demo objects byte-identical across runs (golden files).
 func FixedClock() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }
 
+// Config adjusts a fixture. The zero value is what New uses.
+type Config struct {
+	// Wrap wraps the fake API server's handler, e.g. to inject faults.
+	Wrap func(http.Handler) http.Handler
+	// Options for the cache; StaleAfter defaults to 200ms here.
+	Options cache.Options
+}
+
 // New builds the cache over a fresh demo cluster without starting it.
 func New(t testing.TB, specs ...cache.Spec) *Fixture {
 	t.Helper()
+	return NewWith(t, Config{}, specs...)
+}
+
+// NewWith is New with a Config.
+func NewWith(t testing.TB, conf Config, specs ...cache.Spec) *Fixture {
+	t.Helper()
 	sim := demo.New(demo.Options{Seed: 7, BookmarkInterval: 200 * time.Millisecond, Now: FixedClock})
-	srv := httptest.NewServer(sim.Handler())
+	var h http.Handler = sim.Handler()
+	if conf.Wrap != nil {
+		h = conf.Wrap(h)
+	}
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	cfg := &rest.Config{Host: srv.URL}
 	found, err := cache.Discover(discovery.NewDiscoveryClientForConfigOrDie(cfg))
@@ -68,7 +87,10 @@ func New(t testing.TB, specs ...cache.Spec) *Fixture {
 	for i := range configured {
 		configured[i].Resource = resolved[i]
 	}
-	c, err := cache.New(cfg, configured, cache.Options{StaleAfter: 200 * time.Millisecond})
+	if conf.Options.StaleAfter == 0 {
+		conf.Options.StaleAfter = 200 * time.Millisecond
+	}
+	c, err := cache.New(cfg, configured, conf.Options)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +100,13 @@ func New(t testing.TB, specs ...cache.Spec) *Fixture {
 // Start builds, starts and waits for the cache to sync; cleanup stops it.
 func Start(t testing.TB, specs ...cache.Spec) *Fixture {
 	t.Helper()
-	f := New(t, specs...)
+	return StartWith(t, Config{}, specs...)
+}
+
+// StartWith is Start with a Config.
+func StartWith(t testing.TB, conf Config, specs ...cache.Spec) *Fixture {
+	t.Helper()
+	f := NewWith(t, conf, specs...)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

@@ -31,6 +31,7 @@ type Config struct {
 	File       string        // --config: YAML file with resources and indexes
 	Demo       bool          // --demo: serve a simulated cluster, no API server needed
 	StaleAfter time.Duration // --stale-after: watch outage before answers are marked stale
+	WatchIdle  time.Duration // --watch-idle-timeout: restart a watch silent for this long
 	LogLevel   string        // --log-level: debug, info, warn, error
 	LogFormat  string        // --log-format: text or json
 	Resources  []ResourceConfig
@@ -61,15 +62,16 @@ type fileConfig struct {
 
 // envNames maps flags to the environment variables that back them.
 var envNames = map[string]string{
-	"kubeconfig":  "KUBECONFIG",
-	"context":     "KUBEINDEX_CONTEXT",
-	"listen":      "KUBEINDEX_LISTEN",
-	"config":      "KUBEINDEX_CONFIG",
-	"demo":        "KUBEINDEX_DEMO",
-	"resources":   "KUBEINDEX_RESOURCES",
-	"stale-after": "KUBEINDEX_STALE_AFTER",
-	"log-level":   "KUBEINDEX_LOG_LEVEL",
-	"log-format":  "KUBEINDEX_LOG_FORMAT",
+	"kubeconfig":         "KUBECONFIG",
+	"context":            "KUBEINDEX_CONTEXT",
+	"listen":             "KUBEINDEX_LISTEN",
+	"config":             "KUBEINDEX_CONFIG",
+	"demo":               "KUBEINDEX_DEMO",
+	"resources":          "KUBEINDEX_RESOURCES",
+	"stale-after":        "KUBEINDEX_STALE_AFTER",
+	"watch-idle-timeout": "KUBEINDEX_WATCH_IDLE_TIMEOUT",
+	"log-level":          "KUBEINDEX_LOG_LEVEL",
+	"log-format":         "KUBEINDEX_LOG_FORMAT",
 }
 
 // parseConfig reads flags, falls back to the environment for flags not
@@ -88,6 +90,7 @@ func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 	fs.StringVar(&resources, "resources", strings.Join(defaultResources, ","), "comma-separated resources to cache, as kubectl names them (ignored with --config)")
 	fs.Var(&extraIndexes, "index", "add an index, repeatable: resource:name=type[:arg], e.g. pods:app=label:app or pods:image=path:spec.containers.#.image")
 	fs.DurationVar(&cfg.StaleAfter, "stale-after", 30*time.Second, "how long a watch may be down before answers are marked stale")
+	fs.DurationVar(&cfg.WatchIdle, "watch-idle-timeout", 3*time.Minute, "restart a watch that sent nothing, not even a bookmark, for this long (detects hung connections)")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "log format: text or json")
 	fs.Usage = func() {
@@ -215,6 +218,9 @@ func (cfg *Config) Validate() error {
 	}
 	if cfg.StaleAfter <= 0 {
 		errs = append(errs, fmt.Errorf("--stale-after must be positive, got %s", cfg.StaleAfter))
+	}
+	if cfg.WatchIdle < time.Second {
+		errs = append(errs, fmt.Errorf("--watch-idle-timeout must be at least 1s, got %s", cfg.WatchIdle))
 	}
 	if !oneOf(cfg.LogLevel, "debug", "info", "warn", "error") {
 		errs = append(errs, fmt.Errorf("--log-level %q: want debug, info, warn or error", cfg.LogLevel))

@@ -53,7 +53,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return err
 	}
-	c, err := cache.New(restCfg, resources, cache.Options{StaleAfter: cfg.StaleAfter, Simulated: cfg.Demo})
+	c, err := cache.New(restCfg, resources, cache.Options{StaleAfter: cfg.StaleAfter, WatchIdleTimeout: cfg.WatchIdle, Simulated: cfg.Demo})
 	if err != nil {
 		return err
 	}
