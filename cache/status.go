@@ -93,8 +93,9 @@ func (r *resourceCache) status() Status {
 		FieldSelector: r.spec.FieldSelector,
 		Freshness:     r.freshness(),
 	}
-	if st.Indexes == nil {
-		st.Indexes = []indexers.Spec{}
+	st.Indexes = make([]indexers.Spec, len(r.spec.Indexes))
+	for i, s := range r.spec.Indexes {
+		st.Indexes[i] = s.Normalized() // show the inferred type, not ""
 	}
 	for _, sh := range r.shards {
 		st.Count += sh.count.Load()

@@ -59,6 +59,9 @@ func (s *Server) listResources(c echo.Context) error {
 }
 
 func (s *Server) getResource(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
 	name, err := pathParam(c, "resource")
 	if err != nil {
 		return err

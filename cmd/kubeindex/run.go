@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -33,6 +34,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return fmt.Errorf("invalid configuration:\n%w", err)
 	}
 	log := newLogger(cfg, stderr)
+	if limit := setMemoryLimit(getenv, os.ReadFile); limit > 0 {
+		log.Info("GOMEMLIMIT set from the container's memory limit", "bytes", limit)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 

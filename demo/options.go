@@ -1,0 +1,66 @@
+package demo
+
+import "time"
+
+// Options configure a simulated cluster. The zero value is usable: every
+// field documents its default.
+type Options struct {
+	// Seed makes generation and churn deterministic: two clusters built
+	// with the same Options produce the same names, IPs, labels, uids and,
+	// step for step, the same churn. Timestamps come from Now.
+	Seed int64
+	// Namespaces is the number of application namespaces (default 4).
+	// "default" and "kube-system" exist in addition.
+	Namespaces int
+	// Nodes is the number of nodes (default 6). Every other node, starting
+	// with the first, is dual-stack.
+	Nodes int
+	// DeploymentsPerNamespace (default 3): each deployment has one
+	// ReplicaSet, 2-5 pods and a Service.
+	DeploymentsPerNamespace int
+	// ChurnInterval is the pause between churn steps in Run (default
+	// 500ms). Nothing churns unless Run is called: tests that want a
+	// still cluster, or to drive churn themselves with Step, do not call it.
+	ChurnInterval time.Duration
+	// HistorySize is how many events are retained for watches that resume
+	// from a resourceVersion (default 1000). Older versions get 410 Gone.
+	HistorySize int
+	// BookmarkInterval is how often a watch that allows bookmarks gets one
+	// (default 5s).
+	BookmarkInterval time.Duration
+	// WatchBuffer is how many events a watch may lag behind before it is
+	// closed (default 256); the client then re-watches or relists.
+	WatchBuffer int
+	// Now is the clock for timestamps (default time.Now). Set it to a
+	// fixed clock for byte-identical output across runs.
+	Now func() time.Time
+}
+
+func (o Options) withDefaults() Options {
+	if o.Namespaces <= 0 {
+		o.Namespaces = 4
+	}
+	if o.Nodes <= 0 {
+		o.Nodes = 6
+	}
+	o.Nodes = min(o.Nodes, 200) // node addresses are 10.0.0.11 upwards
+	if o.DeploymentsPerNamespace <= 0 {
+		o.DeploymentsPerNamespace = 3
+	}
+	if o.ChurnInterval <= 0 {
+		o.ChurnInterval = 500 * time.Millisecond
+	}
+	if o.HistorySize <= 0 {
+		o.HistorySize = 1000
+	}
+	if o.BookmarkInterval <= 0 {
+		o.BookmarkInterval = 5 * time.Second
+	}
+	if o.WatchBuffer <= 0 {
+		o.WatchBuffer = 256
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
