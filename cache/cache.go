@@ -39,6 +39,7 @@ type resourceCache struct {
 	shape   Shape
 	shards  []*shard
 	opts    *Options
+	broker  *broker // fed by every shard's one handler; serves streams
 }
 
 // shard is one informer: the whole resource, or one namespace of it.
@@ -80,7 +81,8 @@ func New(cfg *rest.Config, resources []Configured, opts Options) (*Cache, error)
 }
 
 func (c *Cache) newResourceCache(client *apiClient, cr Configured) (*resourceCache, error) {
-	r := &resourceCache{res: cr.Resource, spec: cr.Spec, indexes: map[string]indexers.Spec{}, opts: &c.opts}
+	r := &resourceCache{res: cr.Resource, spec: cr.Spec, indexes: map[string]indexers.Spec{}, opts: &c.opts,
+		broker: newBroker(c.opts.Now)}
 	idx := toolscache.Indexers{nsIndex: namespaceIndexFunc}
 	for _, s := range cr.Spec.Indexes {
 		s = s.Normalized()
@@ -105,7 +107,7 @@ func (c *Cache) newResourceCache(client *apiClient, cr Configured) (*resourceCac
 			Indexers:          idx,
 			ObjectDescription: cr.Resource.GroupResource(),
 		})
-		reg, err := sh.informer.AddEventHandler(sh.eventHandler(c.opts.Now))
+		reg, err := sh.informer.AddEventHandler(sh.eventHandler(c.opts.Now, r.broker))
 		if err != nil {
 			return nil, fmt.Errorf("resource %s: %w", cr.Resource.Name, err)
 		}
@@ -140,6 +142,7 @@ func (c *Cache) Start(ctx context.Context) error {
 	}
 	var wg sync.WaitGroup
 	for _, r := range c.resources {
+		wg.Go(func() { r.broker.run(ctx) })
 		for _, sh := range r.shards {
 			wg.Go(func() { sh.informer.RunWithContext(ctx) })
 		}
@@ -179,12 +182,16 @@ func (c *Cache) names() []string {
 	return out
 }
 
-// eventHandler keeps the shard's count and event time. It is the one handler
-// registered on the informer.
-func (sh *shard) eventHandler(now func() time.Time) toolscache.ResourceEventHandler {
+// eventHandler keeps the shard's count and event time and feeds the
+// resource's broker. It is the one handler registered on the informer:
+// stream subscribers never get a client-go handler of their own (each
+// would buffer without bound). Nothing in it blocks.
+func (sh *shard) eventHandler(now func() time.Time, b *broker) toolscache.ResourceEventHandler {
 	touch := func() { sh.lastEvent.Store(now().UnixNano()) }
+	feed := b.handler()
 	return toolscache.ResourceEventHandlerFuncs{
-		AddFunc: func(any) {
+		AddFunc: func(obj any) {
+			feed.OnAdd(obj, false)
 			sh.count.Add(1)
 			sh.added.Add(1)
 			touch()
@@ -193,10 +200,12 @@ func (sh *shard) eventHandler(now func() time.Time) toolscache.ResourceEventHand
 			if o, ok := old.(*Object); ok && o == cur {
 				return // a resync, not an event
 			}
+			feed.OnUpdate(old, cur)
 			sh.modified.Add(1)
 			touch()
 		},
-		DeleteFunc: func(any) {
+		DeleteFunc: func(obj any) {
+			feed.OnDelete(obj)
 			sh.deleted.Add(1)
 			sh.count.Add(-1)
 			touch()

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -75,9 +76,18 @@ func (s *Server) getResource(c echo.Context) error {
 }
 
 func (s *Server) list(c echo.Context) error {
-	q, err := queryParams(c, "namespace", "labelSelector", "index", "value", "limit", "continue")
+	if c.QueryParams().Has("watch") {
+		return s.watch(c)
+	}
+	q, err := queryParams(c, "namespace", "labelSelector", "index", "value", "limit", "continue",
+		"resourceVersion", "snapshot", "diff")
 	if err != nil {
 		return err
+	}
+	for _, p := range []string{"resourceVersion", "snapshot", "diff"} {
+		if q.Has(p) {
+			return fmt.Errorf("%w: %s applies to streams: add watch=true", errBadRequest, p)
+		}
 	}
 	resource, err := pathParam(c, "resource")
 	if err != nil {

@@ -28,6 +28,8 @@ type Reader interface {
 	List(resource string, q cache.ListQuery) (cache.ListResult, error)
 	IndexValues(resource, index string, limit int, after string) (cache.IndexValues, error)
 	LookupIP(ip string) (cache.IPLookup, error)
+	// Watch subscribes to a resource's events (see cache.Cache.Watch).
+	Watch(resource string, q cache.WatchQuery, notify chan<- struct{}) (*cache.Subscription, error)
 }
 
 // Options configures the server. Zero values take the documented defaults.
@@ -41,6 +43,8 @@ type Options struct {
 	// MaxHeaderBytes bounds request headers. Default 64 KiB.
 	MaxHeaderBytes int
 	Logger         *slog.Logger
+	// Streams bounds and tunes WebSocket and SSE event streams.
+	Streams StreamOptions
 }
 
 // Server serves the REST API from a Reader.
@@ -50,6 +54,7 @@ type Server struct {
 	echo    *echo.Echo
 	log     *slog.Logger
 	metrics *metrics
+	streams *streamHub
 }
 
 // New builds the server and its routes. It starts nothing.
@@ -66,7 +71,8 @@ func New(r Reader, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	s := &Server{opts: opts, r: r, echo: echo.New(), log: opts.Logger, metrics: newMetrics(r)}
+	s := &Server{opts: opts, r: r, echo: echo.New(), log: opts.Logger, metrics: newMetrics(r),
+		streams: newStreamHub(opts.Streams)}
 	s.echo.HideBanner, s.echo.HidePort = true, true
 	s.echo.HTTPErrorHandler = s.handleError
 	s.echo.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
@@ -106,12 +112,16 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	go func() { errc <- srv.Serve(ln) }()
 	select {
 	case err := <-errc:
+		s.streams.stop()
 		return err
 	case <-ctx.Done():
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownTimeout)
 	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
+	s.streams.stop() // streams never end by themselves: end them, with close frames
+	err := srv.Shutdown(shutdownCtx)
+	s.streams.wait(shutdownCtx) // Shutdown does not wait for WebSockets
+	if err != nil {
 		return fmt.Errorf("shutting down: %w", err)
 	}
 	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {

@@ -1,0 +1,316 @@
+package cache
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+// StreamOptions configures the event brokers that serve streams. The zero
+// value takes the documented defaults.
+type StreamOptions struct {
+	// HistorySize is how many events each resource keeps for resuming
+	// streams. Default 4096.
+	HistorySize int
+	// HistoryAge is how long an event stays resumable. Default 5 minutes.
+	HistoryAge time.Duration
+	// BookmarkInterval is how often a subscription that received nothing
+	// gets a BOOKMARK with the current resourceVersion. Default 30s.
+	BookmarkInterval time.Duration
+}
+
+func (o StreamOptions) withDefaults() StreamOptions {
+	if o.HistorySize <= 0 {
+		o.HistorySize = 4096
+	}
+	if o.HistoryAge <= 0 {
+		o.HistoryAge = 5 * time.Minute
+	}
+	if o.BookmarkInterval <= 0 {
+		o.BookmarkInterval = 30 * time.Second
+	}
+	return o
+}
+
+// SetStreamOptions changes the history bounds and bookmark interval of
+// every resource's broker. It is safe to call at any time; a shorter
+// history takes effect with the next event or subscription, a new bookmark
+// interval with the next Start.
+func (c *Cache) SetStreamOptions(o StreamOptions) {
+	for _, r := range c.resources {
+		r.broker.setOptions(o)
+	}
+}
+
+// StreamStats describes one resource's broker, for metrics.
+type StreamStats struct {
+	Resource        string `json:"resource"`
+	Subscribers     int    `json:"subscribers"`
+	History         int    `json:"history"`
+	ResourceVersion string `json:"resourceVersion"`
+	// Dropped counts subscriptions ended because their queue overflowed.
+	Dropped uint64 `json:"dropped"`
+}
+
+// StreamStats returns every resource's broker statistics, in configuration
+// order. Safe for concurrent use.
+func (c *Cache) StreamStats() []StreamStats {
+	out := make([]StreamStats, len(c.resources))
+	for i, r := range c.resources {
+		out[i] = r.broker.stats()
+		out[i].Resource = r.res.Name
+	}
+	return out
+}
+
+// broker is one resource's event fan-out. It is fed only by the informer
+// event handler of each of the resource's shards, keeps its own view of
+// the objects in the order it received the events, a bounded history for
+// resuming, and the subscribers. Everything happens under mu, and nothing
+// done under mu blocks: a subscriber whose queue is full is dropped.
+//
+// Positions in the stream are resource versions: hw is the highest
+// resourceVersion seen, and every event is stamped with hw after it. Events
+// from one watch arrive in increasing resourceVersion order, so normally
+// each event's stamp is its object's own resourceVersion. Events that
+// arrive "late" (another namespace's informer, a relist after a watch
+// outage, a tombstone) share the stamp of the event before them; resuming
+// from a shared stamp re-sends the events after the first that carries it,
+// which may repeat a few (complete objects, harmless to apply twice) but
+// never skips one.
+type broker struct {
+	now func() time.Time
+
+	mu      sync.Mutex
+	opts    StreamOptions
+	objects map[string]map[string]*Object // namespace → key → object
+	hw      uint64                        // highest resourceVersion seen
+	base    uint64                        // hw just before history[0]
+	history []*event                      // oldest first, stamps non-decreasing
+	subs    map[*Subscription]struct{}
+	// started is set by the first subscription, once the informers have
+	// synced: the initial list is a snapshot, not a sequence of events, so
+	// no position before its end can be resumed from.
+	started bool
+
+	dropped atomic.Uint64
+}
+
+func newBroker(now func() time.Time) *broker {
+	return &broker{
+		now:     now,
+		opts:    StreamOptions{}.withDefaults(),
+		objects: map[string]map[string]*Object{},
+		subs:    map[*Subscription]struct{}{},
+	}
+}
+
+func (b *broker) setOptions(o StreamOptions) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.opts = o.withDefaults()
+	b.trimLocked()
+}
+
+func (b *broker) stats() StreamStats {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return StreamStats{Subscribers: len(b.subs), History: len(b.history),
+		ResourceVersion: strconv.FormatUint(b.hw, 10), Dropped: b.dropped.Load()}
+}
+
+// handler returns the callbacks a shard's one informer handler forwards.
+// They never block.
+func (b *broker) handler() toolscache.ResourceEventHandlerFuncs {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if o, ok := obj.(*Object); ok {
+				b.put(o)
+			}
+		},
+		UpdateFunc: func(old, cur any) {
+			o, ok := cur.(*Object)
+			if !ok || old == cur {
+				return // a resync hands the same object back: not an event
+			}
+			b.put(o)
+		},
+		DeleteFunc: func(obj any) {
+			switch o := obj.(type) {
+			case *Object:
+				b.remove(o.namespace, o.Key(), o)
+			case toolscache.DeletedFinalStateUnknown:
+				ns, _, err := toolscache.SplitMetaNamespaceKey(o.Key)
+				if err == nil {
+					b.remove(ns, o.Key, nil)
+				}
+			}
+		},
+	}
+}
+
+// put records an add or update. The event type comes from the broker's own
+// view, so it is right whatever the informer called it.
+func (b *broker) put(o *Object) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	key := o.Key()
+	ns := b.objects[o.namespace]
+	if ns == nil {
+		ns = map[string]*Object{}
+		b.objects[o.namespace] = ns
+	}
+	prev := ns[key]
+	ns[key] = o
+	if prev != nil && prev.resourceVersion == o.resourceVersion {
+		return // a relist handed back an unchanged object
+	}
+	ev := &event{typ: Added, obj: o}
+	if prev != nil {
+		ev.typ, ev.old = Modified, prev
+	}
+	b.publishLocked(ev)
+}
+
+// remove records a delete. last is the deleted object as the watch sent it,
+// or nil for a tombstone (the informer missed the delete while its watch
+// was down): then the last object the broker saw stands for it.
+func (b *broker) remove(namespace, key string, last *Object) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ns := b.objects[namespace]
+	prev := ns[key]
+	if prev == nil {
+		return // never announced, so nothing to retract
+	}
+	delete(ns, key)
+	if len(ns) == 0 {
+		delete(b.objects, namespace)
+	}
+	if last == nil {
+		last = prev
+	}
+	b.publishLocked(&event{typ: Deleted, obj: last, old: prev})
+}
+
+// startLocked makes the end of the informers' initial list the oldest
+// resumable position. listRV is the informers' list (or later) resource
+// version: the view equals the API server's state at it, whereas the
+// highest object resourceVersion seen does not account for objects deleted
+// before the list. Events the informers took in but the broker has not yet
+// been handed are stamped listRV when they come; resuming from listRV is
+// then refused, as from any position shared with later events.
+func (b *broker) startLocked(listRV uint64) {
+	if b.started {
+		return
+	}
+	b.started = true
+	b.hw = max(b.hw, listRV)
+	b.base = b.hw
+	clear(b.history)
+	b.history = b.history[:0]
+}
+
+// publishLocked stamps ev, appends it to the history and offers it to every
+// subscriber whose filter it concerns.
+func (b *broker) publishLocked(ev *event) {
+	if rv := parseRV(ev.obj.resourceVersion); rv > b.hw {
+		b.hw, ev.leads = rv, true
+	}
+	ev.rv = b.hw
+	ev.rvStr = strconv.FormatUint(b.hw, 10)
+	ev.at = b.now()
+	b.history = append(b.history, ev)
+	b.trimLocked()
+	fc := &[2]*facts{}
+	for s := range b.subs {
+		if as, ok := s.filter.route(ev, fc); ok {
+			b.offerLocked(s, delivery{ev: ev, as: as})
+		}
+	}
+}
+
+// offerLocked queues d for s without blocking; a full queue ends s.
+func (b *broker) offerLocked(s *Subscription, d delivery) {
+	select {
+	case s.queue <- d:
+		s.active = true
+		s.signal()
+	default:
+		b.dropped.Add(1)
+		b.endLocked(s, "the subscriber fell behind: its queue of "+strconv.Itoa(cap(s.queue))+" events overflowed")
+	}
+}
+
+// endLocked removes s from the broker; its consumer gets RESYNC_REQUIRED.
+func (b *broker) endLocked(s *Subscription, reason string) {
+	delete(b.subs, s)
+	s.endReason.CompareAndSwap(nil, &reason)
+	s.signal()
+}
+
+// trimLocked forgets events beyond the history's count and age.
+func (b *broker) trimLocked() {
+	n := max(len(b.history)-b.opts.HistorySize, 0)
+	oldest := b.now().Add(-b.opts.HistoryAge)
+	for n < len(b.history) && b.history[n].at.Before(oldest) {
+		n++
+	}
+	if n == 0 {
+		return
+	}
+	b.base = b.history[n-1].rv
+	clear(b.history[:n])
+	b.history = b.history[n:]
+}
+
+// run sends bookmarks and ages the history until ctx ends.
+func (b *broker) run(ctx context.Context) {
+	b.mu.Lock()
+	every := b.opts.BookmarkInterval
+	b.mu.Unlock()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			b.bookmark()
+		}
+	}
+}
+
+// bookmark gives every subscription that received nothing since the last
+// tick the current position. It is queued like an event, so it is only
+// seen after everything before it: resuming from it loses nothing.
+func (b *broker) bookmark() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.trimLocked()
+	for s := range b.subs {
+		if s.active {
+			s.active = false
+			continue
+		}
+		select {
+		case s.queue <- delivery{rv: strconv.FormatUint(b.hw, 10)}:
+			s.signal()
+		default: // not idle after all; never drop anyone for a bookmark
+		}
+	}
+}
+
+// parseRV reads an etcd resourceVersion; anything else counts as 0, which
+// never advances the stream position.
+func parseRV(s string) uint64 {
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0
+	}
+	return v
+}

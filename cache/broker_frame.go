@@ -1,0 +1,214 @@
+package cache
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/tidwall/gjson"
+)
+
+// EventType is the kind of change an event reports.
+type EventType string
+
+// Event types, as in Kubernetes watches.
+const (
+	Added    EventType = "ADDED"
+	Modified EventType = "MODIFIED"
+	Deleted  EventType = "DELETED"
+)
+
+// MessageType is the "type" of a stream message: an EventType or a control
+// message.
+type MessageType string
+
+// Control message types.
+const (
+	// Synced follows the snapshot (or the replayed events): from here the
+	// client holds the matching objects as of ResourceVersion.
+	Synced MessageType = "SYNCED"
+	// Bookmark tells an idle subscription the current position.
+	Bookmark MessageType = "BOOKMARK"
+	// ResyncRequired ends a subscription that can no longer be continued
+	// without a gap; the client must start again with a snapshot.
+	ResyncRequired MessageType = "RESYNC_REQUIRED"
+)
+
+// Diff selects the patch carried by MODIFIED events.
+type Diff string
+
+// Diff kinds. NoDiff sends the object only.
+const (
+	NoDiff     Diff = ""
+	MergePatch Diff = "merge"     // RFC 7386
+	JSONPatch  Diff = "jsonpatch" // RFC 6902
+)
+
+func (d Diff) valid() bool { return d == NoDiff || d == MergePatch || d == JSONPatch }
+
+// Message is one message of a subscription. Its JSON (WriteTo) is, for
+// events, {"type","resourceVersion","object"[,"patch"]}; for SYNCED and
+// BOOKMARK, {"type","resourceVersion"}; for RESYNC_REQUIRED,
+// {"type","reason"}.
+type Message struct {
+	Type MessageType
+	// ResourceVersion is the stream position to resume after this message:
+	// events, SYNCED and BOOKMARK. Snapshot items carry their object's own
+	// resourceVersion, which is not a position (see Snapshot).
+	ResourceVersion string
+	// Reason explains RESYNC_REQUIRED.
+	Reason string
+
+	obj  *Object // snapshot item
+	ev   *event
+	diff Diff
+}
+
+// Snapshot reports whether m is an item of the initial snapshot. A stream
+// cannot be resumed from the middle of its snapshot.
+func (m *Message) Snapshot() bool { return m.obj != nil }
+
+// Terminal reports whether the subscription ends with m.
+func (m *Message) Terminal() bool { return m.Type == ResyncRequired }
+
+// Object returns the object of an event or snapshot item, else nil.
+func (m *Message) Object() *Object {
+	if m.obj != nil {
+		return m.obj
+	}
+	if m.ev != nil {
+		return m.ev.obj
+	}
+	return nil
+}
+
+// WriteTo writes m as one JSON object without a trailing newline. Event
+// messages are written from bytes encoded once per event and shared by all
+// subscribers; nothing is re-encoded per subscriber.
+func (m *Message) WriteTo(w io.Writer) (int64, error) {
+	var buf []byte
+	switch {
+	case m.ev != nil:
+		return writeAll(w, m.ev.head(EventType(m.Type)), m.ev.obj.raw, m.ev.tail(EventType(m.Type), m.diff))
+	case m.obj != nil:
+		return writeAll(w, eventHead(nil, Added, m.obj.resourceVersion), m.obj.raw, closeBrace)
+	case m.Type == ResyncRequired:
+		buf = append(buf, `{"type":"RESYNC_REQUIRED","reason":`...)
+		buf = gjson.AppendJSONString(buf, m.Reason)
+	default:
+		buf = append(buf, `{"type":`...)
+		buf = gjson.AppendJSONString(buf, string(m.Type))
+		buf = append(buf, `,"resourceVersion":`...)
+		buf = gjson.AppendJSONString(buf, m.ResourceVersion)
+	}
+	return writeAll(w, append(buf, '}'))
+}
+
+func writeAll(w io.Writer, parts ...[]byte) (int64, error) {
+	var total int64
+	for _, p := range parts {
+		n, err := w.Write(p)
+		total += int64(n)
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+var closeBrace = []byte("}")
+
+// event is one change as the broker published it. Its wire form is built
+// lazily, once, from three parts: a head per delivered type (a MODIFIED
+// leaving a subscriber's filter is delivered as DELETED), the object's own
+// bytes, and a tail per diff kind.
+type event struct {
+	typ   EventType
+	obj   *Object // the object after the change; for DELETED its last state
+	old   *Object // the object before the change; nil for ADDED
+	rv    uint64  // stream position after this event
+	rvStr string
+	leads bool // this event raised the position to rv
+	at    time.Time
+
+	heads [3]lazyBytes // by delivered type
+	tails [2]lazyBytes // MODIFIED with a merge patch, with a JSON Patch
+}
+
+type lazyBytes struct {
+	once sync.Once
+	b    []byte
+}
+
+func (l *lazyBytes) get(build func() []byte) []byte {
+	l.once.Do(func() { l.b = build() })
+	return l.b
+}
+
+func (e *event) head(as EventType) []byte {
+	i := 0
+	switch as {
+	case Modified:
+		i = 1
+	case Deleted:
+		i = 2
+	}
+	return e.heads[i].get(func() []byte { return eventHead(nil, as, e.rvStr) })
+}
+
+func eventHead(buf []byte, as EventType, rv string) []byte {
+	buf = append(buf, `{"type":"`...)
+	buf = append(buf, as...)
+	buf = append(buf, `","resourceVersion":`...)
+	buf = gjson.AppendJSONString(buf, rv)
+	return append(buf, `,"object":`...)
+}
+
+// tail closes the message, with the patch from the previous version when
+// one was asked for and can be expressed.
+func (e *event) tail(as EventType, d Diff) []byte {
+	if as != Modified || e.old == nil || d == NoDiff {
+		return closeBrace
+	}
+	i := 0
+	if d == JSONPatch {
+		i = 1
+	}
+	return e.tails[i].get(func() []byte {
+		p := computePatch(e.old.raw, e.obj.raw, d)
+		if p == nil {
+			return closeBrace
+		}
+		return append(append([]byte(`,"patch":`), p...), '}')
+	})
+}
+
+// computePatch returns the encoded patch from old to cur, or nil when it
+// cannot be computed or expressed.
+func computePatch(old, cur []byte, d Diff) []byte {
+	a, errA := decodeJSON(old)
+	b, errB := decodeJSON(cur)
+	if errA != nil || errB != nil {
+		return nil
+	}
+	var p any
+	switch d {
+	case MergePatch:
+		mp, ok := mergePatch(a, b)
+		if !ok {
+			return nil
+		}
+		p = mp
+	case JSONPatch:
+		p = append([]patchOp{}, jsonPatch(nil, "", a, b)...)
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(p); err != nil {
+		return nil
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+}

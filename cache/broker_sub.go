@@ -1,0 +1,239 @@
+package cache
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+)
+
+// DefaultQueueSize is a subscription's queue when WatchQuery.QueueSize is 0.
+const DefaultQueueSize = 1024
+
+// WatchQuery selects what a subscription streams. Filters are those of
+// ListQuery.
+type WatchQuery struct {
+	Namespace     string
+	LabelSelector string
+	Index, Value  string
+	// ResourceVersion resumes after a position a previous stream reported
+	// (an event's, SYNCED's or BOOKMARK's resourceVersion). Empty: no resume.
+	ResourceVersion string
+	// Snapshot sends the matching objects as ADDED before SYNCED. It cannot
+	// be combined with ResourceVersion.
+	Snapshot bool
+	// Diff adds a patch from the previous version to MODIFIED events.
+	Diff Diff
+	// QueueSize bounds the events waiting for the consumer; when it
+	// overflows the subscription ends with RESYNC_REQUIRED. Default
+	// DefaultQueueSize.
+	QueueSize int
+}
+
+// Subscription is one stream of a resource's events: first the snapshot
+// (or the replayed events when resuming), then SYNCED, then live events and
+// bookmarks, until it ends with RESYNC_REQUIRED or is closed.
+//
+// Next must be called from one goroutine at a time; Close is safe from any
+// goroutine and may be called more than once.
+type Subscription struct {
+	b      *broker
+	filter *filter
+	diff   Diff
+	queue  chan delivery
+	notify chan<- struct{}
+
+	active    bool // guarded by b.mu: received something since the last bookmark tick
+	endReason atomic.Pointer[string]
+
+	// Owned by the consumer (Next).
+	snapshot []*Object
+	replay   []delivery
+	syncRV   string
+	synced   bool
+	done     bool
+}
+
+// delivery is one queued item: an event as the subscriber must see it, or
+// a bookmark when ev is nil.
+type delivery struct {
+	ev *event
+	as EventType
+	rv string // bookmark position
+}
+
+// Watch subscribes to a resource's events. notify is signalled, without
+// blocking, whenever Next may have something new; give it a buffer of at
+// least 1, and it may be shared by several subscriptions.
+//
+// It returns ErrUnknownResource, ErrUnknownIndex, ErrInvalid or
+// ErrNotSynced. A resume that the history cannot serve is not an error:
+// the subscription's first message is then RESYNC_REQUIRED.
+func (c *Cache) Watch(resource string, q WatchQuery, notify chan<- struct{}) (*Subscription, error) {
+	r, err := c.resource(resource)
+	if err != nil {
+		return nil, err
+	}
+	f, err := r.newFilter(q)
+	if err != nil {
+		return nil, err
+	}
+	if !q.Diff.valid() {
+		return nil, fmt.Errorf("%w: diff must be %q or %q, got %q", ErrInvalid, MergePatch, JSONPatch, q.Diff)
+	}
+	var from uint64
+	if q.ResourceVersion != "" {
+		if q.Snapshot {
+			return nil, fmt.Errorf("%w: resourceVersion resumes a stream and snapshot starts a new one: give one of them", ErrInvalid)
+		}
+		if from, err = strconv.ParseUint(q.ResourceVersion, 10, 64); err != nil {
+			return nil, fmt.Errorf("%w: resourceVersion %q is not one this server sent (they are decimal numbers)", ErrInvalid, q.ResourceVersion)
+		}
+	}
+	if q.QueueSize <= 0 {
+		q.QueueSize = DefaultQueueSize
+	}
+	if !r.synced() {
+		return nil, fmt.Errorf("%s: %w", r.res.Name, ErrNotSynced)
+	}
+	s := &Subscription{b: r.broker, filter: f, diff: q.Diff,
+		queue: make(chan delivery, q.QueueSize), notify: notify}
+	r.broker.subscribe(s, r.listRV(), q.ResourceVersion != "", from, q.Snapshot)
+	// The snapshot is the subscriber's own: filter and order it off the lock.
+	s.snapshot = slices.DeleteFunc(s.snapshot, func(o *Object) bool { return !f.matches(o, &facts{}) })
+	slices.SortFunc(s.snapshot, func(a, b *Object) int { return strings.Compare(a.Key(), b.Key()) })
+	return s, nil
+}
+
+// subscribe registers s and captures, under the same lock, where its
+// stream starts: so the snapshot or replay and the queued events that follow
+// have neither gap nor overlap.
+func (b *broker) subscribe(s *Subscription, listRV uint64, resume bool, from uint64, snapshot bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	defer s.signal()
+	b.startLocked(listRV)
+	if resume {
+		b.trimLocked()
+		if reason := b.resumeCheckLocked(from); reason != "" {
+			s.endReason.Store(&reason)
+			return
+		}
+		s.replay = b.replayLocked(from, s.filter)
+	} else if snapshot {
+		s.snapshot = b.snapshotLocked(s.filter.namespace)
+	}
+	s.syncRV = strconv.FormatUint(b.hw, 10)
+	b.subs[s] = struct{}{}
+}
+
+// listRV is the highest resource version the resource's informers have
+// listed or watched up to. Read before the broker's lock, it may be behind
+// the broker, never ahead of what the informers have taken in.
+func (r *resourceCache) listRV() uint64 {
+	var rv uint64
+	for _, sh := range r.shards {
+		rv = max(rv, parseRV(sh.informer.LastSyncResourceVersion()))
+	}
+	return rv
+}
+
+// resumeCheckLocked explains why the history cannot serve a resume from
+// rv, or returns "".
+func (b *broker) resumeCheckLocked(rv uint64) string {
+	if rv > b.hw {
+		return fmt.Sprintf("resourceVersion %d is ahead of this server's stream (%d): it comes from another or a restarted server", rv, b.hw)
+	}
+	// At base itself the events sharing its stamp may be partly forgotten.
+	if rv < b.base || rv == b.base && len(b.history) > 0 && b.history[0].rv == rv {
+		return fmt.Sprintf("resourceVersion %d is older than the retained history (from %d): events after it are forgotten", rv, b.base)
+	}
+	return ""
+}
+
+// replayLocked returns the retained events after position rv that f wants.
+func (b *broker) replayLocked(rv uint64, f *filter) []delivery {
+	i := sort.Search(len(b.history), func(i int) bool { return b.history[i].rv >= rv })
+	if i < len(b.history) && b.history[i].rv == rv && b.history[i].leads {
+		i++ // the client has the event that set the position
+	}
+	var out []delivery
+	for _, ev := range b.history[i:] {
+		if as, ok := f.route(ev, &[2]*facts{}); ok {
+			out = append(out, delivery{ev: ev, as: as})
+		}
+	}
+	return out
+}
+
+func (b *broker) snapshotLocked(namespace string) []*Object {
+	var out []*Object
+	for ns, objs := range b.objects {
+		if namespace != "" && ns != namespace {
+			continue
+		}
+		for _, o := range objs {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func (s *Subscription) signal() {
+	select {
+	case s.notify <- struct{}{}:
+	default:
+	}
+}
+
+// Next returns the subscription's next message without blocking; ok is
+// false when there is none yet (wait for notify) or after the terminal
+// RESYNC_REQUIRED.
+func (s *Subscription) Next() (m Message, ok bool) {
+	if s.done {
+		return Message{}, false
+	}
+	if r := s.endReason.Load(); r != nil {
+		s.done, s.snapshot, s.replay = true, nil, nil
+		return Message{Type: ResyncRequired, Reason: *r}, true
+	}
+	if len(s.snapshot) > 0 {
+		o := s.snapshot[0]
+		s.snapshot = s.snapshot[1:]
+		return Message{Type: MessageType(Added), ResourceVersion: o.resourceVersion, obj: o}, true
+	}
+	if len(s.replay) > 0 {
+		d := s.replay[0]
+		s.replay = s.replay[1:]
+		return s.message(d), true
+	}
+	if !s.synced {
+		s.synced, s.snapshot, s.replay = true, nil, nil
+		return Message{Type: Synced, ResourceVersion: s.syncRV}, true
+	}
+	select {
+	case d := <-s.queue:
+		return s.message(d), true
+	default:
+		return Message{}, false
+	}
+}
+
+func (s *Subscription) message(d delivery) Message {
+	if d.ev == nil {
+		return Message{Type: Bookmark, ResourceVersion: d.rv}
+	}
+	return Message{Type: MessageType(d.as), ResourceVersion: d.ev.rvStr, ev: d.ev, diff: s.diff}
+}
+
+// Queued returns how many events wait in the queue, and its capacity.
+func (s *Subscription) Queued() (n, capacity int) { return len(s.queue), cap(s.queue) }
+
+// Close unsubscribes. Messages already queued stay readable with Next.
+func (s *Subscription) Close() {
+	s.b.mu.Lock()
+	delete(s.b.subs, s)
+	s.b.mu.Unlock()
+}

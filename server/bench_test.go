@@ -1,0 +1,35 @@
+package server
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/kubeindex/kubeindex/cache/cachetest"
+)
+
+// BenchmarkHotPaths measures the handlers in process (no network), to keep
+// per-request work visible in profiles. The side-by-side figures against the
+// API server live in test/ (make bench).
+func BenchmarkHotPaths(b *testing.B) {
+	f := cachetest.Start(b, cachetest.DefaultSpecs()...)
+	h := New(f.Cache, Options{}).Handler()
+	for _, bc := range []struct{ name, target string }{
+		{"ip_pod", "/api/v1/ip/10.244.3.8"},
+		{"ip_hostnetwork", "/api/v1/ip/10.0.0.12"},
+		{"get_pod", "/api/v1/pods/kube-system/kube-proxy-zhstf"},
+		{"list_namespace", "/api/v1/pods?namespace=kube-system"},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			req := httptest.NewRequest(http.MethodGet, bc.target, nil)
+			b.ReportAllocs()
+			for b.Loop() {
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				if rec.Code != http.StatusOK && rec.Code != http.StatusNotFound {
+					b.Fatalf("%s: %d", bc.target, rec.Code)
+				}
+			}
+		})
+	}
+}

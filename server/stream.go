@@ -1,0 +1,228 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/labstack/echo/v4"
+
+	"github.com/kubeindex/kubeindex/cache"
+)
+
+// StreamOptions bounds and tunes the event streams (WebSocket and SSE).
+// Zero values take the documented defaults.
+type StreamOptions struct {
+	// AllowedOrigins are the browser origins ("https://dash.example.com")
+	// allowed to open WebSockets besides the server's own host; "*" allows
+	// any. Default: the server's own host only. Requests without an Origin
+	// header (curl, programs) are not browsers and are allowed.
+	AllowedOrigins []string
+	// MaxSubscribers bounds the subscriptions of all clients together.
+	// Default 10000.
+	MaxSubscribers int
+	// MaxSubscriptionsPerSocket bounds one multiplexed WebSocket. Default 100.
+	MaxSubscriptionsPerSocket int
+	// QueueSize is how many events a subscription may lag behind before it
+	// is told to resync. Default cache.DefaultQueueSize.
+	QueueSize int
+	// MaxMessageBytes bounds a client's WebSocket message: a larger one is
+	// answered with an ERROR message. Default 16 KiB. A message above 1 MiB
+	// (or MaxMessageBytes, if larger) closes the socket with code 1009.
+	MaxMessageBytes int64
+	// PingInterval is how often WebSocket peers are pinged; a peer silent
+	// for two intervals is disconnected. Default 30s.
+	PingInterval time.Duration
+	// WriteTimeout bounds one write to a stream client. Default 10s.
+	WriteTimeout time.Duration
+}
+
+func (o StreamOptions) withDefaults() StreamOptions {
+	if o.MaxSubscribers <= 0 {
+		o.MaxSubscribers = 10000
+	}
+	if o.MaxSubscriptionsPerSocket <= 0 {
+		o.MaxSubscriptionsPerSocket = 100
+	}
+	if o.QueueSize <= 0 {
+		o.QueueSize = cache.DefaultQueueSize
+	}
+	if o.MaxMessageBytes <= 0 {
+		o.MaxMessageBytes = 16 << 10
+	}
+	if o.PingInterval <= 0 {
+		o.PingInterval = 30 * time.Second
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = 10 * time.Second
+	}
+	return o
+}
+
+// readLimit is the hard bound on a WebSocket message, enforced by gorilla
+// by closing the socket; below it, oversized messages get an ERROR.
+func (o StreamOptions) readLimit() int64 { return max(1<<20, o.MaxMessageBytes) }
+
+// streamHub is the server's bookkeeping of its streams: how many
+// subscriptions exist, and the context that ends them all on shutdown.
+type streamHub struct {
+	opts        StreamOptions
+	ctx         context.Context
+	cancel      context.CancelFunc
+	subscribers atomic.Int64
+
+	mu       sync.Mutex
+	stopping bool
+	conns    sync.WaitGroup // WebSocket connections: http.Server.Shutdown does not wait for hijacked ones
+}
+
+func newStreamHub(o StreamOptions) *streamHub {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &streamHub{opts: o.withDefaults(), ctx: ctx, cancel: cancel}
+}
+
+// acquire reserves a subscription slot; release gives it back.
+func (h *streamHub) acquire() error {
+	if h.subscribers.Add(1) > int64(h.opts.MaxSubscribers) {
+		h.subscribers.Add(-1)
+		return echo.NewHTTPError(http.StatusTooManyRequests,
+			fmt.Sprintf("the server has its maximum of %d stream subscriptions; try again later", h.opts.MaxSubscribers))
+	}
+	return nil
+}
+
+func (h *streamHub) release() { h.subscribers.Add(-1) }
+
+// enter registers a WebSocket connection; false once shutdown has begun.
+func (h *streamHub) enter() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.stopping {
+		return false
+	}
+	h.conns.Add(1)
+	return true
+}
+
+func (h *streamHub) leave() { h.conns.Done() }
+
+// stop ends every stream: WebSockets get a close frame (1001 going away),
+// SSE responses end.
+func (h *streamHub) stop() {
+	h.mu.Lock()
+	h.stopping = true
+	h.mu.Unlock()
+	h.cancel()
+}
+
+// wait blocks until every WebSocket connection has closed or ctx ends.
+func (h *streamHub) wait(ctx context.Context) {
+	done := make(chan struct{})
+	go func() {
+		h.conns.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
+
+// watchParams are the query parameters of a per-resource watch.
+var watchParams = []string{"watch", "namespace", "labelSelector", "index", "value", "resourceVersion", "snapshot", "diff"}
+
+// watch serves GET /api/v1/{resource}?watch=true: one subscription, as a
+// WebSocket when the request is an upgrade, else as Server-Sent Events
+// when the client accepts text/event-stream.
+func (s *Server) watch(c echo.Context) error {
+	q, err := queryParams(c, watchParams...)
+	if err != nil {
+		return err
+	}
+	resource, err := pathParam(c, "resource")
+	if err != nil {
+		return err
+	}
+	if w := q.Get("watch"); w != "true" && w != "1" {
+		return fmt.Errorf("%w: watch=%q: use watch=true for a stream, or leave watch out for a list", errBadRequest, w)
+	}
+	wq, err := watchQuery(q.Get("namespace"), q.Get("labelSelector"), q.Get("index"), q.Get("value"),
+		q.Get("resourceVersion"), q.Get("snapshot"), q.Get("diff"))
+	if err != nil {
+		return err
+	}
+	wq.QueueSize = s.streams.opts.QueueSize
+	req := c.Request()
+	switch {
+	case websocket.IsWebSocketUpgrade(req):
+		return s.watchWebSocket(c, resource, wq)
+	case acceptsEventStream(req):
+		// An EventSource reconnecting sends the last id it saw: resume there.
+		if id := req.Header.Get("Last-Event-ID"); id != "" {
+			wq.ResourceVersion, wq.Snapshot = id, false
+		}
+		return s.watchSSE(c, resource, wq)
+	}
+	return fmt.Errorf("%w: watch=true is a stream: open it as a WebSocket (an Upgrade: websocket request), "+
+		"or as Server-Sent Events with the header Accept: text/event-stream "+
+		"(curl -N -H 'Accept: text/event-stream' '%s')", errBadRequest, req.URL.RequestURI())
+}
+
+// watchQuery builds a subscription's query from the parameters a URL or a
+// subscribe message gives as strings. snapshot defaults to true unless the
+// stream resumes from a resourceVersion.
+func watchQuery(namespace, labelSelector, index, value, resourceVersion, snapshot, diff string) (cache.WatchQuery, error) {
+	q := cache.WatchQuery{Namespace: namespace, LabelSelector: labelSelector, Index: index, Value: value,
+		ResourceVersion: resourceVersion, Snapshot: resourceVersion == "", Diff: cache.Diff(diff)}
+	if snapshot != "" {
+		b, err := strconv.ParseBool(snapshot)
+		if err != nil {
+			return q, fmt.Errorf("%w: snapshot must be true or false, got %q", errBadRequest, snapshot)
+		}
+		q.Snapshot = b
+	}
+	switch q.Diff {
+	case cache.NoDiff, cache.MergePatch, cache.JSONPatch:
+	default:
+		return q, fmt.Errorf("%w: diff must be %q (JSON merge patch) or %q (JSON Patch), got %q", errBadRequest, cache.MergePatch, cache.JSONPatch, diff)
+	}
+	return q, nil
+}
+
+func acceptsEventStream(r *http.Request) bool {
+	for _, v := range r.Header.Values("Accept") {
+		for part := range strings.SplitSeq(v, ",") {
+			mt, _, _ := strings.Cut(part, ";")
+			if strings.EqualFold(strings.TrimSpace(mt), "text/event-stream") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// checkOrigin allows a WebSocket from the server's own host, from the
+// configured origins, and from clients that are not browsers (no Origin).
+func (s *Server) checkOrigin(r *http.Request) error {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return nil
+	}
+	if u, err := url.Parse(origin); err == nil && strings.EqualFold(u.Host, r.Host) {
+		return nil
+	}
+	for _, allowed := range s.streams.opts.AllowedOrigins {
+		if allowed == "*" || strings.EqualFold(strings.TrimSuffix(allowed, "/"), origin) {
+			return nil
+		}
+	}
+	return echo.NewHTTPError(http.StatusForbidden,
+		fmt.Sprintf("WebSocket from origin %q refused: only pages served by %s and the configured allowed origins may open streams", origin, r.Host))
+}

@@ -1,0 +1,136 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/kubeindex/kubeindex/cache"
+)
+
+// clientMessage is what a client sends on the multiplexed socket:
+//
+//	{"op":"subscribe","id":"t1","resource":"pods","namespace":"ns","labelSelector":"app=web",
+//	 "index":"node","value":"node-1","resourceVersion":"123","snapshot":true,"diff":"merge"}
+//	{"op":"unsubscribe","id":"t1"}
+type clientMessage struct {
+	Op              string `json:"op"`
+	ID              string `json:"id"`
+	Resource        string `json:"resource"`
+	Namespace       string `json:"namespace"`
+	LabelSelector   string `json:"labelSelector"`
+	Index           string `json:"index"`
+	Value           string `json:"value"`
+	ResourceVersion string `json:"resourceVersion"`
+	Snapshot        *bool  `json:"snapshot"`
+	Diff            string `json:"diff"`
+}
+
+const maxIDBytes = 128
+
+var messageFields = []string{"op", "id", "resource", "namespace", "labelSelector", "index", "value", "resourceVersion", "snapshot", "diff"}
+
+// unknownKey returns a member name that is not exactly one of
+// messageFields: encoding/json matches names without regard to case, so a
+// misspelt "labelselector" would otherwise be taken for labelSelector.
+func unknownKey(data []byte) (key string) {
+	gjson.ParseBytes(data).ForEach(func(k, _ gjson.Result) bool {
+		if !slices.Contains(messageFields, k.Str) {
+			key = k.Str
+			return false
+		}
+		return true
+	})
+	return key
+}
+
+// parseClientMessage decodes and validates one client message. On error it
+// still returns the message's id when one could be read, so the ERROR can
+// be tagged with it.
+func parseClientMessage(data []byte) (clientMessage, error) {
+	var m clientMessage
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		m = clientMessage{}
+		if id := gjson.GetBytes(data, "id"); gjson.ValidBytes(data) && id.Type == gjson.String && validID(id.Str) {
+			m.ID = id.Str
+		}
+		return m, fmt.Errorf("%w: not a valid message: %v", errBadRequest, describeJSONError(err))
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return m, fmt.Errorf("%w: one JSON object per message", errBadRequest)
+	}
+	if k := unknownKey(data); k != "" {
+		return m, fmt.Errorf("%w: unknown field %q (fields: %s)", errBadRequest, truncate(k, 64), strings.Join(messageFields, ", "))
+	}
+	if !validID(m.ID) {
+		id := m.ID
+		m.ID = ""
+		return m, fmt.Errorf("%w: id must be a non-empty string of at most %d bytes, got %q", errBadRequest, maxIDBytes, truncate(id, maxIDBytes))
+	}
+	switch m.Op {
+	case "subscribe":
+		if m.Resource == "" {
+			return m, fmt.Errorf("%w: subscribe needs a resource", errBadRequest)
+		}
+		_, err := m.watchQuery()
+		return m, err
+	case "unsubscribe":
+		if m != (clientMessage{Op: m.Op, ID: m.ID}) {
+			return m, fmt.Errorf("%w: unsubscribe takes only op and id", errBadRequest)
+		}
+		return m, nil
+	}
+	return m, fmt.Errorf("%w: op must be \"subscribe\" or \"unsubscribe\", got %q", errBadRequest, truncate(m.Op, 64))
+}
+
+func (m *clientMessage) watchQuery() (cache.WatchQuery, error) {
+	snapshot := ""
+	if m.Snapshot != nil {
+		snapshot = fmt.Sprint(*m.Snapshot)
+	}
+	return watchQuery(m.Namespace, m.LabelSelector, m.Index, m.Value, m.ResourceVersion, snapshot, m.Diff)
+}
+
+func validID(id string) bool { return id != "" && len(id) <= maxIDBytes && utf8.ValidString(id) }
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// describeJSONError keeps decoder errors short and free of Go type names.
+func describeJSONError(err error) string {
+	var typeErr *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &typeErr):
+		return fmt.Sprintf("field %q has the wrong type (%s)", typeErr.Field, typeErr.Value)
+	case errors.Is(err, io.EOF):
+		return "empty message"
+	}
+	return truncate(err.Error(), 200)
+}
+
+// errorMessage encodes {"type":"ERROR",...}, tagged with id when there is
+// one, with the message, reason and code the HTTP API would give err.
+func errorMessage(id string, err error) []byte {
+	st := errorStatus(err)
+	b, _ := json.Marshal(struct {
+		ID      string `json:"id,omitempty"`
+		Type    string `json:"type"`
+		Message string `json:"message"`
+		Reason  string `json:"reason"`
+		Code    int    `json:"code"`
+	}{id, "ERROR", st.Message, st.Reason, st.Code})
+	return b
+}

@@ -1,0 +1,296 @@
+// The kubeindex dashboard: resources with their freshness (polled from
+// /api/v1/resources), a live table of the chosen resource over the
+// multiplexed stream, object detail, and the pod IP lookup. The location
+// hash holds the view, e.g. #/pods?namespace=media&labelSelector=app%3Dauth,
+// so a view can be reloaded, bookmarked and shared.
+
+import {counted, clock, ago, typing} from './dom.js';
+import {api} from './api.js';
+import {StreamClient, streamURL} from './stream.js';
+import {VirtualTable} from './table.js';
+import {ResourceView, describe} from './view.js';
+import {DetailPanel} from './detail.js';
+import {IPLookup} from './iplookup.js';
+import {ResourceNav} from './nav.js';
+
+const POLL_MS = 2000;
+const FILTERS = ['namespace', 'labelSelector', 'index', 'value'];
+const $ = (id) => document.getElementById(id);
+
+const ui = {
+  conn: $('conn'),
+  simulated: $('simulated-badge'),
+  apiStatus: $('api-status'),
+  banner: $('stale-banner'),
+  title: $('view-title'),
+  count: $('view-count'),
+  form: $('filters'),
+  namespace: $('f-namespace'),
+  selector: $('f-selector'),
+  index: $('f-index'),
+  value: $('f-value'),
+  clear: $('f-clear'),
+  namespaces: $('namespaces'),
+  indexValues: $('index-values'),
+  quick: $('quick'),
+  streamStatus: $('stream-status'),
+  notice: $('notice'),
+  noticeText: $('notice-text'),
+  ipInput: $('ip-input'),
+};
+
+const app = {
+  resources: [],
+  byName: new Map(),
+  simulated: false,
+  reachable: true,
+  view: null,
+  viewKey: '',
+  liveCount: null, // {name, total} of the current view, when unfiltered
+};
+
+const nav = new ResourceNav($('resource-list'));
+const stream = new StreamClient(streamURL());
+const table = new VirtualTable($('table-region'), {
+  label: 'Objects',
+  onOpen: (row) => openRow(row.key),
+  onSort: (id) => app.view?.setSort(id),
+});
+const detail = new DetailPanel($('detail'));
+const ip = new IPLookup($('ip-form'), ui.ipInput, $('ip-result'), {onOpenPod: openPodFromLookup});
+
+// Routing.
+
+function parseHash() {
+  const m = /^#\/([^?]*)(?:\?(.*))?$/.exec(window.location.hash);
+  const params = new URLSearchParams(m?.[2] ?? '');
+  const filters = {};
+  for (const k of FILTERS) if (params.get(k)) filters[k] = params.get(k);
+  return {resource: m ? decodeURIComponent(m[1]) : '', filters};
+}
+
+function hashFor(resource, filters) {
+  const q = new URLSearchParams();
+  for (const k of FILTERS) if (filters[k]) q.set(k, filters[k]);
+  const s = q.toString();
+  return `#/${encodeURIComponent(resource)}${s ? `?${s}` : ''}`;
+}
+
+function applyRoute() {
+  if (app.resources.length === 0) return;
+  const {resource, filters} = parseHash();
+  const res = app.byName.get(resource);
+  if (!res) {
+    const fallback = app.byName.get('pods') ?? app.resources[0];
+    window.location.replace(hashFor(fallback.name, {}));
+    return;
+  }
+  const key = hashFor(res.name, filters);
+  if (key === app.viewKey) return;
+  app.viewKey = key;
+  detail.close();
+  app.view?.destroy();
+  app.liveCount = null;
+  hideNotice();
+  fillFilterForm(res, filters);
+  ui.title.textContent = res.name;
+  app.view = new ResourceView({
+    resource: res, filters, stream, table,
+    onState: ({phase, text}) => {
+      ui.streamStatus.dataset.state = phase;
+      ui.streamStatus.textContent = text;
+    },
+    onNotice: showNotice,
+    onRows: ({total, shown}) => {
+      // An unfiltered live table knows the count before the next poll does.
+      if (!describe(filters) && app.liveCount?.total !== total) {
+        app.liveCount = {name: res.name, total};
+        renderResources();
+      }
+      const singular = res.singular || res.kind.toLowerCase();
+      ui.count.dataset.count = String(total);
+      ui.count.dataset.shown = String(shown);
+      ui.count.textContent = counted(total, singular, res.name) +
+        (describe(filters) ? ` matching ${describe(filters)}` : '') + (shown !== total ? ` · ${shown} shown` : '');
+    },
+  });
+  app.view.setQuick(ui.quick.value);
+  renderResources();
+}
+
+// Filters.
+
+function fillFilterForm(res, filters) {
+  ui.namespace.value = filters.namespace ?? '';
+  ui.namespace.disabled = !res.namespaced;
+  ui.namespace.placeholder = res.namespaced ? 'all namespaces' : 'cluster-scoped';
+  ui.selector.value = filters.labelSelector ?? '';
+  ui.index.replaceChildren(new Option('none', ''),
+    ...res.indexes.map((ix) => new Option(`${ix.name} (${ix.type}${ix.label ? `: ${ix.label}` : ''}${ix.path ? `: ${ix.path}` : ''})`, ix.name)));
+  ui.index.value = filters.index ?? '';
+  ui.index.disabled = res.indexes.length === 0;
+  ui.value.value = filters.value ?? '';
+  ui.value.disabled = !filters.index;
+  loadIndexValues(res.name, filters.index);
+  loadNamespaces();
+}
+
+async function loadIndexValues(resource, index) {
+  ui.indexValues.replaceChildren();
+  if (!index) return;
+  try {
+    const body = await api.indexValues(resource, index, 500);
+    ui.indexValues.replaceChildren(...body.values.map((v) => new Option(`${v.count} object${v.count === 1 ? '' : 's'}`, v.value)));
+  } catch {
+    // Suggestions are a convenience; the filter works without them.
+  }
+}
+
+async function loadNamespaces() {
+  if (!app.byName.has('namespaces') || ui.namespaces.childElementCount > 0) return;
+  try {
+    const body = await api.list('namespaces', {limit: 1000});
+    ui.namespaces.replaceChildren(...body.items.map((o) => new Option('', o.metadata.name)));
+  } catch {
+    // As above: only suggestions.
+  }
+}
+
+ui.index.addEventListener('change', () => {
+  ui.value.disabled = !ui.index.value;
+  if (!ui.index.value) ui.value.value = '';
+  loadIndexValues(parseHash().resource, ui.index.value);
+});
+
+ui.form.addEventListener('submit', (e) => {
+  e.preventDefault();
+  ui.value.setCustomValidity(ui.index.value && !ui.value.value.trim() ? 'Give the index value to look up.' : '');
+  if (!ui.form.reportValidity()) return;
+  const filters = {
+    namespace: ui.namespace.disabled ? '' : ui.namespace.value.trim(),
+    labelSelector: ui.selector.value.trim(),
+    index: ui.index.value,
+    value: ui.index.value ? ui.value.value.trim() : '',
+  };
+  window.location.hash = hashFor(parseHash().resource, filters);
+});
+ui.value.addEventListener('input', () => ui.value.setCustomValidity(''));
+ui.clear.addEventListener('click', () => {
+  window.location.hash = hashFor(parseHash().resource, {});
+});
+ui.quick.addEventListener('input', () => app.view?.setQuick(ui.quick.value));
+
+// Freshness.
+
+async function poll() {
+  try {
+    const body = await api.resources();
+    app.reachable = true;
+    app.simulated = !!body.simulated;
+    app.resources = body.resources;
+    app.byName = new Map(body.resources.map((r) => [r.name, r]));
+    applyRoute();
+  } catch (err) {
+    app.reachable = false;
+    app.unreachableReason = err.message;
+  }
+  renderResources();
+  setTimeout(poll, POLL_MS);
+}
+
+function renderResources() {
+  const current = parseHash().resource;
+  const live = app.view?.phase === 'live' ? app.liveCount : null;
+  nav.update(app.resources.map((r) => (r.name === live?.name ? {...r, count: live.total} : r)), current);
+  ui.simulated.hidden = !app.simulated;
+  document.title = `${current || 'kubeindex'} · kubeindex${app.simulated ? ' (simulated)' : ''}`;
+  ui.apiStatus.textContent = app.reachable ? '' : `kubeindex is not answering (${app.unreachableReason}).`;
+  renderBanner(app.byName.get(current));
+}
+
+function renderBanner(st) {
+  let text = '';
+  let tone = 'bad';
+  if (!app.reachable) {
+    text = 'kubeindex is not answering. Everything shown is the last state received and may be out of date.';
+  } else if (st && !st.synced) {
+    text = `STALE: ${st.name} has not synced yet${st.lastError ? ` (${st.lastError})` : ''}.`;
+  } else if (st?.stale) {
+    text = `STALE: the watch on ${st.name} has been down since ${clock(st.disconnectedSince)}` +
+      `${st.lastError ? ` (${st.lastError})` : ''}. kubeindex answers from its cache as of resourceVersion ` +
+      `${st.resourceVersion}, which may be out of date.`;
+  } else if (st && !st.watchConnected) {
+    tone = 'warn';
+    text = `The watch on ${st.name} dropped ${ago(st.disconnectedSince)}; kubeindex is reconnecting.`;
+  }
+  ui.banner.hidden = !text;
+  ui.banner.textContent = text;
+  ui.banner.dataset.tone = tone;
+}
+
+// Connection state and notices.
+
+stream.addEventListener('state', (e) => {
+  const {state, delay} = e.detail;
+  ui.conn.dataset.state = state;
+  ui.conn.textContent = {
+    open: 'Live',
+    connecting: 'Connecting…',
+    reconnecting: `Reconnecting in ${Math.ceil((delay ?? 0) / 1000)}s`,
+  }[state] ?? state;
+});
+stream.addEventListener('protocol-error', (e) => showNotice(`Stream error: ${e.detail.message}`, 'bad'));
+
+function showNotice(text, tone) {
+  ui.noticeText.textContent = text;
+  ui.notice.dataset.tone = tone;
+  ui.notice.hidden = false;
+}
+
+function hideNotice() {
+  ui.notice.hidden = true;
+}
+$('notice-close').addEventListener('click', hideNotice);
+
+// Detail.
+
+function openRow(key) {
+  const view = app.view;
+  detail.open({
+    resource: view.resource, key, store: view.store,
+    returnFocus: () => table.focusKey(key) || ui.quick.focus(),
+  });
+}
+
+function openPodFromLookup(key, obj, res, button) {
+  const view = app.view;
+  const live = view && view.resource.plural === 'pods' && !view.resource.group && view.store.rows.has(key);
+  const pods = app.byName.get('pods') ?? {kind: 'Pod', group: ''};
+  detail.open({
+    resource: live ? view.resource : pods, key, store: live ? view.store : null, obj,
+    note: live ? '' : `As the IP lookup returned it (resourceVersion ${res.metadata?.resourceVersion ?? '?'}); not followed live.`,
+    returnFocus: () => (button.isConnected ? button.focus() : ui.ipInput.focus()),
+  });
+}
+
+// Keyboard: Escape closes the detail panel, then the IP result; "/" jumps
+// to the row search.
+document.addEventListener('keydown', (e) => {
+  if (e.key === 'Escape') {
+    if (detail.isOpen) {
+      e.preventDefault();
+      detail.close();
+    } else if (ip.isOpen) {
+      e.preventDefault();
+      ip.close();
+      ui.ipInput.focus();
+    }
+  } else if (e.key === '/' && !typing(e.target) && !e.ctrlKey && !e.metaKey) {
+    e.preventDefault();
+    ui.quick.focus();
+  }
+});
+
+window.addEventListener('hashchange', applyRoute);
+stream.start();
+poll();

@@ -1,0 +1,222 @@
+// StreamClient keeps one WebSocket to /api/v1/stream carrying every
+// subscription of the page, and keeps those subscriptions going across
+// disconnects:
+//
+//   - a new subscription asks for a snapshot (ADDED items, then SYNCED);
+//   - after a disconnect it resumes from the last position it was told (the
+//     resourceVersion of the last event, SYNCED or BOOKMARK): the server
+//     replays what was missed, then SYNCED;
+//   - when the server cannot resume (RESYNC_REQUIRED) it starts again with
+//     a snapshot, and the handler is told, so the page can say so.
+//
+// Each attempt gets a fresh wire id, so late messages of an ended attempt
+// can never be mistaken for the current one.
+
+const MIN_DELAY = 500;
+const MAX_DELAY = 10000;
+
+// Subscription is a handle on one logical stream. Its handler is an object
+// with optional methods:
+//   begin({mode})               an attempt starts: mode is 'snapshot' or 'resume'
+//   event(msg, {snapshot})      ADDED, MODIFIED or DELETED; snapshot items are ADDED
+//   synced({mode, resourceVersion, replayed})
+//   resync(reason)              the server ended the stream; a snapshot follows
+//   error(message, code)        the server refused the subscription (code: as HTTP)
+export class Subscription {
+  constructor(client, query, handler) {
+    this.client = client;
+    this.query = query;
+    this.handler = handler;
+    this.position = ''; // where to resume from; '' until the first SYNCED
+    this.wireId = '';
+    this.mode = '';
+    this.synced = false;
+    this.replayed = 0;
+    this.closed = false;
+  }
+
+  close() {
+    this.client.unsubscribe(this);
+  }
+}
+
+export class StreamClient extends EventTarget {
+  constructor(url) {
+    super();
+    this.url = url;
+    this.ws = null;
+    this.subs = new Set();
+    this.byWire = new Map();
+    this.seq = 0;
+    this.attempt = 0;
+    this.timer = 0;
+    this.state = 'idle';
+    this.everOpened = false;
+  }
+
+  start() {
+    window.addEventListener('online', () => this.reconnectNow());
+    document.addEventListener('visibilitychange', () => {
+      if (document.visibilityState === 'visible') this.reconnectNow();
+    });
+    this.connect();
+  }
+
+  subscribe(query, handler) {
+    const sub = new Subscription(this, query, handler);
+    this.subs.add(sub);
+    if (this.ws?.readyState === WebSocket.OPEN) this.send(sub);
+    return sub;
+  }
+
+  unsubscribe(sub) {
+    if (sub.closed) return;
+    sub.closed = true;
+    this.subs.delete(sub);
+    if (sub.wireId) {
+      this.byWire.delete(sub.wireId);
+      this.write({op: 'unsubscribe', id: sub.wireId});
+    }
+  }
+
+  // retry starts a new attempt of a subscription the server refused (ERROR),
+  // for errors that may pass, such as a resource not synced yet.
+  retry(sub) {
+    if (!sub.closed && !sub.wireId && this.ws?.readyState === WebSocket.OPEN) this.send(sub);
+  }
+
+  // reconnectNow skips the back-off wait when there is reason to think the
+  // server is back (the browser went online, the tab became visible).
+  reconnectNow() {
+    if (this.state === 'reconnecting') {
+      clearTimeout(this.timer);
+      this.connect();
+    }
+  }
+
+  setState(state, detail = {}) {
+    this.state = state;
+    this.dispatchEvent(new CustomEvent('state', {detail: {state, ...detail}}));
+  }
+
+  connect() {
+    this.setState('connecting', {attempt: this.attempt});
+    let ws;
+    try {
+      ws = new WebSocket(this.url);
+    } catch (err) {
+      this.scheduleReconnect(String(err));
+      return;
+    }
+    this.ws = ws;
+    ws.onopen = () => {
+      const resumed = this.everOpened;
+      this.everOpened = true;
+      this.attempt = 0;
+      this.setState('open', {resumed});
+      for (const sub of this.subs) this.send(sub);
+    };
+    ws.onmessage = (e) => this.receive(e.data);
+    ws.onclose = (e) => {
+      if (this.ws !== ws) return;
+      this.ws = null;
+      for (const sub of this.subs) {
+        if (sub.wireId) this.byWire.delete(sub.wireId);
+        sub.wireId = '';
+      }
+      this.scheduleReconnect(e.reason || (e.code === 1006 ? 'connection lost' : `closed (${e.code})`));
+    };
+  }
+
+  scheduleReconnect(reason) {
+    const base = Math.min(MAX_DELAY, MIN_DELAY * 2 ** this.attempt);
+    const delay = Math.round(base * (0.5 + Math.random() / 2));
+    this.attempt++;
+    this.setState('reconnecting', {delay, reason, attempt: this.attempt});
+    this.timer = setTimeout(() => this.connect(), delay);
+  }
+
+  write(msg) {
+    if (this.ws?.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(msg));
+  }
+
+  // send starts an attempt of sub: a resume when it has a position, else a
+  // snapshot.
+  send(sub) {
+    if (sub.wireId) this.byWire.delete(sub.wireId);
+    sub.wireId = `s${++this.seq}`;
+    sub.mode = sub.position ? 'resume' : 'snapshot';
+    sub.synced = false;
+    sub.replayed = 0;
+    this.byWire.set(sub.wireId, sub);
+    const msg = {op: 'subscribe', id: sub.wireId, resource: sub.query.resource, diff: 'merge'};
+    for (const k of ['namespace', 'labelSelector', 'index', 'value']) {
+      if (sub.query[k]) msg[k] = sub.query[k];
+    }
+    if (sub.position) msg.resourceVersion = sub.position;
+    else msg.snapshot = true;
+    sub.handler.begin?.({mode: sub.mode});
+    this.write(msg);
+  }
+
+  receive(data) {
+    let msg;
+    try {
+      msg = JSON.parse(data);
+    } catch {
+      this.dispatchEvent(new CustomEvent('protocol-error', {detail: {message: 'a stream message is not JSON'}}));
+      return;
+    }
+    const sub = this.byWire.get(msg.id);
+    if (!sub) {
+      // Not ours (any more): an unsubscribed attempt, or a connection-level
+      // error that names no subscription.
+      if (!msg.id && msg.type === 'ERROR') {
+        this.dispatchEvent(new CustomEvent('protocol-error', {detail: {message: msg.message}}));
+      }
+      return;
+    }
+    this.dispatch(sub, msg);
+  }
+
+  dispatch(sub, msg) {
+    // Snapshot items carry their object's version, which is not a stream
+    // position; replayed and live events are positions.
+    const snapshot = sub.mode === 'snapshot' && !sub.synced;
+    switch (msg.type) {
+      case 'ADDED':
+      case 'MODIFIED':
+      case 'DELETED':
+        if (!snapshot && msg.resourceVersion) sub.position = msg.resourceVersion;
+        if (!sub.synced && sub.mode === 'resume') sub.replayed++;
+        sub.handler.event?.(msg, {snapshot});
+        break;
+      case 'SYNCED':
+        sub.synced = true;
+        if (msg.resourceVersion) sub.position = msg.resourceVersion;
+        sub.handler.synced?.({mode: sub.mode, resourceVersion: msg.resourceVersion, replayed: sub.replayed});
+        break;
+      case 'BOOKMARK':
+        if (!snapshot && msg.resourceVersion) sub.position = msg.resourceVersion;
+        sub.handler.bookmark?.(msg.resourceVersion);
+        break;
+      case 'RESYNC_REQUIRED':
+        this.byWire.delete(sub.wireId);
+        sub.wireId = '';
+        sub.position = '';
+        sub.handler.resync?.(msg.reason || 'the server asked for a resync');
+        if (!sub.closed) this.send(sub);
+        break;
+      case 'ERROR':
+        this.byWire.delete(sub.wireId);
+        sub.wireId = '';
+        sub.handler.error?.(msg.message || 'the server refused the subscription', msg.code);
+        break;
+    }
+  }
+}
+
+// streamURL is the multiplexed stream's address on this page's origin.
+export function streamURL(loc = window.location) {
+  return `${loc.protocol === 'https:' ? 'wss' : 'ws'}://${loc.host}/api/v1/stream`;
+}
