@@ -88,19 +88,6 @@ func follow(t *testing.T, wg *sync.WaitGroup, s *cache.Subscription, notify chan
 	return r
 }
 
-func listState(t *testing.T, c *cache.Cache, q cache.ListQuery) map[string]string {
-	t.Helper()
-	res, err := c.List("pods", q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	for _, o := range res.Items {
-		out[o.Key()] = o.ResourceVersion()
-	}
-	return out
-}
-
 func TestWatchRebuildsTheAPIServerStateUnderChurn(t *testing.T) {
 	f := cachetest.Start(t, cachetest.PodSpec())
 	queries := []cache.WatchQuery{
@@ -142,11 +129,11 @@ func TestWatchRebuildsTheAPIServerStateUnderChurn(t *testing.T) {
 	}
 	want := simState(f, "pods")
 	cachetest.Eventually(t, "the cache equals the API server", func() bool {
-		return maps.Equal(cacheState(t, f.Cache, "pods"), want)
+		return maps.Equal(cachetest.State(t, f.Cache, "pods", cache.ListQuery{}), want)
 	})
 	for i, c := range clients {
 		q := cache.ListQuery{Namespace: c.q.Namespace, LabelSelector: c.q.LabelSelector, Index: c.q.Index, Value: c.q.Value}
-		expect := listState(t, f.Cache, q)
+		expect := cachetest.State(t, f.Cache, "pods", q)
 		if len(expect) == 0 {
 			t.Fatalf("client %d (%+v) expects nothing: the test would prove little", i, c.q)
 		}

@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"fmt"
 	"slices"
 
 	"github.com/tidwall/gjson"
@@ -14,7 +13,8 @@ import (
 // event as it is published.
 type filter struct {
 	namespace string
-	selector  labels.Selector // nil: everything
+	scope     func(namespace string) bool // WatchQuery.Namespaces; nil: all
+	selector  labels.Selector             // nil: everything
 	index     string
 	value     string // normalised
 	fn        indexers.Func
@@ -33,17 +33,16 @@ func (r *resourceCache) newFilter(q WatchQuery) (*filter, error) {
 		return nil, err
 	}
 	f := &filter{namespace: q.Namespace}
+	if q.Namespaces != nil {
+		f.scope = namespaceSet(q.Namespaces)
+	}
 	if !sel.Empty() {
 		f.selector = sel
 	}
 	if q.Index != "" {
-		spec, err := r.index(q.Index)
+		spec, norm, err := r.indexValue(q.Index, q.Value)
 		if err != nil {
 			return nil, err
-		}
-		norm, ok := spec.NormalizeValue(q.Value)
-		if !ok {
-			return nil, fmt.Errorf("%w: %q is not a valid value for index %s (%s)", ErrInvalid, q.Value, spec.Name, spec.Type)
 		}
 		f.index, f.value, f.fn = spec.Name, norm, spec.Func()
 	}
@@ -52,7 +51,7 @@ func (r *resourceCache) newFilter(q WatchQuery) (*filter, error) {
 
 // matches reports whether o passes the filter. fa caches what was read.
 func (f *filter) matches(o *Object, fa *facts) bool {
-	if f.namespace != "" && o.namespace != f.namespace {
+	if !f.inNamespace(o.namespace) {
 		return false
 	}
 	if f.selector != nil {
@@ -85,7 +84,7 @@ func (f *filter) matches(o *Object, fa *facts) bool {
 func (f *filter) route(ev *event, fc *[2]*facts) (EventType, bool) {
 	in := func(i int, o *Object) bool {
 		if f.selector == nil && f.fn == nil {
-			return f.namespace == "" || o.namespace == f.namespace
+			return f.inNamespace(o.namespace)
 		}
 		if fc[i] == nil {
 			fc[i] = &facts{}
@@ -108,6 +107,11 @@ func (f *filter) route(ev *event, fc *[2]*facts) (EventType, bool) {
 		return Deleted, true
 	}
 	return "", false
+}
+
+// inNamespace applies the namespace and the namespace scope.
+func (f *filter) inNamespace(ns string) bool {
+	return (f.namespace == "" || ns == f.namespace) && (f.scope == nil || f.scope(ns))
 }
 
 func parseLabels(raw []byte) labels.Set {

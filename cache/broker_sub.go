@@ -15,7 +15,11 @@ const DefaultQueueSize = 1024
 // WatchQuery selects what a subscription streams. Filters are those of
 // ListQuery.
 type WatchQuery struct {
-	Namespace     string
+	Namespace string
+	// Namespaces, when not nil, restricts the stream to these namespaces
+	// (see ListQuery.Namespaces). The set is fixed for the subscription's
+	// life: objects of namespaces added later are not delivered.
+	Namespaces    []string
 	LabelSelector string
 	Index, Value  string
 	// ResourceVersion resumes after a position a previous stream reported

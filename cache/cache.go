@@ -48,7 +48,6 @@ type shard struct {
 	informer  toolscache.SharedIndexInformer
 	handler   toolscache.ResourceEventHandlerRegistration
 	conn      *connState
-	count     atomic.Int64
 	lastEvent atomic.Int64 // unix nanoseconds; 0 = never
 
 	added, modified, deleted atomic.Int64
@@ -182,7 +181,7 @@ func (c *Cache) names() []string {
 	return out
 }
 
-// eventHandler keeps the shard's count and event time and feeds the
+// eventHandler keeps the shard's event counts and time and feeds the
 // resource's broker. It is the one handler registered on the informer:
 // stream subscribers never get a client-go handler of their own (each
 // would buffer without bound). Nothing in it blocks.
@@ -192,7 +191,6 @@ func (sh *shard) eventHandler(now func() time.Time, b *broker) toolscache.Resour
 	return toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			feed.OnAdd(obj, false)
-			sh.count.Add(1)
 			sh.added.Add(1)
 			touch()
 		},
@@ -207,7 +205,6 @@ func (sh *shard) eventHandler(now func() time.Time, b *broker) toolscache.Resour
 		DeleteFunc: func(obj any) {
 			feed.OnDelete(obj)
 			sh.deleted.Add(1)
-			sh.count.Add(-1)
 			touch()
 		},
 	}

@@ -27,19 +27,6 @@ func simState(f *cachetest.Fixture, plural string) map[string]string {
 	return out
 }
 
-func cacheState(t *testing.T, c *cache.Cache, resource string) map[string]string {
-	t.Helper()
-	res, err := c.List(resource, cache.ListQuery{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	for _, o := range res.Items {
-		out[o.Key()] = o.ResourceVersion()
-	}
-	return out
-}
-
 func TestCacheMatchesAPIServer(t *testing.T) {
 	f := cachetest.Start(t, cachetest.DefaultSpecs()...)
 	for _, st := range f.Cache.Resources() {
@@ -49,7 +36,7 @@ func TestCacheMatchesAPIServer(t *testing.T) {
 				t.Fatalf("the demo has no %s: the comparison would prove nothing", st.Name)
 			}
 			cachetest.Eventually(t, "the cache equals the API server", func() bool {
-				return maps.Equal(cacheState(t, f.Cache, st.Name), simState(f, st.Plural))
+				return maps.Equal(cachetest.State(t, f.Cache, st.Name, cache.ListQuery{}), simState(f, st.Plural))
 			})
 			st, _ := f.Cache.ResourceStatus(st.Name)
 			if int(st.Count) != len(want) || !st.Synced || !st.WatchConnected || st.Stale {
@@ -139,7 +126,7 @@ func TestAddUpdateDeleteReachIndexes(t *testing.T) {
 func TestDeleteWhileDisconnected(t *testing.T) {
 	f := cachetest.Start(t, cachetest.PodSpec())
 	c := f.Cache
-	before := cacheState(t, c, "pods")
+	before := cachetest.State(t, c, "pods", cache.ListQuery{})
 	victim := slices.Sorted(maps.Keys(before))[0]
 	ns, name, _ := cutKey(victim)
 
@@ -160,7 +147,7 @@ func TestDeleteWhileDisconnected(t *testing.T) {
 
 	cachetest.Eventually(t, "the cache converges after the outage", func() bool {
 		st, _ := c.ResourceStatus("pods")
-		return st.WatchConnected && !st.Stale && maps.Equal(cacheState(t, c, "pods"), simState(f, "pods"))
+		return st.WatchConnected && !st.Stale && maps.Equal(cachetest.State(t, c, "pods", cache.ListQuery{}), simState(f, "pods"))
 	})
 	if _, _, err := c.Get("pods", ns, name); !errors.Is(err, cache.ErrNotFound) {
 		t.Errorf("pod deleted during the outage: Get = %v; expect not found", err)
@@ -187,7 +174,7 @@ func TestChurnConverges(t *testing.T) {
 	}
 	for _, st := range f.Cache.Resources() {
 		cachetest.Eventually(t, st.Name+" equals the API server after churn", func() bool {
-			return maps.Equal(cacheState(t, f.Cache, st.Name), simState(f, st.Plural))
+			return maps.Equal(cachetest.State(t, f.Cache, st.Name, cache.ListQuery{}), simState(f, st.Plural))
 		})
 	}
 }

@@ -11,11 +11,16 @@ import (
 	"github.com/kubeindex/kubeindex/indexers"
 	"github.com/tidwall/gjson"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // ListQuery filters and pages a list. The zero value lists everything.
 type ListQuery struct {
-	Namespace     string
+	Namespace string
+	// Namespaces, when not nil, restricts the answer to objects in these
+	// namespaces (an empty, non-nil slice: to nothing), on top of Namespace.
+	// It is how the HTTP layer confines a caller to where it may read.
+	Namespaces    []string
 	LabelSelector string
 	// Index and Value select objects by a configured index.
 	Index, Value string
@@ -84,8 +89,10 @@ func (c *Cache) List(resource string, q ListQuery) (ListResult, error) {
 	if err != nil {
 		return res, err
 	}
+	inScope := namespaceSet(q.Namespaces)
 	items = slices.DeleteFunc(items, func(o *Object) bool {
-		return (q.Namespace != "" && o.namespace != q.Namespace) || !sel.Matches(objectLabels(o.raw))
+		return (q.Namespace != "" && o.namespace != q.Namespace) || !inScope(o.namespace) ||
+			!sel.Matches(objectLabels(o.raw))
 	})
 	slices.SortFunc(items, func(a, b *Object) int { return strings.Compare(a.Key(), b.Key()) })
 	if after != "" {
@@ -112,6 +119,9 @@ func (r *resourceCache) parseQuery(q ListQuery) (labels.Selector, string, error)
 	if q.Namespace != "" && !r.res.Namespaced {
 		return nil, "", fmt.Errorf("%w: %s is cluster-scoped: namespace does not apply", ErrInvalid, r.res.Name)
 	}
+	if q.Namespace != "" && len(validation.IsDNS1123Label(q.Namespace)) > 0 {
+		return nil, "", fmt.Errorf("%w: namespace %q is not a valid namespace name (a DNS-1123 label)", ErrInvalid, truncateName(q.Namespace))
+	}
 	if (q.Index == "") != (q.Value == "") {
 		return nil, "", fmt.Errorf("%w: index and value go together", ErrInvalid)
 	}
@@ -124,19 +134,26 @@ func (r *resourceCache) parseQuery(q ListQuery) (labels.Selector, string, error)
 	return sel, after, nil
 }
 
+// truncateName keeps an echoed name short: a hostile one may be megabytes.
+func truncateName(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "…"
+	}
+	return s
+}
+
 // candidates narrows the objects by index or namespace before filtering.
 func (r *resourceCache) candidates(q ListQuery) ([]*Object, error) {
+	if q.Index == "" && q.Namespace == "" && q.Namespaces != nil {
+		return r.inNamespaces(q.Namespaces), nil
+	}
 	index, value := nsIndex, q.Namespace
 	if q.Index != "" {
-		spec, err := r.index(q.Index)
+		spec, norm, err := r.indexValue(q.Index, q.Value)
 		if err != nil {
 			return nil, err
 		}
-		norm, ok := spec.NormalizeValue(q.Value)
-		if !ok {
-			return nil, fmt.Errorf("%w: %q is not a valid value for index %s (%s)", ErrInvalid, q.Value, spec.Name, spec.Type)
-		}
-		index, value = q.Index, norm
+		index, value = spec.Name, norm
 	}
 	var out []*Object
 	for _, sh := range r.shardsFor(q.Namespace) {
@@ -153,6 +170,36 @@ func (r *resourceCache) candidates(q ListQuery) ([]*Object, error) {
 	return out, nil
 }
 
+// namespaceSet is a membership test for ListQuery.Namespaces; nil allows all.
+func namespaceSet(namespaces []string) func(string) bool {
+	if namespaces == nil {
+		return func(string) bool { return true }
+	}
+	set := make(map[string]struct{}, len(namespaces))
+	for _, ns := range namespaces {
+		set[ns] = struct{}{}
+	}
+	return func(ns string) bool {
+		_, ok := set[ns]
+		return ok
+	}
+}
+
+// inNamespaces gathers the objects of the given namespaces through the
+// namespace index, without visiting the others.
+func (r *resourceCache) inNamespaces(namespaces []string) []*Object {
+	var out []*Object
+	for _, ns := range slices.Compact(slices.Sorted(slices.Values(namespaces))) {
+		for _, sh := range r.shardsFor(ns) {
+			items, _ := sh.informer.GetIndexer().ByIndex(nsIndex, ns)
+			for _, it := range items {
+				out = append(out, it.(*Object))
+			}
+		}
+	}
+	return out
+}
+
 func (r *resourceCache) index(name string) (indexers.Spec, error) {
 	spec, ok := r.indexes[name]
 	if !ok {
@@ -164,6 +211,20 @@ func (r *resourceCache) index(name string) (indexers.Spec, error) {
 		return indexers.Spec{}, fmt.Errorf("%w: %s has no index %q (indexes: %s)", ErrUnknownIndex, r.res.Name, name, strings.Join(names, ", "))
 	}
 	return spec, nil
+}
+
+// indexValue resolves an index by name and puts a queried value into the
+// form the index stores (an IP in canonical spelling).
+func (r *resourceCache) indexValue(index, value string) (indexers.Spec, string, error) {
+	spec, err := r.index(index)
+	if err != nil {
+		return spec, "", err
+	}
+	norm, ok := spec.NormalizeValue(value)
+	if !ok {
+		return spec, "", fmt.Errorf("%w: %q is not a valid value for index %s (%s)", ErrInvalid, value, spec.Name, spec.Type)
+	}
+	return spec, norm, nil
 }
 
 // shardsFor returns the informers that can hold objects of the namespace.

@@ -98,7 +98,10 @@ func (r *resourceCache) status() Status {
 		st.Indexes[i] = s.Normalized() // show the inferred type, not ""
 	}
 	for _, sh := range r.shards {
-		st.Count += sh.count.Load()
+		// The store is the truth lists are served from; counting it (rather
+		// than events, which reach handlers a little later) keeps the count
+		// equal to what a list returns.
+		st.Count += int64(len(sh.informer.GetStore().ListKeys()))
 		st.WatchRestarts += sh.conn.snapshot().Restarts
 		st.Events.Added += sh.added.Load()
 		st.Events.Modified += sh.modified.Load()

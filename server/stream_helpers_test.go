@@ -155,19 +155,6 @@ func (r *replica) waitEqual(t *testing.T, what string, want func() map[string]st
 	}
 }
 
-func listOf(t *testing.T, c *cache.Cache, resource string, q cache.ListQuery) map[string]string {
-	t.Helper()
-	res, err := c.List(resource, q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	for _, o := range res.Items {
-		out[o.Key()] = o.ResourceVersion()
-	}
-	return out
-}
-
 // sseEvent is one parsed Server-Sent Event.
 type sseEvent struct {
 	id    string

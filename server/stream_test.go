@@ -88,10 +88,10 @@ func TestStreamsRebuildTheStateUnderChurn(t *testing.T) {
 
 	churned.Wait()
 	cachetest.Eventually(t, "the cache equals the API server", func() bool {
-		return maps.Equal(listOf(t, ss.f.Cache, "pods", cache.ListQuery{}), simPods(ss))
+		return maps.Equal(cachetest.State(t, ss.f.Cache, "pods", cache.ListQuery{}), simPods(ss))
 	})
 	for _, c := range checks {
-		c.r.waitEqual(t, c.name+" rebuilds the cache", func() map[string]string { return listOf(t, ss.f.Cache, c.resource, c.q) })
+		c.r.waitEqual(t, c.name+" rebuilds the cache", func() map[string]string { return cachetest.State(t, ss.f.Cache, c.resource, c.q) })
 		if len(c.r.objs) == 0 || len(c.r.events) == 0 {
 			t.Errorf("%s: %d objects, %d events: the check proves little", c.name, len(c.r.objs), len(c.r.events))
 		}
@@ -134,9 +134,9 @@ func TestSSEResumesWithLastEventID(t *testing.T) {
 	// Let everything settle, so the resumed stream and the steady one can
 	// be compared event for event.
 	cachetest.Eventually(t, "the cache equals the API server", func() bool {
-		return maps.Equal(listOf(t, ss.f.Cache, "pods", cache.ListQuery{}), simPods(ss))
+		return maps.Equal(cachetest.State(t, ss.f.Cache, "pods", cache.ListQuery{}), simPods(ss))
 	})
-	steady.waitEqual(t, "the steady client catches up", func() map[string]string { return listOf(t, ss.f.Cache, "pods", cache.ListQuery{}) })
+	steady.waitEqual(t, "the steady client catches up", func() map[string]string { return cachetest.State(t, ss.f.Cache, "pods", cache.ListQuery{}) })
 
 	resumed := newReplica(held)
 	resumed.synced = true // it continues a synced stream
@@ -167,7 +167,7 @@ func TestSSEResumesWithLastEventID(t *testing.T) {
 	}
 	again.follow(resumed)
 	churn(t, ss, 5)
-	resumed.waitEqual(t, "the resumed client holds the cache's state", func() map[string]string { return listOf(t, ss.f.Cache, "pods", cache.ListQuery{}) })
+	resumed.waitEqual(t, "the resumed client holds the cache's state", func() map[string]string { return cachetest.State(t, ss.f.Cache, "pods", cache.ListQuery{}) })
 }
 
 func TestResumeBeyondTheHistoryRequiresResync(t *testing.T) {
@@ -216,12 +216,12 @@ func TestResumeBeyondTheHistoryRequiresResync(t *testing.T) {
 			return stale.ended != ""
 		})
 		fresh.waitEqual(t, "the other subscription on the socket goes on", func() map[string]string {
-			return listOf(t, ss.f.Cache, "pods", cache.ListQuery{})
+			return cachetest.State(t, ss.f.Cache, "pods", cache.ListQuery{})
 		})
 		m.subscribe(t, "stale", `,"resource":"pods"`, nil) // the id is free again
 		churn(t, ss, 3)
 		m.subs["stale"].waitEqual(t, "a resubscription works", func() map[string]string {
-			return listOf(t, ss.f.Cache, "pods", cache.ListQuery{})
+			return cachetest.State(t, ss.f.Cache, "pods", cache.ListQuery{})
 		})
 	})
 }
@@ -251,7 +251,7 @@ func TestStalledReaderIsDroppedAndOthersContinue(t *testing.T) {
 	defer stalled.Close()
 	healthy := openMux(t, ss)
 	r := healthy.subscribe(t, "h", `,"resource":"pods"`, nil)
-	pods := func() map[string]string { return listOf(t, f.Cache, "pods", cache.ListQuery{}) }
+	pods := func() map[string]string { return cachetest.State(t, f.Cache, "pods", cache.ListQuery{}) }
 	r.waitEqual(t, "the healthy client syncs", pods)
 
 	cachetest.Eventually(t, "the stalled subscriber is dropped", func() bool {
@@ -349,7 +349,7 @@ func TestShutdownSendsCloseFrames(t *testing.T) {
 	single := dialWS(t, ss.wsURL("/api/v1/pods?watch=true"), nil)
 	mux := openMux(t, ss)
 	r := mux.subscribe(t, "a", `,"resource":"pods"`, nil)
-	r.waitEqual(t, "the mux client syncs", func() map[string]string { return listOf(t, f.Cache, "pods", cache.ListQuery{}) })
+	r.waitEqual(t, "the mux client syncs", func() map[string]string { return cachetest.State(t, f.Cache, "pods", cache.ListQuery{}) })
 	sse := openSSE(t, ss.url+"/api/v1/pods?watch=true", nil)
 	sse.next(t)
 

@@ -136,3 +136,18 @@ func Eventually(t testing.TB, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// State lists resource through the cache and returns namespace/name →
+// resourceVersion, the form in which tests compare views.
+func State(t testing.TB, c *cache.Cache, resource string, q cache.ListQuery) map[string]string {
+	t.Helper()
+	res, err := c.List(resource, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, o := range res.Items {
+		out[o.Key()] = o.ResourceVersion()
+	}
+	return out
+}
