@@ -34,7 +34,10 @@ COPY --from=build /out/kubeindex /kubeindex
 USER 65532:65532
 EXPOSE 8080
 ENTRYPOINT ["/kubeindex"]
-# The default listens on 127.0.0.1, unreachable from outside a container.
-# Arguments given to `docker run` or a pod's args replace this line, so
-# pass --listen=:8080 with them.
-CMD ["--listen=:8080"]
+# The built-in default listens on 127.0.0.1, unreachable from outside a
+# container, and an address others can reach requires authentication. The
+# default here is what deploy/ runs: in-cluster, callers authenticated by
+# TokenReview and authorized by SubjectAccessReview. Arguments given to
+# `docker run` or a pod's args replace this line (e.g. `--demo --listen=:8080
+# --allow-unauthenticated-remote` to try it locally).
+CMD ["--listen=:8080", "--auth=tokenreview", "--authz=rbac"]

@@ -36,8 +36,18 @@ test-e2e: ## End-to-end tests against a real kube-apiserver + etcd built from Go
 .PHONY: test
 test: lint test-unit test-e2e ## Everything that proves the project: lint, unit, end-to-end.
 
+N ?= 50000
+BENCH_DIR ?=
+
+.PHONY: bench
+bench: ## Run the side-by-side benchmark (N=50000 pods by default)
+	cd test && $(GO) run ./cmd/bench -pods $(N) -out bench/results.json $(if $(BENCH_DIR),-dir $(BENCH_DIR))
+
 .PHONY: fuzz
-fuzz: ## Run each fuzz target for FUZZTIME.
-	$(GO) test -run XXX -fuzz=FuzzParse -fuzztime=$(FUZZTIME) ./indexers
-	$(GO) test -run XXX -fuzz=FuzzIndexFuncs -fuzztime=$(FUZZTIME) ./indexers
-	$(GO) test -run XXX -fuzz=FuzzNewObject -fuzztime=$(FUZZTIME) ./cache
+fuzz: ## Run every fuzz target for FUZZTIME each (default 20s).
+	@set -e; for t in \
+	  indexers:FuzzParse indexers:FuzzIndexFuncs cache:FuzzNewObject cache:FuzzDiffs \
+	  server:FuzzListQuery server:FuzzLabelSelector server:FuzzIndexValue server:FuzzRoutes \
+	  server:FuzzTakeToken server:FuzzParseClientMessage auth:FuzzParseStaticTokens \
+	  cmd/kubeindex:FuzzConfigFile; do \
+	  echo "== $$t"; $(GO) test -run XXX -fuzz="^$${t#*:}\$$" -fuzztime=$(FUZZTIME) ./$${t%%:*}; done

@@ -68,7 +68,12 @@ func (lw *listWatch) ListWithContext(ctx context.Context, opts metav1.ListOption
 		return nil, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxListBody))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxListBody+1))
+	if err == nil && len(body) > maxListBody {
+		// A cut body would parse as a shorter list: fail rather than
+		// sync a cache that silently lacks objects.
+		err = fmt.Errorf("response larger than %d bytes", maxListBody)
+	}
 	if err != nil {
 		lw.conn.failed(err)
 		return nil, fmt.Errorf("reading %s list: %w", lw.res.Plural, err)

@@ -94,7 +94,7 @@ func (s Shape) Build(raw []byte) (*Object, error) {
 		return nil, errNotObject
 	}
 	meta := gjson.GetManyBytes(raw, "metadata.namespace", "metadata.name",
-		"metadata.resourceVersion", "metadata.uid", "kind", "apiVersion")
+		"metadata.resourceVersion", "metadata.uid")
 	if meta[1].Str == "" {
 		return nil, errNotObject
 	}
@@ -104,13 +104,14 @@ func (s Shape) Build(raw []byte) (*Object, error) {
 		resourceVersion: strings.Clone(meta[2].Str),
 		uid:             strings.Clone(meta[3].Str),
 	}
+	hasKind, hasAPIVersion := topLevelKinds(raw)
 	var prefix []byte
-	if !meta[4].Exists() && kind != "" {
+	if !hasKind && kind != "" {
 		prefix = append(prefix, `"kind":`...)
 		prefix = gjson.AppendJSONString(prefix, kind)
 		prefix = append(prefix, ',')
 	}
-	if !meta[5].Exists() && apiVersion != "" {
+	if !hasAPIVersion && apiVersion != "" {
 		prefix = append(prefix, `"apiVersion":`...)
 		prefix = gjson.AppendJSONString(prefix, apiVersion)
 		prefix = append(prefix, ',')
@@ -123,6 +124,22 @@ func (s Shape) Build(raw []byte) (*Object, error) {
 		}
 	}
 	return o, nil
+}
+
+// topLevelKinds reports whether raw has the keys kind and apiVersion. It
+// walks the object once, stopping when both are found: list items lack
+// both, and looking them up one at a time would walk every item twice.
+func topLevelKinds(raw []byte) (kind, apiVersion bool) {
+	gjson.ParseBytes(raw).ForEach(func(k, _ gjson.Result) bool {
+		switch k.Str {
+		case "kind":
+			kind = true
+		case "apiVersion":
+			apiVersion = true
+		}
+		return !kind || !apiVersion
+	})
+	return kind, apiVersion
 }
 
 // stripManagedFields returns a fresh copy of raw with prefix inserted right

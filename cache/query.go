@@ -90,9 +90,9 @@ func (c *Cache) List(resource string, q ListQuery) (ListResult, error) {
 		return res, err
 	}
 	inScope := namespaceSet(q.Namespaces)
+	multi := manyRequirements(sel)
 	items = slices.DeleteFunc(items, func(o *Object) bool {
-		return (q.Namespace != "" && o.namespace != q.Namespace) || !inScope(o.namespace) ||
-			!sel.Matches(objectLabels(o.raw))
+		return (q.Namespace != "" && o.namespace != q.Namespace) || !inScope(o.namespace) || !matchLabels(sel, multi, o.raw)
 	})
 	slices.SortFunc(items, func(a, b *Object) int { return strings.Compare(a.Key(), b.Key()) })
 	if after != "" {
@@ -109,6 +109,11 @@ func (c *Cache) List(resource string, q ListQuery) (ListResult, error) {
 }
 
 func (r *resourceCache) parseQuery(q ListQuery) (labels.Selector, string, error) {
+	if strings.ContainsRune(q.LabelSelector, 0) {
+		// The selector parser stops at a NUL and ignores the rest: refuse
+		// rather than answer a shorter selector than was asked.
+		return nil, "", fmt.Errorf("%w: labelSelector contains a NUL character", ErrInvalid)
+	}
 	sel, err := labels.Parse(q.LabelSelector)
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: labelSelector: %v", ErrInvalid, err)
@@ -238,6 +243,22 @@ func (r *resourceCache) shardsFor(namespace string) []*shard {
 		}
 	}
 	return nil
+}
+
+// matchLabels matches an object against sel. One requirement reads the
+// label straight from the bytes; several (multi) read all labels once per
+// object instead of once per requirement, so that a long hostile selector
+// costs a map lookup per requirement, not a scan of the object.
+func matchLabels(sel labels.Selector, multi bool, raw []byte) bool {
+	if multi {
+		return sel.Matches(parseLabels(raw))
+	}
+	return sel.Matches(objectLabels(raw))
+}
+
+func manyRequirements(sel labels.Selector) bool {
+	reqs, _ := sel.Requirements()
+	return len(reqs) > 1
 }
 
 // objectLabels reads labels straight from the bytes for selector matching.

@@ -33,7 +33,7 @@ func (s *Server) readyz(c echo.Context) error {
 		Ready     bool            `json:"ready"`
 		Stale     bool            `json:"stale"`
 		Simulated bool            `json:"simulated,omitempty"`
-		Resources []ReadyResource `json:"resources"`
+		Resources []ReadyResource `json:"resources,omitempty"`
 	}{Ready: true, Simulated: s.opts.Simulated, Resources: []ReadyResource{}}
 	for _, st := range all {
 		body.Ready = body.Ready && st.Synced
@@ -45,6 +45,9 @@ func (s *Server) readyz(c echo.Context) error {
 	if !body.Ready {
 		code = http.StatusServiceUnavailable
 	}
+	if s.authenticating() {
+		body.Resources = nil // public: the verdict only; the detail is in /api/v1/resources
+	}
 	return c.JSON(code, body)
 }
 
@@ -52,11 +55,15 @@ func (s *Server) listResources(c echo.Context) error {
 	if _, err := queryParams(c); err != nil {
 		return err
 	}
+	resources, err := s.visibleResources(c, s.r.Resources())
+	if err != nil {
+		return err
+	}
 	return c.JSON(http.StatusOK, struct {
-		Kind      string         `json:"kind"`
-		Simulated bool           `json:"simulated"`
-		Resources []cache.Status `json:"resources"`
-	}{"ResourceList", s.opts.Simulated, s.r.Resources()})
+		Kind      string `json:"kind"`
+		Simulated bool   `json:"simulated"`
+		Resources any    `json:"resources"` // []cache.Status, or views of them when authorizing
+	}{"ResourceList", s.opts.Simulated, resources})
 }
 
 func (s *Server) getResource(c echo.Context) error {
@@ -72,7 +79,11 @@ func (s *Server) getResource(c echo.Context) error {
 		return err
 	}
 	setFreshness(c.Response().Header(), st.Freshness)
-	return c.JSON(http.StatusOK, st)
+	view, err := s.visibleResource(c, st)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, view)
 }
 
 func (s *Server) list(c echo.Context) error {
@@ -97,14 +108,18 @@ func (s *Server) list(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	res, err := s.r.List(resource, cache.ListQuery{
+	lq := cache.ListQuery{
 		Namespace:     q.Get("namespace"),
 		LabelSelector: q.Get("labelSelector"),
 		Index:         q.Get("index"),
 		Value:         q.Get("value"),
 		Limit:         limit,
 		Continue:      q.Get("continue"),
-	})
+	}
+	if err := s.restrictList(c, resource, &lq); err != nil {
+		return err
+	}
+	res, err := s.r.List(resource, lq)
 	setFreshness(c.Response().Header(), res.Freshness)
 	if err != nil {
 		return err
@@ -138,6 +153,9 @@ func (s *Server) get(c echo.Context, namespaced bool) error {
 			return err
 		}
 	}
+	if err := s.authorizeGet(c, resource, namespace, name); err != nil {
+		return err
+	}
 	obj, fresh, err := s.r.Get(resource, namespace, name)
 	setFreshness(c.Response().Header(), fresh)
 	if err != nil {
@@ -163,6 +181,9 @@ func (s *Server) indexValues(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := s.authorizeClusterList(c, resource); err != nil {
+		return err
+	}
 	res, err := s.r.IndexValues(resource, index, limit, q.Get("continue"))
 	setFreshness(c.Response().Header(), res.Freshness)
 	if err != nil {
@@ -186,6 +207,9 @@ func (s *Server) lookupIP(c echo.Context) error {
 	res, err := s.r.LookupIP(ip)
 	setFreshness(c.Response().Header(), res.Freshness)
 	if err != nil {
+		return err
+	}
+	if res, err = s.restrictIP(c, res); err != nil {
 		return err
 	}
 	return writeIPLookup(c.Response(), res)

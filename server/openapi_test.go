@@ -214,7 +214,12 @@ func TestResponsesMatchTheSpec(t *testing.T) {
 		"GET /api/v1/stream Switching Protocols": true,
 		"GET /api/v1/stream Forbidden":           true,
 		"GET /api/v1/stream Service Unavailable": true,
+		// authorization unreachable: auth_test.go switches the API server off
+		"GET /api/v1/resources Service Unavailable":            true,
+		"GET /api/v1/resources/{resource} Service Unavailable": true,
 	}
+	authOrLimit := map[int]bool{http.StatusUnauthorized: true, http.StatusForbidden: true,
+		http.StatusRequestEntityTooLarge: true, http.StatusTooManyRequests: true}
 	produced := map[string]bool{} // "GET /path 404"
 	for _, tt := range tests {
 		item := doc.Paths.Value(tt.path)
@@ -255,6 +260,9 @@ func TestResponsesMatchTheSpec(t *testing.T) {
 					continue
 				}
 				key := method + " " + path + " " + http.StatusText(n)
+				if authOrLimit[n] {
+					continue // produced with auth and limits on, in auth_test.go and limits_test.go
+				}
 				if !produced[key] && !provedElsewhere[key] {
 					t.Errorf("%s %s documents %s, and no test request produced it", method, path, code)
 				}

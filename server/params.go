@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 )
@@ -14,16 +16,34 @@ import (
 // truncated, so a client never mistakes a short page for the whole list.
 const maxLimit = 100_000
 
+// maxParamBytes bounds one query parameter's value: a real selector or
+// value is far shorter, and a label selector's cost grows with its length
+// times the objects it is matched against.
+const maxParamBytes = 8 << 10
+
 // queryParams checks that every query parameter is one the route knows: a
 // misspelt labelSelector must not silently return everything.
 func queryParams(c echo.Context, known ...string) (url.Values, error) {
+	if raw := c.Request().URL.RawQuery; raw != "" {
+		// echo drops malformed pairs silently: a mangled namespace=%zz
+		// would list every namespace.
+		if _, err := url.ParseQuery(raw); err != nil {
+			return nil, fmt.Errorf("%w: malformed query string: %v", errBadRequest, truncate(err.Error(), 120))
+		}
+	}
 	q := c.QueryParams()
 	for k, v := range q {
 		if !slices.Contains(known, k) {
-			return nil, fmt.Errorf("%w: unknown query parameter %q (known: %s)", errBadRequest, k, strings.Join(known, ", "))
+			return nil, fmt.Errorf("%w: unknown query parameter %q (known: %s)", errBadRequest, truncate(k, 64), strings.Join(known, ", "))
 		}
 		if len(v) > 1 {
 			return nil, fmt.Errorf("%w: query parameter %q given %d times", errBadRequest, k, len(v))
+		}
+		if len(v[0]) > maxParamBytes {
+			return nil, fmt.Errorf("%w: query parameter %q is longer than %d bytes", errBadRequest, k, maxParamBytes)
+		}
+		if !utf8.ValidString(v[0]) || strings.ContainsFunc(v[0], unicode.IsControl) {
+			return nil, fmt.Errorf("%w: query parameter %q is not valid UTF-8 text (control characters included)", errBadRequest, k)
 		}
 	}
 	return q, nil

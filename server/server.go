@@ -30,6 +30,9 @@ type Reader interface {
 	LookupIP(ip string) (cache.IPLookup, error)
 	// Watch subscribes to a resource's events (see cache.Cache.Watch).
 	Watch(resource string, q cache.WatchQuery, notify chan<- struct{}) (*cache.Subscription, error)
+	// Resolve and Namespaces serve authorization (see cache.Cache.Resolve).
+	Resolve(resource string) (cache.Resource, error)
+	Namespaces() []string
 }
 
 // Options configures the server. Zero values take the documented defaults.
@@ -45,6 +48,10 @@ type Options struct {
 	Logger         *slog.Logger
 	// Streams bounds and tunes WebSocket and SSE event streams.
 	Streams StreamOptions
+	// Auth authenticates and authorizes callers. Default: no checks.
+	Auth AuthOptions
+	// Limits bounds connections, streams per client and REST requests.
+	Limits LimitOptions
 }
 
 // Server serves the REST API from a Reader.
@@ -55,6 +62,8 @@ type Server struct {
 	log     *slog.Logger
 	metrics *metrics
 	streams *streamHub
+	limits  *limiter
+	headers map[string][]string // security headers of every response
 }
 
 // New builds the server and its routes. It starts nothing.
@@ -71,10 +80,13 @@ func New(r Reader, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	opts.Auth, opts.Limits = opts.Auth.withDefaults(), opts.Limits.withDefaults()
 	s := &Server{opts: opts, r: r, echo: echo.New(), log: opts.Logger, metrics: newMetrics(r),
 		streams: newStreamHub(opts.Streams)}
 	s.echo.HideBanner, s.echo.HidePort = true, true
 	s.echo.HTTPErrorHandler = s.handleError
+	s.limits, s.headers = newLimiter(opts.Limits), newSecurityHeaders(opts.Auth.Authenticator != nil)
+	s.metrics.registry.MustRegister(&securityCollector{s: s})
 	s.echo.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
 		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
 			s.log.Error("panic in handler", "path", c.Request().URL.Path, "err", err, "stack", string(stack))
@@ -82,6 +94,7 @@ func New(r Reader, opts Options) *Server {
 		},
 	}))
 	s.echo.Use(s.metrics.middleware, s.freshnessHeaders)
+	s.echo.Use(s.guard) // security headers, no body, authentication, limits
 	s.routes()
 	return s
 }
@@ -107,6 +120,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    s.opts.MaxHeaderBytes,
 	}
+	ln = s.limits.listener(ln)
 	s.log.Info("serving", "addr", ln.Addr().String())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

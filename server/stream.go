@@ -159,6 +159,9 @@ func (s *Server) watch(c echo.Context) error {
 		return err
 	}
 	wq.QueueSize = s.streams.opts.QueueSize
+	if err := s.accessFor(c).restrictWatch(resource, &wq); err != nil {
+		return err
+	}
 	req := c.Request()
 	switch {
 	case websocket.IsWebSocketUpgrade(req):

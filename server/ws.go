@@ -36,6 +36,7 @@ func (s *Server) upgrade(c echo.Context, header http.Header) (*websocket.Conn, e
 		HandshakeTimeout: 10 * time.Second,
 		WriteBufferSize:  16 << 10,
 		CheckOrigin:      func(*http.Request) bool { return true }, // checked above, with a better message
+		Subprotocols:     []string{WebSocketProtocol},              // selected when offered (browsers sending a token must)
 		Error: func(_ http.ResponseWriter, _ *http.Request, status int, reason error) {
 			refused = echo.NewHTTPError(status, reason.Error())
 		},
@@ -120,7 +121,7 @@ func (s *Server) openSocket(c echo.Context, header http.Header, mux bool, notify
 	return &wsConn{
 		hub: s.streams, opts: s.streams.opts, r: s.r, log: s.log, conn: conn, mux: mux,
 		notify: notify, cmds: make(chan clientCmd, 8), pings: make(chan string, 1),
-		done: make(chan struct{}), subs: map[string]*wsSub{},
+		done: make(chan struct{}), subs: map[string]*wsSub{}, access: s.streamAccess(c),
 	}, nil
 }
 
@@ -141,6 +142,7 @@ type wsConn struct {
 	subs   map[string]*wsSub
 	order  []string              // subscription ids, for round-robin fairness
 	peer   *websocket.CloseError // set by the reader before it closes cmds
+	access *access               // the caller's, when authorizing; used by the reader
 }
 
 type wsSub struct {
@@ -150,8 +152,9 @@ type wsSub struct {
 
 // clientCmd is one message from the reader: parsed, or why it is not.
 type clientCmd struct {
-	msg clientMessage
-	err error
+	msg        clientMessage
+	err        error
+	namespaces []string // a subscribe's authorized scope (cache.WatchQuery.Namespaces)
 }
 
 func (w *wsConn) add(id string, sub *cache.Subscription) {
@@ -217,7 +220,7 @@ func (w *wsConn) read(pongWait time.Duration) {
 			return
 		}
 		w.conn.SetReadDeadline(time.Now().Add(pongWait))
-		cmd := w.readMessage(typ, r)
+		cmd := w.authorize(w.readMessage(typ, r))
 		select {
 		case w.cmds <- cmd:
 		case <-w.done:
@@ -365,13 +368,13 @@ func (w *wsConn) handle(cmd clientCmd) error {
 		b, _ := jsonString(m.ID)
 		return w.sendRaw(fmt.Appendf(nil, `{"id":%s,"type":"UNSUBSCRIBED"}`, b))
 	}
-	if err := w.subscribe(m); err != nil {
+	if err := w.subscribe(m, cmd.namespaces); err != nil {
 		return w.sendRaw(errorMessage(m.ID, err))
 	}
 	return nil
 }
 
-func (w *wsConn) subscribe(m clientMessage) error {
+func (w *wsConn) subscribe(m clientMessage, namespaces []string) error {
 	if _, dup := w.subs[m.ID]; dup {
 		return fmt.Errorf("%w: subscription id %q is in use; unsubscribe it first", errBadRequest, m.ID)
 	}
@@ -383,7 +386,7 @@ func (w *wsConn) subscribe(m clientMessage) error {
 	if err != nil {
 		return err
 	}
-	q.QueueSize = w.opts.QueueSize
+	q.QueueSize, q.Namespaces = w.opts.QueueSize, namespaces
 	if err := w.hub.acquire(); err != nil {
 		return err
 	}

@@ -56,6 +56,10 @@ func unknownKey(data []byte) (key string) {
 // be tagged with it.
 func parseClientMessage(data []byte) (clientMessage, error) {
 	var m clientMessage
+	if !utf8.Valid(data) {
+		// encoding/json would quietly turn the bad bytes into U+FFFD.
+		return m, fmt.Errorf("%w: a message must be valid UTF-8 (RFC 6455 text)", errBadRequest)
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {

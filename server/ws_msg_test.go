@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -38,7 +39,7 @@ func TestParseClientMessage(t *testing.T) {
 			continue
 		}
 		if err == nil && m.Op == "subscribe" {
-			if q, _ := m.watchQuery(); q != tt.want {
+			if q, _ := m.watchQuery(); !reflect.DeepEqual(q, tt.want) {
 				t.Errorf("%.80s: query %+v; expect %+v", tt.msg, q, tt.want)
 			}
 		}

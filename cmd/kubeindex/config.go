@@ -35,6 +35,19 @@ type Config struct {
 	LogLevel   string        // --log-level: debug, info, warn, error
 	LogFormat  string        // --log-format: text or json
 	Resources  []ResourceConfig
+	Security   SecurityConfig
+}
+
+// SecurityConfig is who may read what, and the limits on clients.
+type SecurityConfig struct {
+	Auth                       string        // --auth: none, token or tokenreview
+	TokenFile                  string        // --token-file: static tokens, for --auth=token
+	TokenAudiences             string        // --token-audiences: comma-separated, for --auth=tokenreview
+	Authz                      string        // --authz: none or rbac
+	AllowUnauthenticatedRemote bool          // --allow-unauthenticated-remote
+	MaxConnections             int           // --max-connections
+	MaxStreamsPerClient        int           // --max-streams-per-client
+	RequestTimeout             time.Duration // --request-timeout
 }
 
 // ResourceConfig is one resource entry of the YAML file.
@@ -72,6 +85,15 @@ var envNames = map[string]string{
 	"watch-idle-timeout": "KUBEINDEX_WATCH_IDLE_TIMEOUT",
 	"log-level":          "KUBEINDEX_LOG_LEVEL",
 	"log-format":         "KUBEINDEX_LOG_FORMAT",
+
+	"auth":                         "KUBEINDEX_AUTH",
+	"token-file":                   "KUBEINDEX_TOKEN_FILE",
+	"token-audiences":              "KUBEINDEX_TOKEN_AUDIENCES",
+	"authz":                        "KUBEINDEX_AUTHZ",
+	"allow-unauthenticated-remote": "KUBEINDEX_ALLOW_UNAUTHENTICATED_REMOTE",
+	"max-connections":              "KUBEINDEX_MAX_CONNECTIONS",
+	"max-streams-per-client":       "KUBEINDEX_MAX_STREAMS_PER_CLIENT",
+	"request-timeout":              "KUBEINDEX_REQUEST_TIMEOUT",
 }
 
 // parseConfig reads flags, falls back to the environment for flags not
@@ -93,6 +115,7 @@ func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 	fs.DurationVar(&cfg.WatchIdle, "watch-idle-timeout", 3*time.Minute, "restart a watch that sent nothing, not even a bookmark, for this long (detects hung connections)")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "log format: text or json")
+	cfg.Security.flags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(usageOut, "kubeindex: a read-only, indexed query service for a Kubernetes cluster.\n\nUsage: kubeindex [flags]\n\nFlags (environment variable in brackets):\n")
 		fs.VisitAll(func(f *flag.Flag) {
@@ -231,6 +254,7 @@ func (cfg *Config) Validate() error {
 	if len(cfg.Resources) == 0 {
 		errs = append(errs, errors.New("no resources configured"))
 	}
+	errs = append(errs, cfg.Security.validate(cfg.Listen, cfg.Demo)...)
 	seen := map[string]bool{}
 	for _, r := range cfg.Resources {
 		if seen[r.Resource] {

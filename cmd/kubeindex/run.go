@@ -57,11 +57,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return err
 	}
+	authOpts, err := cfg.Security.serverAuth(restCfg)
+	if err != nil {
+		return err
+	}
+	cfg.Security.warn(log, cfg.Listen)
 	c, err := cache.New(restCfg, resources, cache.Options{StaleAfter: cfg.StaleAfter, WatchIdleTimeout: cfg.WatchIdle, Simulated: cfg.Demo})
 	if err != nil {
 		return err
 	}
-	srv := server.New(c, server.Options{Addr: cfg.Listen, Simulated: cfg.Demo, Logger: log})
+	srv := server.New(c, server.Options{Addr: cfg.Listen, Simulated: cfg.Demo, Logger: log,
+		Auth: authOpts, Limits: cfg.Security.limits()})
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", cfg.Listen, err)

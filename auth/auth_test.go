@@ -1,0 +1,263 @@
+package auth_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kubeindex/kubeindex/auth"
+	"github.com/kubeindex/kubeindex/auth/authtest"
+)
+
+var (
+	alice = auth.User{Name: "alice", UID: "u-alice", Groups: []string{"devs"}}
+	bob   = auth.User{Name: "bob", UID: "u-bob"}
+)
+
+// fakeClock is a clock tests move by hand.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+func newClock() *fakeClock { return &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)} }
+
+func TestStaticTokens(t *testing.T) {
+	st, err := auth.ParseStaticTokens([]byte("# comment\n" +
+		"s3cret,alice,u-alice,\"devs,ops\"\n" +
+		"other-token,bob,u-bob\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		token  string
+		user   string
+		groups string
+	}{
+		{"s3cret", "alice", "devs,ops,system:authenticated"},
+		{"other-token", "bob", "system:authenticated"},
+		{"s3cre", "", ""},
+		{"s3cret ", "", ""},
+		{"", "", ""},
+		{"S3CRET", "", ""},
+	}
+	for _, tt := range tests {
+		u, ok, err := st.AuthenticateToken(context.Background(), tt.token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok != (tt.user != "") || ok && (u.Name != tt.user || strings.Join(u.Groups, ",") != tt.groups) {
+			t.Errorf("token %q: %v %+v; expect user %q groups %q", tt.token, ok, u, tt.user, tt.groups)
+		}
+	}
+	if s := st.Stats(); s.Allowed != 2 || s.Denied != 4 {
+		t.Errorf("stats %+v", s)
+	}
+}
+
+func TestStaticTokensErrorsNameTheLineNotTheToken(t *testing.T) {
+	tests := []struct{ file, want string }{
+		{"", "no tokens"},
+		{"# only a comment\n", "no tokens"},
+		{"SECRETX,alice\n", "line 1: want token,user,uid"},
+		{"a,b,c\nSECRETX,,uid\n", "line 2: empty user name"},
+		{",alice,uid\n", "line 1: empty token"},
+		{"SECRETX,alice,1\nSECRETX,bob,2\n", "line 2: the same token as line 1"},
+		{"SECRET X,alice,1\n", "line 1: the token contains white space"},
+		{"SECRETX,alice,1,\"g\n", "line 1:"},
+		{"SECRETX,alice,1,g,extra\n", "line 1: want"},
+	}
+	for _, tt := range tests {
+		_, err := auth.ParseStaticTokens([]byte(tt.file))
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%q: %v; expect %q", tt.file, err, tt.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "SECRET") {
+			t.Errorf("%q: the error quotes the token: %v", tt.file, err)
+		}
+	}
+}
+
+func TestTokenReviewCachesBothWays(t *testing.T) {
+	api := authtest.New(t, map[string]auth.User{"alice-token": alice})
+	clock := newClock()
+	tr, err := auth.NewTokenReviewerForConfig(api.Config(), auth.TokenReviewOptions{Cache: auth.CacheOptions{Now: clock.now}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for range 5 {
+		u, ok, err := tr.AuthenticateToken(ctx, "alice-token")
+		if err != nil || !ok || u.Name != "alice" || u.UID != "u-alice" || !strings.Contains(strings.Join(u.Groups, ","), "devs") {
+			t.Fatalf("alice: %+v %v %v", u, ok, err)
+		}
+		if _, ok, err := tr.AuthenticateToken(ctx, "bad"); ok || err != nil {
+			t.Fatalf("bad token: %v %v", ok, err)
+		}
+	}
+	if n, _ := api.Reviews(); n != 2 {
+		t.Errorf("%d TokenReviews for 10 checks of 2 tokens; expect 2 (cached)", n)
+	}
+	// The negative answer expires first (2s), the positive one after 10s.
+	clock.add(3 * time.Second)
+	tr.AuthenticateToken(ctx, "alice-token")
+	tr.AuthenticateToken(ctx, "bad")
+	if n, _ := api.Reviews(); n != 3 {
+		t.Errorf("%d TokenReviews after 3s; expect 3 (bad token asked again)", n)
+	}
+	clock.add(8 * time.Second)
+	tr.AuthenticateToken(ctx, "alice-token")
+	if n, _ := api.Reviews(); n != 4 {
+		t.Errorf("%d TokenReviews after 11s; expect 4 (alice asked again)", n)
+	}
+	if s := tr.Stats(); s.CacheHits != 9 || s.CacheMisses != 4 || s.Allowed != 7 || s.Denied != 6 {
+		t.Errorf("stats %+v", s)
+	}
+}
+
+func TestTokenReviewOutage(t *testing.T) {
+	api := authtest.New(t, map[string]auth.User{"alice-token": alice})
+	clock := newClock()
+	tr, _ := auth.NewTokenReviewerForConfig(api.Config(), auth.TokenReviewOptions{Cache: auth.CacheOptions{Now: clock.now}})
+	ctx := context.Background()
+	if _, ok, _ := tr.AuthenticateToken(ctx, "alice-token"); !ok {
+		t.Fatal("alice refused")
+	}
+	api.SetDown(true)
+	clock.add(time.Minute) // expired, within the stale grace
+	if _, ok, err := tr.AuthenticateToken(ctx, "alice-token"); !ok || err != nil {
+		t.Errorf("during an outage, a recently valid token: %v %v; expect the stale answer", ok, err)
+	}
+	if _, _, err := tr.AuthenticateToken(ctx, "never-seen"); err == nil || !strings.Contains(err.Error(), "unavailable") {
+		t.Errorf("during an outage, an unknown token: %v; expect ErrUnavailable", err)
+	}
+	clock.add(10 * time.Minute) // beyond the grace
+	if _, _, err := tr.AuthenticateToken(ctx, "alice-token"); err == nil {
+		t.Error("beyond the stale grace, the outage must show")
+	}
+	if s := tr.Stats(); s.StaleHits != 1 || s.Errors != 2 {
+		t.Errorf("stats %+v", s)
+	}
+}
+
+func TestTokenReviewAudiences(t *testing.T) {
+	api := authtest.New(t, map[string]auth.User{"alice-token": alice})
+	tr, _ := auth.NewTokenReviewerForConfig(api.Config(), auth.TokenReviewOptions{Audiences: []string{"kubeindex"}})
+	// The fake API server returns no audiences: the token is not for us.
+	if _, ok, err := tr.AuthenticateToken(context.Background(), "alice-token"); ok || err != nil {
+		t.Errorf("token without our audience: %v %v; expect refused", ok, err)
+	}
+}
+
+func TestConcurrentReviewsAreAskedOnce(t *testing.T) {
+	api := authtest.New(t, map[string]auth.User{"alice-token": alice},
+		authtest.Rule{User: "alice", Verbs: []string{"list"}, Resource: "pods", Namespace: "a"})
+	tr, _ := auth.NewTokenReviewerForConfig(api.Config(), auth.TokenReviewOptions{})
+	ar, _ := auth.NewAccessReviewerForConfig(api.Config(), auth.AccessReviewOptions{})
+	var wg sync.WaitGroup
+	for range 50 {
+		wg.Go(func() {
+			u, ok, err := tr.AuthenticateToken(context.Background(), "alice-token")
+			if !ok || err != nil {
+				t.Error("alice refused", err)
+				return
+			}
+			if ok, _, err := ar.Authorize(context.Background(), auth.Attributes{User: u, Verb: "list", Resource: "pods", Namespace: "a"}); !ok || err != nil {
+				t.Error("alice may list pods in a", err)
+			}
+		})
+	}
+	wg.Wait()
+	if tn, an := api.Reviews(); tn != 1 || an != 1 {
+		t.Errorf("50 concurrent callers: %d TokenReviews, %d SubjectAccessReviews; expect 1 and 1", tn, an)
+	}
+}
+
+func TestAccessReview(t *testing.T) {
+	api := authtest.New(t, nil,
+		authtest.Rule{User: "alice", Verbs: []string{"get", "list", "watch"}, Resource: "pods", Namespace: "a"},
+		authtest.Rule{Group: "viewers", Verbs: []string{"list"}, APIGroup: "apps", Resource: "deployments"},
+		authtest.Rule{User: "bob", Verbs: []string{"get"}, Path: "/metrics"})
+	clock := newClock()
+	ar, _ := auth.NewAccessReviewerForConfig(api.Config(), auth.AccessReviewOptions{Cache: auth.CacheOptions{Now: clock.now}})
+	viewer := &auth.User{Name: "carol", Groups: []string{"viewers"}}
+	tests := []struct {
+		name  string
+		at    auth.Attributes
+		allow bool
+	}{
+		{"alice lists pods in a", auth.Attributes{User: &alice, Verb: "list", Resource: "pods", Namespace: "a"}, true},
+		{"alice watches pods in a", auth.Attributes{User: &alice, Verb: "watch", Resource: "pods", Namespace: "a"}, true},
+		{"alice gets a pod in a", auth.Attributes{User: &alice, Verb: "get", Resource: "pods", Namespace: "a", Name: "p"}, true},
+		{"alice lists pods in b", auth.Attributes{User: &alice, Verb: "list", Resource: "pods", Namespace: "b"}, false},
+		{"alice lists pods everywhere", auth.Attributes{User: &alice, Verb: "list", Resource: "pods"}, false},
+		{"alice lists deployments in a", auth.Attributes{User: &alice, Verb: "list", Group: "apps", Resource: "deployments", Namespace: "a"}, false},
+		{"a viewer lists deployments everywhere", auth.Attributes{User: viewer, Verb: "list", Group: "apps", Resource: "deployments"}, true},
+		{"a viewer lists deployments of the core group", auth.Attributes{User: viewer, Verb: "list", Resource: "deployments"}, false},
+		{"bob reads /metrics", auth.Attributes{User: &bob, Verb: "get", Path: "/metrics"}, true},
+		{"alice reads /metrics", auth.Attributes{User: &alice, Verb: "get", Path: "/metrics"}, false},
+		{"no user", auth.Attributes{Verb: "get", Path: "/metrics"}, false},
+	}
+	for range 2 { // the second round is answered from the cache
+		for _, tt := range tests {
+			ok, _, err := ar.Authorize(context.Background(), tt.at)
+			if err != nil || ok != tt.allow {
+				t.Errorf("%s: %v %v; expect %v", tt.name, ok, err, tt.allow)
+			}
+		}
+	}
+	if _, n := api.Reviews(); n != int64(len(tests)-1) {
+		t.Errorf("%d SubjectAccessReviews for 2 rounds of %d questions; expect %d", n, len(tests), len(tests)-1)
+	}
+	// Groups in another order, same question: same cache entry.
+	reordered := &auth.User{Name: "alice", UID: "u-alice", Groups: []string{"devs"}}
+	ar.Authorize(context.Background(), auth.Attributes{User: reordered, Verb: "list", Resource: "pods", Namespace: "a"})
+	if _, n := api.Reviews(); n != int64(len(tests)-1) {
+		t.Error("an identical question was asked again")
+	}
+	// A permission granted later is seen once the TTL has passed.
+	api.SetRules(authtest.Rule{User: "alice", Verbs: []string{"list"}, Resource: "pods"})
+	clock.add(11 * time.Second)
+	if ok, _, _ := ar.Authorize(context.Background(), auth.Attributes{User: &alice, Verb: "list", Resource: "pods"}); !ok {
+		t.Error("a new permission is not seen after the TTL")
+	}
+}
+
+// FuzzParseStaticTokens: any file is parsed or refused, never a panic; a
+// parsed file never lets the empty token in, and errors never quote input
+// beyond the line number.
+func FuzzParseStaticTokens(f *testing.F) {
+	f.Add([]byte("s3cret,alice,u1,\"a,b\"\nt2,bob,u2\n"))
+	f.Add([]byte("# c\n\"q,uoted\",u,1\n"))
+	f.Add([]byte("a,b,c,d,e\n"))
+	f.Add([]byte("\"unterminated,b,c\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		st, err := auth.ParseStaticTokens(data)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "line ") && err.Error() != "no tokens" {
+				t.Fatalf("error %q does not name a line", err)
+			}
+			return
+		}
+		if st.Len() == 0 {
+			t.Fatal("parsed with no tokens")
+		}
+		if _, ok, _ := st.AuthenticateToken(context.Background(), ""); ok {
+			t.Fatal("the empty token authenticated")
+		}
+	})
+}

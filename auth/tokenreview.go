@@ -1,0 +1,104 @@
+package auth
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	authnv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	authnclient "k8s.io/client-go/kubernetes/typed/authentication/v1"
+	"k8s.io/client-go/rest"
+)
+
+// TokenReviewOptions configures TokenReviewer.
+type TokenReviewOptions struct {
+	// Audiences the token must be meant for. Empty: the API server's own
+	// (any token the API server itself accepts).
+	Audiences []string
+	// Cache defaults: valid tokens 10s, invalid ones 2s, 4096 entries, a
+	// stale grace of 5 minutes.
+	Cache CacheOptions
+}
+
+// TokenReviewer authenticates bearer tokens with the Kubernetes TokenReview
+// API: the API server says whose token it is, so every credential the
+// cluster accepts (service account tokens, OIDC, webhook…) works here.
+// kubeindex's service account needs the ClusterRole system:auth-delegator.
+type TokenReviewer struct {
+	client    authnclient.TokenReviewInterface
+	audiences []string
+	cache     *decisionCache[review]
+}
+
+type review struct {
+	user *User // nil: not authenticated
+}
+
+// NewTokenReviewer builds a TokenReviewer on a client of the API server.
+func NewTokenReviewer(client authnclient.TokenReviewInterface, o TokenReviewOptions) *TokenReviewer {
+	co := o.Cache.withDefaults(10*time.Second, 2*time.Second, 4096, 5*time.Minute)
+	return &TokenReviewer{client: client, audiences: o.Audiences,
+		cache: newDecisionCache(co, func(r review) bool { return r.user != nil })}
+}
+
+// NewTokenReviewerForConfig builds a TokenReviewer that uses the same
+// cluster access as the cache.
+func NewTokenReviewerForConfig(cfg *rest.Config, o TokenReviewOptions) (*TokenReviewer, error) {
+	c, err := authnclient.NewForConfig(reviewConfig(cfg))
+	if err != nil {
+		return nil, fmt.Errorf("TokenReview client: %w", err)
+	}
+	return NewTokenReviewer(c.TokenReviews(), o), nil
+}
+
+// reviewConfig gives review clients their own rate limit: the default
+// (5/s) would throttle a burst of new callers long before the API server
+// would.
+func reviewConfig(cfg *rest.Config) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.QPS, c.Burst = 100, 200
+	return c
+}
+
+// AuthenticateToken implements Authenticator.
+func (t *TokenReviewer) AuthenticateToken(ctx context.Context, token string) (*User, bool, error) {
+	if token == "" {
+		return nil, false, nil
+	}
+	r, err := t.cache.get(ctx, cacheKey(token), func(ctx context.Context) (review, error) {
+		return t.review(ctx, token)
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return r.user, r.user != nil, nil
+}
+
+func (t *TokenReviewer) review(ctx context.Context, token string) (review, error) {
+	tr, err := t.client.Create(ctx, &authnv1.TokenReview{
+		Spec: authnv1.TokenReviewSpec{Token: token, Audiences: t.audiences},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return review{}, fmt.Errorf("%w: TokenReview: %v", ErrUnavailable, err)
+	}
+	st := tr.Status
+	if !st.Authenticated {
+		return review{}, nil
+	}
+	if len(t.audiences) > 0 && !slices.ContainsFunc(st.Audiences, func(a string) bool { return slices.Contains(t.audiences, a) }) {
+		return review{}, nil // valid, but meant for someone else
+	}
+	u := &User{Name: st.User.Username, UID: st.User.UID, Groups: st.User.Groups}
+	if len(st.User.Extra) > 0 {
+		u.Extra = make(map[string][]string, len(st.User.Extra))
+		for k, v := range st.User.Extra {
+			u.Extra[k] = []string(v)
+		}
+	}
+	return review{user: u}, nil
+}
+
+// Stats implements StatsReporter.
+func (t *TokenReviewer) Stats() Stats { return t.cache.stats() }

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/kubeindex/kubeindex/auth"
+	"github.com/kubeindex/kubeindex/server"
+)
+
+func (sc *SecurityConfig) flags(fs *flag.FlagSet) {
+	fs.StringVar(&sc.Auth, "auth", "none", "authentication: none, token (--token-file) or tokenreview (Kubernetes TokenReview)")
+	fs.StringVar(&sc.TokenFile, "token-file", "", "static bearer tokens for --auth=token, as kube-apiserver's --token-auth-file: token,user,uid,\"group1,group2\"")
+	fs.StringVar(&sc.TokenAudiences, "token-audiences", "", "comma-separated audiences tokens must be meant for, with --auth=tokenreview (default: the API server's)")
+	fs.StringVar(&sc.Authz, "authz", "none", "authorization: none (an authenticated caller reads everything) or rbac (Kubernetes SubjectAccessReview)")
+	fs.BoolVar(&sc.AllowUnauthenticatedRemote, "allow-unauthenticated-remote", false, "with --auth=none, serve on an address other hosts can reach")
+	fs.IntVar(&sc.MaxConnections, "max-connections", 4096, "open client connections at most; the next is answered 503")
+	fs.IntVar(&sc.MaxStreamsPerClient, "max-streams-per-client", 32, "open streams per client (user, or IP address without authentication)")
+	fs.DurationVar(&sc.RequestTimeout, "request-timeout", 60*time.Second, "bound on a REST request, writing the response included (streams are exempt)")
+}
+
+func (sc *SecurityConfig) validate(listen string, demo bool) []error {
+	var errs []error
+	if !oneOf(sc.Auth, "none", "token", "tokenreview") {
+		errs = append(errs, fmt.Errorf("--auth %q: want none, token or tokenreview", sc.Auth))
+	}
+	if !oneOf(sc.Authz, "none", "rbac") {
+		errs = append(errs, fmt.Errorf("--authz %q: want none or rbac", sc.Authz))
+	}
+	if sc.Authz == "rbac" && sc.Auth == "none" {
+		errs = append(errs, fmt.Errorf("--authz=rbac needs to know who asks: add --auth=tokenreview (or token)"))
+	}
+	if (sc.Auth == "token") != (sc.TokenFile != "") {
+		errs = append(errs, fmt.Errorf("--token-file goes with --auth=token, and --auth=token needs it"))
+	}
+	if sc.TokenAudiences != "" && sc.Auth != "tokenreview" {
+		errs = append(errs, fmt.Errorf("--token-audiences applies to --auth=tokenreview only"))
+	}
+	if demo && (sc.Auth == "tokenreview" || sc.Authz == "rbac") {
+		errs = append(errs, fmt.Errorf("--demo: the simulated cluster reviews no tokens or access; use --auth=token with --authz=none"))
+	}
+	if sc.Auth == "none" && !isLoopback(listen) && !sc.AllowUnauthenticatedRemote && !demo {
+		errs = append(errs, fmt.Errorf("--listen %q can be reached from other hosts, and with --auth=none anyone there reads everything cached: "+
+			"use --auth=tokenreview, listen on 127.0.0.1, or pass --allow-unauthenticated-remote", listen))
+	}
+	if sc.MaxConnections <= 0 {
+		errs = append(errs, fmt.Errorf("--max-connections must be positive, got %d", sc.MaxConnections))
+	}
+	if sc.MaxStreamsPerClient <= 0 {
+		errs = append(errs, fmt.Errorf("--max-streams-per-client must be positive, got %d", sc.MaxStreamsPerClient))
+	}
+	if sc.RequestTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--request-timeout must be positive, got %s", sc.RequestTimeout))
+	}
+	return errs
+}
+
+// isLoopback: only an address no other host can reach counts. A host name
+// other than localhost might resolve anywhere.
+func isLoopback(listen string) bool {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// serverAuth builds the authenticator and authorizer: the token file is
+// read, the review clients made, before anything starts.
+func (sc *SecurityConfig) serverAuth(rc *rest.Config) (server.AuthOptions, error) {
+	var o server.AuthOptions
+	switch sc.Auth {
+	case "token":
+		st, err := auth.LoadStaticTokens(sc.TokenFile)
+		if err != nil {
+			return o, fmt.Errorf("--token-file: %w", err)
+		}
+		o.Authenticator = st
+	case "tokenreview":
+		tr, err := auth.NewTokenReviewerForConfig(rc, auth.TokenReviewOptions{Audiences: splitList(sc.TokenAudiences)})
+		if err != nil {
+			return o, err
+		}
+		o.Authenticator = tr
+	}
+	if sc.Authz == "rbac" {
+		ar, err := auth.NewAccessReviewerForConfig(rc, auth.AccessReviewOptions{})
+		if err != nil {
+			return o, err
+		}
+		o.Authorizer = ar
+	}
+	return o, nil
+}
+
+func (sc *SecurityConfig) limits() server.LimitOptions {
+	return server.LimitOptions{MaxConnections: sc.MaxConnections, MaxStreamsPerClient: sc.MaxStreamsPerClient,
+		RequestTimeout: sc.RequestTimeout}
+}
+
+// warn says loudly what the security settings leave open.
+func (sc *SecurityConfig) warn(log *slog.Logger, listen string) {
+	switch {
+	case sc.Auth == "none" && !isLoopback(listen):
+		log.Warn("AUTHENTICATION IS OFF and kubeindex listens on an address other hosts can reach: "+
+			"anyone who can connect reads everything cached (use --auth=tokenreview --authz=rbac)", "listen", listen)
+	case sc.Auth == "none":
+		log.Info("authentication is off; kubeindex listens on loopback only", "listen", listen)
+	case sc.Authz == "none":
+		log.Warn("authorization is off: every authenticated caller reads everything cached (use --authz=rbac)", "auth", sc.Auth)
+	default:
+		log.Info("callers are authenticated and see what their RBAC allows", "auth", sc.Auth, "authz", sc.Authz)
+	}
+	if strings.HasPrefix(listen, ":") || strings.HasPrefix(listen, "0.0.0.0:") || strings.HasPrefix(listen, "[::]:") {
+		log.Info("serving plain HTTP on every interface: put TLS in front (a mesh, an ingress) when tokens cross a network", "listen", listen)
+	}
+}

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/kubeindex/kubeindex/auth"
+)
+
+func TestSecurityFlags(t *testing.T) {
+	tokens := filepath.Join(t.TempDir(), "tokens.csv")
+	os.WriteFile(tokens, []byte("s3cret,alice,1,\"devs\"\n"), 0o600)
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string // "" = valid
+	}{
+		{"loopback without auth", nil, nil, ""},
+		{"localhost without auth", []string{"--listen=localhost:8080"}, nil, ""},
+		{"IPv6 loopback without auth", []string{"--listen=[::1]:8080"}, nil, ""},
+		{"every interface without auth", []string{"--listen=:8080"}, nil, "can be reached from other hosts"},
+		{"a host name without auth", []string{"--listen=kubeindex.example:8080"}, nil, "can be reached from other hosts"},
+		{"every interface without auth, allowed", []string{"--listen=:8080", "--allow-unauthenticated-remote"}, nil, ""},
+		{"allowed through the environment", []string{"--listen=0.0.0.0:8080"}, map[string]string{"KUBEINDEX_ALLOW_UNAUTHENTICATED_REMOTE": "true"}, ""},
+		{"the demo on every interface", []string{"--listen=:8080", "--demo"}, nil, ""},
+		{"tokenreview and rbac remote", []string{"--listen=:8080", "--auth=tokenreview", "--authz=rbac"}, nil, ""},
+		{"through the environment", []string{"--listen=:8080"}, map[string]string{"KUBEINDEX_AUTH": "tokenreview", "KUBEINDEX_AUTHZ": "rbac"}, ""},
+		{"static tokens", []string{"--auth=token", "--token-file=" + tokens}, nil, ""},
+		{"rbac without auth", []string{"--authz=rbac"}, nil, "--authz=rbac needs to know who asks"},
+		{"token without a file", []string{"--auth=token"}, nil, "--token-file goes with --auth=token"},
+		{"a file without token", []string{"--token-file=" + tokens}, nil, "--token-file goes with --auth=token"},
+		{"unknown auth", []string{"--auth=basic"}, nil, `--auth "basic"`},
+		{"unknown authz", []string{"--auth=token", "--token-file=x", "--authz=abac"}, nil, `--authz "abac"`},
+		{"audiences without tokenreview", []string{"--token-audiences=a"}, nil, "--token-audiences applies"},
+		{"tokenreview in the demo", []string{"--demo", "--auth=tokenreview"}, nil, "the simulated cluster reviews no tokens"},
+		{"no connections", []string{"--max-connections=0"}, nil, "--max-connections must be positive"},
+		{"no streams", []string{"--max-streams-per-client=-1"}, nil, "--max-streams-per-client must be positive"},
+		{"no time", []string{"--request-timeout=0s"}, nil, "--request-timeout must be positive"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := parseConfig(tt.args, env(tt.env), io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = cfg.Validate()
+			if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+				t.Errorf("%v: %v; expect %q", tt.args, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestSecurityBuildsWhatTheFlagsSay(t *testing.T) {
+	tokens := filepath.Join(t.TempDir(), "tokens.csv")
+	os.WriteFile(tokens, []byte("s3cret,alice,1\n"), 0o600)
+	rc := &rest.Config{Host: "https://127.0.0.1:1"}
+	o, err := (&SecurityConfig{Auth: "token", TokenFile: tokens, Authz: "none"}).serverAuth(rc)
+	if _, ok := o.Authenticator.(*auth.StaticTokens); !ok || o.Authorizer != nil || err != nil {
+		t.Errorf("token: %+v %v", o, err)
+	}
+	o, err = (&SecurityConfig{Auth: "tokenreview", Authz: "rbac"}).serverAuth(rc)
+	if _, ok := o.Authenticator.(*auth.TokenReviewer); !ok || err != nil {
+		t.Errorf("tokenreview: %+v %v", o, err)
+	}
+	if _, ok := o.Authorizer.(*auth.AccessReviewer); !ok {
+		t.Errorf("rbac: %+v", o)
+	}
+	if o, err := (&SecurityConfig{Auth: "none", Authz: "none"}).serverAuth(rc); o.Authenticator != nil || o.Authorizer != nil || err != nil {
+		t.Errorf("none: %+v %v", o, err)
+	}
+	os.WriteFile(tokens, []byte("s3cret,alice\n"), 0o600)
+	if _, err := (&SecurityConfig{Auth: "token", TokenFile: tokens}).serverAuth(rc); err == nil || !strings.Contains(err.Error(), "line 1") {
+		t.Errorf("bad token file: %v; expect the line named", err)
+	}
+}

@@ -1,0 +1,184 @@
+package server
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/kubeindex/kubeindex/auth"
+)
+
+// AuthOptions decides who may read what. The zero value serves every
+// request; see README "Security".
+type AuthOptions struct {
+	// Authenticator checks bearer tokens. nil: no authentication, every
+	// request is served.
+	Authenticator auth.Authenticator
+	// Authorizer decides what an authenticated caller may read, resource
+	// by resource and namespace by namespace. nil: an authenticated caller
+	// reads everything. It needs an Authenticator.
+	Authorizer auth.Authorizer
+	// Timeout bounds authenticating and authorizing one request. Default 10s.
+	Timeout time.Duration
+}
+
+func (o AuthOptions) withDefaults() AuthOptions {
+	if o.Timeout <= 0 {
+		o.Timeout = 10 * time.Second
+	}
+	return o
+}
+
+// publicRoutes answer without credentials: health probes (a kubelet sends
+// no token), and the API description and dashboard files, which hold no
+// cluster data (the dashboard asks for a token before it reads any).
+var publicRoutes = map[string]bool{
+	"/healthz": true, "/readyz": true, "/openapi.json": true, "/": true, "/ui/:file": true,
+}
+
+// WebSocketTokenProtocol prefixes a Sec-WebSocket-Protocol entry carrying
+// the bearer token, base64url-encoded without padding, as kube-apiserver
+// accepts it: browsers cannot set an Authorization header on a WebSocket.
+// WebSocketProtocol is the subprotocol the server then selects; a browser
+// must offer it too, or it fails the handshake.
+const (
+	WebSocketTokenProtocol = "base64url.bearer.authorization.k8s.io."
+	WebSocketProtocol      = "kubeindex"
+	// accessTokenParam carries the token of a stream in its URL, for
+	// EventSource, which can set no header at all.
+	accessTokenParam = "access_token"
+)
+
+const userKey = "kubeindex.user"
+
+// userOf returns the caller authenticated for this request; nil when
+// authentication is off or the route is public.
+func userOf(c echo.Context) *auth.User {
+	u, _ := c.Get(userKey).(*auth.User)
+	return u
+}
+
+func (s *Server) authenticating() bool { return s.opts.Auth.Authenticator != nil }
+
+// authenticate admits a request with a valid bearer token, and remembers
+// its user for authorization. Public routes pass without one. Tokens
+// travelling outside the Authorization header are removed from the
+// request, so that nothing downstream sees, logs or echoes them.
+func (s *Server) authenticate(c echo.Context) error {
+	if !s.authenticating() || publicRoutes[c.Path()] {
+		return nil
+	}
+	token, err := takeToken(c.Request(), isStreamRoute(c))
+	if err != nil {
+		return s.unauthorized(c, err.Error())
+	}
+	if token == "" {
+		return s.unauthorized(c, "this server requires a bearer token: send the header Authorization: Bearer <token>")
+	}
+	ctx, cancel := context.WithTimeout(c.Request().Context(), s.opts.Auth.Timeout)
+	u, ok, err := s.opts.Auth.Authenticator.AuthenticateToken(ctx, token)
+	cancel()
+	switch {
+	case err != nil:
+		s.log.Warn("authentication failed", "err", err)
+		return unavailable(c, "the bearer token could not be checked (the API server did not answer); try again")
+	case !ok:
+		return s.unauthorized(c, "the bearer token is not valid")
+	}
+	c.Set(userKey, u)
+	if c.Path() == "/metrics" {
+		return s.accessFor(c).allowPath(auth.VerbGet, "/metrics")
+	}
+	return nil
+}
+
+func (s *Server) unauthorized(c echo.Context, msg string) error {
+	c.Response().Header().Set("WWW-Authenticate", `Bearer realm="kubeindex"`)
+	return echo.NewHTTPError(http.StatusUnauthorized, "Unauthorized: "+msg)
+}
+
+// unavailable is the answer when a review could not be made: the caller
+// should retry, it has not been refused.
+func unavailable(c echo.Context, msg string) error {
+	c.Response().Header().Set("Retry-After", "1")
+	return echo.NewHTTPError(http.StatusServiceUnavailable, msg)
+}
+
+var errTokenSources = errors.New("give the bearer token once, in one place")
+
+// takeToken finds the bearer token: in the Authorization header; on a
+// stream also in a Sec-WebSocket-Protocol entry or the access_token query
+// parameter. Those two are removed from the request.
+func takeToken(r *http.Request, stream bool) (string, error) {
+	var tokens []string
+	if h := r.Header.Get("Authorization"); h != "" {
+		scheme, tok, _ := strings.Cut(strings.TrimSpace(h), " ")
+		if !strings.EqualFold(scheme, "Bearer") {
+			return "", errors.New("only Bearer tokens are accepted in the Authorization header")
+		}
+		if tok = strings.TrimSpace(tok); tok != "" {
+			tokens = append(tokens, tok)
+		}
+	}
+	if protocols := r.Header.Values("Sec-WebSocket-Protocol"); stream && len(protocols) > 0 {
+		var keep []string
+		for _, list := range protocols {
+			for p := range strings.SplitSeq(list, ",") {
+				p = strings.TrimSpace(p)
+				enc, isToken := strings.CutPrefix(p, WebSocketTokenProtocol)
+				if !isToken {
+					keep = append(keep, p)
+					continue
+				}
+				tok, err := base64.RawURLEncoding.DecodeString(enc)
+				if err != nil || len(tok) == 0 {
+					return "", fmt.Errorf("the %s… WebSocket protocol entry must carry a base64url token without padding", WebSocketTokenProtocol)
+				}
+				tokens = append(tokens, string(tok))
+			}
+		}
+		r.Header.Del("Sec-WebSocket-Protocol")
+		if len(keep) > 0 {
+			r.Header.Set("Sec-WebSocket-Protocol", strings.Join(keep, ", "))
+		}
+	}
+	if stream && strings.Contains(r.URL.RawQuery, accessTokenParam) {
+		q, err := url.ParseQuery(r.URL.RawQuery)
+		if err == nil && q.Has(accessTokenParam) {
+			tokens = append(tokens, q[accessTokenParam]...)
+			q.Del(accessTokenParam)
+			r.URL.RawQuery = q.Encode()
+		}
+	}
+	switch len(tokens) {
+	case 0:
+		return "", nil
+	case 1:
+		return tokens[0], nil
+	}
+	return "", errTokenSources
+}
+
+// isStreamRoute tells streams (exempt from request timeouts, counted per
+// client, allowed to carry their token outside a header) from REST.
+func isStreamRoute(c echo.Context) bool {
+	switch c.Path() {
+	case "/api/v1/stream":
+		return true
+	case "/api/v1/:resource":
+		raw := c.Request().URL.RawQuery
+		if !strings.Contains(raw, "watch") {
+			return false
+		}
+		q, err := url.ParseQuery(raw)
+		return err == nil && q.Has("watch")
+	}
+	return false
+}

@@ -1,0 +1,274 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+
+	"github.com/labstack/echo/v4"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/kubeindex/kubeindex/auth"
+	"github.com/kubeindex/kubeindex/cache"
+)
+
+// The authorization policy (README "Security"):
+//
+//   - one object: get on it, in its namespace;
+//   - a list, an index lookup, an IP lookup: list; a stream: watch. In one
+//     namespace: that namespace. Across namespaces: everything when allowed
+//     cluster-wide, else only the namespaces where it is allowed (every
+//     namespace the cache knows is asked about), else 403;
+//   - an IP lookup answers with the pods the caller may list, classified
+//     from those alone;
+//   - index values and object counts are cluster-wide figures: they need
+//     list cluster-wide (index values: 403; counts: left out);
+//   - /metrics: get on the non-resource URL /metrics, as the API server's.
+
+// authorizing reports whether requests are checked against an authorizer.
+func (s *Server) authorizing() bool { return s.opts.Auth.Authorizer != nil }
+
+// access asks the authorizer about one caller. It holds no echo Context,
+// so streams may keep it.
+type access struct {
+	s    *Server
+	ctx  context.Context
+	user *auth.User
+}
+
+func (s *Server) accessFor(c echo.Context) access {
+	return access{s: s, ctx: c.Request().Context(), user: userOf(c)}
+}
+
+// maxParallelReviews bounds the reviews one request has in flight while
+// enumerating namespaces.
+const maxParallelReviews = 16
+
+func (a access) decide(at auth.Attributes) (bool, error) {
+	at.User = a.user
+	ctx, cancel := context.WithTimeout(a.ctx, a.s.opts.Auth.Timeout)
+	defer cancel()
+	ok, _, err := a.s.opts.Auth.Authorizer.Authorize(ctx, at)
+	if err != nil {
+		a.s.log.Warn("authorization failed", "err", err)
+		return false, echo.NewHTTPError(http.StatusServiceUnavailable,
+			"access could not be checked (the API server did not answer); try again")
+	}
+	return ok, nil
+}
+
+// allow returns nil or the 403 (503 when no decision could be made).
+func (a access) allow(verb string, res cache.Resource, namespace, name string) error {
+	if !a.s.authorizing() {
+		return nil
+	}
+	ok, err := a.decide(auth.Attributes{Verb: verb, Group: res.Group, Resource: res.Plural, Namespace: namespace, Name: name})
+	if err != nil || ok {
+		return err
+	}
+	return a.forbidden(verb, res, namespace)
+}
+
+func (a access) allowPath(verb, path string) error {
+	if !a.s.authorizing() {
+		return nil
+	}
+	ok, err := a.decide(auth.Attributes{Verb: verb, Path: path})
+	if err != nil || ok {
+		return err
+	}
+	return echo.NewHTTPError(http.StatusForbidden, fmt.Sprintf("forbidden: User %q cannot %s path %q", a.userName(), verb, path))
+}
+
+// forbidden words a refusal as the API server does.
+func (a access) forbidden(verb string, res cache.Resource, namespace string) error {
+	where := "at the cluster scope"
+	if namespace != "" {
+		where = fmt.Sprintf("in the namespace %q", namespace)
+	} else if res.Namespaced && verb != auth.VerbGet {
+		where = "at the cluster scope, nor in any namespace"
+	}
+	return echo.NewHTTPError(http.StatusForbidden, fmt.Sprintf("%s is forbidden: User %q cannot %s resource %q in API group %q %s",
+		res.GroupResource(), a.userName(), verb, res.Plural, res.Group, where))
+}
+
+func (a access) userName() string {
+	if a.user == nil {
+		return "system:anonymous"
+	}
+	return a.user.Name
+}
+
+// scope says where the caller may verb res: nil for everywhere asked (the
+// namespace given, or all of them), else the namespaces allowed, never
+// empty (that is a 403).
+func (a access) scope(verb string, res cache.Resource, namespace string) ([]string, error) {
+	if !a.s.authorizing() {
+		return nil, nil
+	}
+	if namespace != "" && len(validation.IsDNS1123Label(namespace)) > 0 {
+		return nil, nil // no object can be there; the cache refuses the name
+	}
+	if namespace != "" || !res.Namespaced {
+		return nil, a.allow(verb, res, namespace, "")
+	}
+	all, err := a.decide(auth.Attributes{Verb: verb, Group: res.Group, Resource: res.Plural})
+	if err != nil || all {
+		return nil, err
+	}
+	allowed, err := a.namespacesAllowed(verb, res, a.s.r.Namespaces())
+	if err != nil {
+		return nil, err
+	}
+	if len(allowed) == 0 {
+		return nil, a.forbidden(verb, res, "")
+	}
+	return allowed, nil
+}
+
+// namespacesAllowed asks about each namespace, a few at a time. Any
+// failure fails the whole: a partial answer would silently leave objects
+// out.
+func (a access) namespacesAllowed(verb string, res cache.Resource, namespaces []string) ([]string, error) {
+	ok := make([]bool, len(namespaces))
+	errs := make([]error, len(namespaces))
+	sem := make(chan struct{}, maxParallelReviews)
+	var wg sync.WaitGroup
+	for i, ns := range namespaces {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			ok[i], errs[i] = a.decide(auth.Attributes{Verb: verb, Group: res.Group, Resource: res.Plural, Namespace: ns})
+		})
+	}
+	wg.Wait()
+	var out []string
+	for i, ns := range namespaces {
+		if errs[i] != nil {
+			return nil, errs[i]
+		}
+		if ok[i] {
+			out = append(out, ns)
+		}
+	}
+	return out, nil
+}
+
+// restrictList confines a list (or index lookup) to where the caller may
+// list.
+func (s *Server) restrictList(c echo.Context, resource string, q *cache.ListQuery) error {
+	if !s.authorizing() {
+		return nil
+	}
+	res, err := s.r.Resolve(resource)
+	if err != nil {
+		return err
+	}
+	q.Namespaces, err = s.accessFor(c).scope(auth.VerbList, res, q.Namespace)
+	return err
+}
+
+// restrictWatch confines a stream to where the caller may watch.
+func (a access) restrictWatch(resource string, q *cache.WatchQuery) error {
+	if !a.s.authorizing() {
+		return nil
+	}
+	res, err := a.s.r.Resolve(resource)
+	if err != nil {
+		return err
+	}
+	q.Namespaces, err = a.scope(auth.VerbWatch, res, q.Namespace)
+	return err
+}
+
+// authorizeGet checks get on one object.
+func (s *Server) authorizeGet(c echo.Context, resource, namespace, name string) error {
+	if !s.authorizing() {
+		return nil
+	}
+	res, err := s.r.Resolve(resource)
+	if err != nil {
+		return err
+	}
+	if namespace != "" && !res.Namespaced {
+		return nil // a malformed request; the cache says why
+	}
+	return s.accessFor(c).allow(auth.VerbGet, res, namespace, name)
+}
+
+// authorizeClusterList checks list across the cluster (index values).
+func (s *Server) authorizeClusterList(c echo.Context, resource string) error {
+	if !s.authorizing() {
+		return nil
+	}
+	res, err := s.r.Resolve(resource)
+	if err != nil {
+		return err
+	}
+	return s.accessFor(c).allow(auth.VerbList, res, "", "")
+}
+
+// restrictIP keeps the pods of an IP lookup the caller may list.
+func (s *Server) restrictIP(c echo.Context, l cache.IPLookup) (cache.IPLookup, error) {
+	if !s.authorizing() {
+		return l, nil
+	}
+	a := s.accessFor(c)
+	all, err := a.decide(auth.Attributes{Verb: auth.VerbList, Group: l.Resource.Group, Resource: l.Resource.Plural})
+	if err != nil || all {
+		return l, err
+	}
+	var namespaces []string
+	for _, p := range l.Pods {
+		namespaces = append(namespaces, p.Namespace)
+	}
+	allowed, err := a.namespacesAllowed(auth.VerbList, l.Resource, slices.Compact(slices.Sorted(slices.Values(namespaces))))
+	if err != nil {
+		return l, err
+	}
+	return l.Restrict(func(ns string) bool { return slices.Contains(allowed, ns) })
+}
+
+// resourceView is a resource's status without the cluster-wide figures a
+// caller not allowed to list it cluster-wide may not see: the fields of
+// the same JSON name here hide those of the embedded Status.
+type resourceView struct {
+	cache.Status
+	Count  *int64             `json:"count,omitempty"`
+	Events *cache.EventCounts `json:"events,omitempty"`
+}
+
+// visibleResource is st as the caller may see it: all of it when not
+// authorizing (a cache.Status, byte for byte as before).
+func (s *Server) visibleResource(c echo.Context, st cache.Status) (any, error) {
+	if !s.authorizing() {
+		return st, nil
+	}
+	ok, err := s.accessFor(c).decide(auth.Attributes{Verb: auth.VerbList, Group: st.Group, Resource: st.Plural})
+	if err != nil {
+		return nil, err
+	}
+	v := resourceView{Status: st}
+	if ok {
+		v.Count, v.Events = &st.Count, &st.Events
+	}
+	return v, nil
+}
+
+// visibleResources is visibleResource for each.
+func (s *Server) visibleResources(c echo.Context, all []cache.Status) (any, error) {
+	if !s.authorizing() {
+		return all, nil
+	}
+	out := make([]any, len(all))
+	for i, st := range all {
+		v, err := s.visibleResource(c, st)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}

@@ -1,0 +1,31 @@
+package server
+
+import (
+	"github.com/labstack/echo/v4"
+)
+
+// streamAccess is the caller's access for the life of a multiplexed
+// socket: bound to the server's stream context, not to the request's echo
+// Context, which must not outlive the handler. nil when not authorizing.
+func (s *Server) streamAccess(c echo.Context) *access {
+	if !s.authorizing() {
+		return nil
+	}
+	return &access{s: s, ctx: s.streams.ctx, user: userOf(c)}
+}
+
+// authorize checks a subscribe message on the reader goroutine, so that
+// a slow review holds up this socket's reading, never its writer (pings,
+// other subscriptions' events). A refusal becomes the ERROR answer to
+// the message (403 Forbidden); an allowed one carries its namespace scope.
+func (w *wsConn) authorize(cmd clientCmd) clientCmd {
+	if w.access == nil || cmd.err != nil || cmd.msg.Op != "subscribe" {
+		return cmd
+	}
+	q, err := cmd.msg.watchQuery()
+	if err == nil {
+		err = w.access.restrictWatch(cmd.msg.Resource, &q)
+	}
+	cmd.err, cmd.namespaces = err, q.Namespaces
+	return cmd
+}
