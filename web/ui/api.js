@@ -1,5 +1,32 @@
 // REST helpers for kubeindex's API. Errors are Kubernetes Status objects;
 // APIError carries their message and HTTP code.
+//
+// When the server requires a bearer token, the dashboard asks for one and
+// keeps it in this tab's sessionStorage (gone when the tab closes); it is
+// sent only to this origin: in the Authorization header, and on the
+// WebSocket as a Sec-WebSocket-Protocol entry, as kube-apiserver accepts it.
+
+const TOKEN_KEY = 'kubeindex.token';
+
+export const credentials = {
+  get token() {
+    return sessionStorage.getItem(TOKEN_KEY) ?? '';
+  },
+  set token(t) {
+    if (t) sessionStorage.setItem(TOKEN_KEY, t);
+    else sessionStorage.removeItem(TOKEN_KEY);
+  },
+};
+
+// wsProtocols are the subprotocols to offer on the stream: none without a
+// token; with one, the server's "kubeindex" (which it then selects) and the
+// token entry.
+export function wsProtocols(token = credentials.token) {
+  if (!token) return [];
+  const bytes = new TextEncoder().encode(token);
+  const b64 = btoa(String.fromCharCode(...bytes)).replaceAll('+', '-').replaceAll('/', '_').replace(/=+$/, '');
+  return ['kubeindex', `base64url.bearer.authorization.k8s.io.${b64}`];
+}
 
 export class APIError extends Error {
   constructor(code, status) {
@@ -12,7 +39,9 @@ export class APIError extends Error {
 // getJSON fetches a path and returns its decoded body, or throws an
 // APIError (HTTP error) or a TypeError (kubeindex unreachable).
 export async function getJSON(path, {signal} = {}) {
-  const res = await fetch(path, {headers: {Accept: 'application/json'}, cache: 'no-store', signal});
+  const headers = {Accept: 'application/json'};
+  if (credentials.token) headers.Authorization = `Bearer ${credentials.token}`;
+  const res = await fetch(path, {headers, cache: 'no-store', signal});
   let body = null;
   try {
     body = await res.json();

@@ -5,7 +5,7 @@
 // so a view can be reloaded, bookmarked and shared.
 
 import {counted, clock, ago, typing} from './dom.js';
-import {api} from './api.js';
+import {api, credentials, wsProtocols} from './api.js';
 import {StreamClient, streamURL} from './stream.js';
 import {VirtualTable} from './table.js';
 import {ResourceView, describe} from './view.js';
@@ -50,7 +50,7 @@ const app = {
 };
 
 const nav = new ResourceNav($('resource-list'));
-const stream = new StreamClient(streamURL());
+const stream = new StreamClient(streamURL(), () => wsProtocols());
 const table = new VirtualTable($('table-region'), {
   label: 'Objects',
   onOpen: (row) => openRow(row.key),
@@ -183,20 +183,79 @@ ui.quick.addEventListener('input', () => app.view?.setQuick(ui.quick.value));
 // Freshness.
 
 async function poll() {
+  clearTimeout(app.pollTimer);
   try {
     const body = await api.resources();
+    signedIn();
     app.reachable = true;
     app.simulated = !!body.simulated;
     app.resources = body.resources;
     app.byName = new Map(body.resources.map((r) => [r.name, r]));
     applyRoute();
   } catch (err) {
-    app.reachable = false;
-    app.unreachableReason = err.message;
+    if (err.code === 401) signIn(err.message);
+    else {
+      app.reachable = false;
+      app.unreachableReason = err.message;
+    }
   }
   renderResources();
-  setTimeout(poll, POLL_MS);
+  app.pollTimer = setTimeout(poll, POLL_MS);
 }
+
+// Sign-in, when the server requires a bearer token.
+
+function signIn(message) {
+  const first = !document.body.classList.contains('signed-out');
+  if (first) forgetView();
+  document.body.classList.add('signed-out');
+  $('signin').hidden = false;
+  $('signout').hidden = true;
+  if (credentials.token) {
+    // A refused token is forgotten at once; the message stays until the
+    // next attempt.
+    $('signin-error').textContent = `The token was refused. ${message}`;
+    credentials.token = '';
+  }
+  if (first) $('token-input').focus();
+}
+
+function signedIn() {
+  if (!document.body.classList.contains('signed-out')) {
+    $('signout').hidden = !credentials.token;
+    return;
+  }
+  document.body.classList.remove('signed-out');
+  $('signin').hidden = true;
+  $('signout').hidden = !credentials.token;
+  stream.restart();
+}
+
+$('signin-form').addEventListener('submit', (e) => {
+  e.preventDefault();
+  credentials.token = $('token-input').value.trim();
+  $('token-input').value = '';
+  $('signin-error').textContent = '';
+  poll();
+});
+
+// forgetView drops what the current view holds: after a sign-out nothing
+// read with the old token stays on the page.
+function forgetView() {
+  detail.close();
+  ip.close();
+  app.view?.destroy();
+  app.view = null;
+  app.viewKey = '';
+  table.setRows([]);
+}
+
+$('signout').addEventListener('click', () => {
+  credentials.token = '';
+  forgetView();
+  stream.restart();
+  poll();
+});
 
 function renderResources() {
   const current = parseHash().resource;
@@ -289,6 +348,13 @@ document.addEventListener('keydown', (e) => {
     e.preventDefault();
     ui.quick.focus();
   }
+});
+
+// The skip link lands on the table's current row rather than its frame.
+document.querySelector('.skip-link').addEventListener('click', (e) => {
+  if (table.rows.length === 0) return;
+  e.preventDefault();
+  table.focusIndex(Math.max(0, table.indexOf(table.activeKey)));
 });
 
 window.addEventListener('hashchange', applyRoute);

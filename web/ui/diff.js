@@ -81,7 +81,7 @@ const plainKey = /^[A-Za-z_$][\w$-]*$/;
 
 // formatPath writes a path the way jq or kubectl's JSONPath would read it:
 // status.conditions[type=Ready].status, metadata.labels["app.kubernetes.io/name"].
-export function formatPath(path) {
+function formatPath(path) {
   let s = '';
   for (const seg of path) {
     if (typeof seg === 'number') s += `[${seg}]`;

@@ -49,7 +49,7 @@ export class ResourceNav {
 }
 
 // badges says, most serious first, what is wrong with a resource's cache.
-export function badges(r) {
+function badges(r) {
   const out = [];
   if (r.stale) out.push(h('span', {class: 'badge badge-stale'}, 'STALE'));
   if (!r.synced) out.push(h('span', {class: 'badge badge-warn'}, 'SYNCING'));

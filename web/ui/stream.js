@@ -41,9 +41,12 @@ export class Subscription {
 }
 
 export class StreamClient extends EventTarget {
-  constructor(url) {
+  // protocols() gives the subprotocols to offer on each connection (they
+  // carry the bearer token, which may change).
+  constructor(url, protocols = () => []) {
     super();
     this.url = url;
+    this.protocols = protocols;
     this.ws = null;
     this.subs = new Set();
     this.byWire = new Map();
@@ -103,7 +106,7 @@ export class StreamClient extends EventTarget {
     this.setState('connecting', {attempt: this.attempt});
     let ws;
     try {
-      ws = new WebSocket(this.url);
+      ws = new WebSocket(this.url, this.protocols());
     } catch (err) {
       this.scheduleReconnect(String(err));
       return;
@@ -119,13 +122,29 @@ export class StreamClient extends EventTarget {
     ws.onmessage = (e) => this.receive(e.data);
     ws.onclose = (e) => {
       if (this.ws !== ws) return;
-      this.ws = null;
-      for (const sub of this.subs) {
-        if (sub.wireId) this.byWire.delete(sub.wireId);
-        sub.wireId = '';
-      }
+      this.drop();
       this.scheduleReconnect(e.reason || (e.code === 1006 ? 'connection lost' : `closed (${e.code})`));
     };
+  }
+
+  // drop forgets the current connection; subscriptions keep their
+  // positions and resume on the next one.
+  drop() {
+    const ws = this.ws;
+    this.ws = null;
+    ws?.close();
+    for (const sub of this.subs) {
+      if (sub.wireId) this.byWire.delete(sub.wireId);
+      sub.wireId = '';
+    }
+  }
+
+  // restart reconnects at once, with fresh credentials.
+  restart() {
+    clearTimeout(this.timer);
+    this.drop();
+    this.attempt = 0;
+    this.connect();
   }
 
   scheduleReconnect(reason) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -67,9 +68,11 @@ func startAPIServer(args []string) *apiServer {
 	return a
 }
 
-// shutdownTimeout bounds a graceful API server shutdown; past it the process
-// exits anyway and etcd's data is still consistent.
-const shutdownTimeout = time.Minute
+// shutdownTimeout bounds a graceful API server shutdown. The API server
+// stops listening at once, but waits up to a minute for open watches to end;
+// a test cluster has no reason to wait for them. Past the timeout the
+// process exits anyway: etcd's data is written and stays consistent.
+const shutdownTimeout = 5 * time.Second
 
 func (a *apiServer) wait() error {
 	t := time.NewTimer(shutdownTimeout)
@@ -78,7 +81,8 @@ func (a *apiServer) wait() error {
 	case <-a.done:
 		return a.err
 	case <-t.C:
-		return fmt.Errorf("kube-apiserver still running %v after the signal", shutdownTimeout)
+		fmt.Fprintf(os.Stderr, "kube-apiserver still draining watches %v after the signal; exiting anyway\n", shutdownTimeout)
+		return nil
 	}
 }
 
