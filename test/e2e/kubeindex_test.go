@@ -1,0 +1,308 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// kubeindexModule is the service's module, two directories above this one.
+const kubeindexModule = "github.com/kubeindex/kubeindex"
+
+// Timeouts for the kubeindex process.
+const (
+	serveTimeout = 60 * time.Second // from exec to the "serving" log line
+	readyTimeout = 90 * time.Second // from serving to /readyz 200
+	stopTimeout  = 20 * time.Second // from SIGTERM to exit
+)
+
+var binary struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+// kubeindexBinary builds cmd/kubeindex from the repository root, once per
+// test binary, into a temporary directory that TestMain removes.
+func kubeindexBinary(t testing.TB) string {
+	t.Helper()
+	binary.once.Do(func() {
+		root, err := repoRoot()
+		if err != nil {
+			binary.err = err
+			return
+		}
+		if binary.dir, binary.err = os.MkdirTemp("", "kubeindex-e2e-"); binary.err != nil {
+			return
+		}
+		binary.path = filepath.Join(binary.dir, "kubeindex")
+		begin := time.Now()
+		cmd := exec.Command("go", "build", "-o", binary.path, "./cmd/kubeindex")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			binary.err = fmt.Errorf("go build ./cmd/kubeindex in %s: %v\n%s", root, err, out)
+			return
+		}
+		t.Logf("built kubeindex in %v", time.Since(begin).Round(time.Millisecond))
+	})
+	if binary.err != nil {
+		t.Fatal(binary.err)
+	}
+	return binary.path
+}
+
+func removeBinary() {
+	if binary.dir != "" {
+		os.RemoveAll(binary.dir)
+	}
+}
+
+// repoRoot walks up from the working directory (go test runs in the
+// package's directory) to the kubeindex module.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && bytes.HasPrefix(b, []byte("module "+kubeindexModule+"\n")) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no " + kubeindexModule + " go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// kubeindex is a running kubeindex process.
+type kubeindex struct {
+	URL     string // http://127.0.0.1:PORT
+	args    []string
+	logPath string
+	cmd     *exec.Cmd
+	done    chan struct{} // closed once the process has exited
+	stopped bool
+}
+
+// startKubeindex runs the binary as a user would, with args after
+// --listen 127.0.0.1:0 (the port is read from its "serving" log line), waits
+// until /readyz answers 200, and registers a cleanup that stops it with
+// SIGTERM and fails the test unless it exits 0.
+func startKubeindex(t *testing.T, args ...string) *kubeindex {
+	t.Helper()
+	k := launchKubeindex(t, args...)
+	k.waitReady(t, readyTimeout)
+	return k
+}
+
+// launchKubeindex starts the process and waits until it serves HTTP, not
+// until it is ready.
+func launchKubeindex(t *testing.T, args ...string) *kubeindex {
+	t.Helper()
+	bin := kubeindexBinary(t)
+	k := &kubeindex{
+		args:    append([]string{"--listen", "127.0.0.1:0", "--log-format", "json"}, args...),
+		logPath: filepath.Join(t.TempDir(), "kubeindex.log"),
+		done:    make(chan struct{}),
+	}
+	logf, err := os.Create(k.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.cmd = exec.Command(bin, k.args...)
+	// Nothing from the test's environment (KUBECONFIG, KUBEINDEX_*) may
+	// change what the flags say.
+	k.cmd.Env = []string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}
+	stderr, err := k.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.cmd.Stdout = logf
+	if err := k.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	addr := make(chan string, 1)
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		sc := bufio.NewScanner(io.TeeReader(stderr, logf))
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			var line struct{ Msg, Addr string }
+			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "serving" && line.Addr != "" {
+				select {
+				case addr <- line.Addr:
+				default:
+				}
+			}
+		}
+		io.Copy(logf, stderr)
+	}()
+	go func() {
+		<-copied // Wait closes the pipe: read it all first
+		_ = k.cmd.Wait()
+		logf.Close()
+		close(k.done)
+	}()
+	t.Cleanup(func() {
+		k.stop(t)
+		if t.Failed() {
+			t.Logf("kubeindex %s\nend of its log %s:\n%s", strings.Join(k.args, " "), k.logPath, k.logTail(40))
+		}
+	})
+	select {
+	case a := <-addr:
+		k.URL = "http://" + a
+	case <-k.done:
+		t.Fatalf("kubeindex %s exited (%v) before serving:\n%s", strings.Join(k.args, " "), k.cmd.ProcessState, k.logTail(40))
+	case <-time.After(serveTimeout):
+		t.Fatalf("kubeindex did not log that it serves within %v", serveTimeout)
+	}
+	return k
+}
+
+// waitReady polls /readyz until it answers 200.
+func (k *kubeindex) waitReady(t *testing.T, timeout time.Duration) {
+	t.Helper()
+	eventually(t, timeout, "kubeindex /readyz to answer 200", func() error {
+		select {
+		case <-k.done:
+			return stopPolling{fmt.Errorf("kubeindex exited: %v", k.cmd.ProcessState)}
+		default:
+		}
+		r, err := k.try("/readyz")
+		if err != nil {
+			return err
+		}
+		if r.code != http.StatusOK {
+			return fmt.Errorf("/readyz: %d %s", r.code, r.body)
+		}
+		return nil
+	})
+}
+
+// stop sends SIGTERM and fails the test unless the process exits 0 within
+// stopTimeout. Stopping twice is a no-op.
+func (k *kubeindex) stop(t *testing.T) {
+	t.Helper()
+	if k.stopped {
+		return
+	}
+	k.stopped = true
+	select {
+	case <-k.done:
+		t.Errorf("kubeindex exited before it was stopped: %v", k.cmd.ProcessState)
+		return
+	default:
+	}
+	_ = k.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-k.done:
+		if code := k.cmd.ProcessState.ExitCode(); code != 0 {
+			t.Errorf("kubeindex exited with code %d after SIGTERM, want 0", code)
+		}
+	case <-time.After(stopTimeout):
+		_ = k.cmd.Process.Kill()
+		<-k.done
+		t.Errorf("kubeindex did not exit within %v of SIGTERM; killed", stopTimeout)
+	}
+}
+
+func (k *kubeindex) logTail(n int) string {
+	b, _ := os.ReadFile(k.logPath)
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// response is one HTTP answer, read whole.
+type response struct {
+	code   int
+	header http.Header
+	body   []byte
+}
+
+var httpClient = &http.Client{Timeout: 10 * time.Second}
+
+// try GETs path from kubeindex.
+func (k *kubeindex) try(path string) (response, error) {
+	res, err := httpClient.Get(k.URL + path)
+	if err != nil {
+		return response{}, err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		return response{}, fmt.Errorf("GET %s: reading the body: %w", path, err)
+	}
+	return response{code: res.StatusCode, header: res.Header, body: b}, nil
+}
+
+// get GETs path, failing the test if kubeindex cannot be reached.
+func (k *kubeindex) get(t testing.TB, path string) response {
+	t.Helper()
+	r, err := k.try(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// getJSON GETs path and decodes a 200 answer into out.
+func (k *kubeindex) getJSON(path string, out any) error {
+	r, err := k.try(path)
+	if err != nil {
+		return err
+	}
+	if r.code != http.StatusOK {
+		return fmt.Errorf("GET %s: %d %s", path, r.code, r.body)
+	}
+	if err := json.Unmarshal(r.body, out); err != nil {
+		return fmt.Errorf("GET %s: %w", path, err)
+	}
+	return nil
+}
+
+// stopPolling ends eventually early: the condition can no longer come true.
+type stopPolling struct{ error }
+
+// eventually polls check every 100ms until it returns nil, and fails the
+// test with check's last error if timeout passes first. Answers from a cache
+// fed by a watch converge; a broken one never does, so a deadline (never a
+// fixed sleep) separates the two.
+func eventually(t testing.TB, timeout time.Duration, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		var stop stopPolling
+		if errors.As(err, &stop) {
+			t.Fatalf("waiting for %s: %v", what, stop.error)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %s: not within %v: %v", what, timeout, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
