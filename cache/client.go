@@ -16,10 +16,6 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// maxListBody bounds one list page read into memory. The reflector pages
-// lists (500 objects per page by default), so this is generous.
-const maxListBody = 512 << 20
-
 // apiClient speaks to the API server over plain HTTP with client-go's
 // transport (TLS, bearer tokens, exec plugins, impersonation all apply) but
 // without client-go's decoding: responses are read as bytes.

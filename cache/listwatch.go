@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -57,10 +58,17 @@ func (lw *listWatch) Watch(opts metav1.ListOptions) (watch.Interface, error) {
 	return lw.WatchWithContext(context.Background(), opts)
 }
 
-// ListWithContext reads one page of the collection.
+// ListWithContext reads one page of the collection. A page that fits in
+// bufferedList bytes is parsed in place with gjson (the fast path); a larger
+// one — an API server serving from its watch cache ignores limit and sends
+// the whole collection at once — is decoded item by item as it arrives, so
+// memory holds the objects, never the whole response as well. A response
+// that sends nothing for listTimeout is abandoned as hung.
 func (lw *listWatch) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-	ctx, cancel := context.WithTimeout(ctx, lw.listTimeout)
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	idle := time.AfterFunc(lw.listTimeout, cancel)
+	defer idle.Stop()
 	u := lw.client.collectionURL(lw.res, lw.namespace, listQuery(opts, lw.labelSelector, lw.fieldSelector))
 	resp, err := lw.client.get(ctx, u)
 	if err != nil {
@@ -68,17 +76,103 @@ func (lw *listWatch) ListWithContext(ctx context.Context, opts metav1.ListOption
 		return nil, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxListBody+1))
-	if err == nil && len(body) > maxListBody {
-		// A cut body would parse as a shorter list: fail rather than
-		// sync a cache that silently lacks objects.
-		err = fmt.Errorf("response larger than %d bytes", maxListBody)
+	body := &idleReader{r: resp.Body, timer: idle, d: lw.listTimeout}
+	head, err := io.ReadAll(io.LimitReader(body, int64(bufferedList)+1))
+	var list *objectList
+	switch {
+	case err != nil:
+	case len(head) <= bufferedList:
+		list, err = lw.decodeList(head)
+	default:
+		list, err = lw.decodeListStream(io.MultiReader(bytes.NewReader(head), body))
 	}
 	if err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("nothing received for %s: %w", lw.listTimeout, err)
+		}
 		lw.conn.failed(err)
 		return nil, fmt.Errorf("reading %s list: %w", lw.res.Plural, err)
 	}
-	return lw.decodeList(body)
+	return list, nil
+}
+
+// bufferedList is the largest list response parsed in one piece.
+var bufferedList = 64 << 20 // a variable for tests
+
+// idleReader pushes a deadline back each time bytes arrive.
+type idleReader struct {
+	r     io.Reader
+	timer *time.Timer
+	d     time.Duration
+}
+
+func (r *idleReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if n > 0 {
+		r.timer.Reset(r.d)
+	}
+	return n, err
+}
+
+// decodeListStream reads {"metadata":…,"items":[…]} token by token, building
+// each object as soon as its bytes are read.
+func (lw *listWatch) decodeListStream(r io.Reader) (*objectList, error) {
+	dec := json.NewDecoder(r)
+	if err := expectDelim(dec, '{'); err != nil {
+		return nil, err
+	}
+	list := &objectList{}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		switch key {
+		case "metadata":
+			if err := dec.Decode(&list.ListMeta); err != nil {
+				return nil, err
+			}
+		case "items":
+			if err := lw.decodeItems(dec, list); err != nil {
+				return nil, err
+			}
+		default:
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return list, expectDelim(dec, '}')
+}
+
+func (lw *listWatch) decodeItems(dec *json.Decoder, list *objectList) error {
+	if err := expectDelim(dec, '['); err != nil {
+		return err
+	}
+	for dec.More() {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return err
+		}
+		obj, err := lw.shape.Build(raw)
+		if err != nil {
+			return fmt.Errorf("%s list item: %w", lw.res.Plural, err)
+		}
+		list.Items = append(list.Items, obj)
+	}
+	return expectDelim(dec, ']')
+}
+
+func expectDelim(dec *json.Decoder, want json.Delim) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != want {
+		return fmt.Errorf("list response: expected %q, got %v", want, tok)
+	}
+	return nil
 }
 
 func (lw *listWatch) decodeList(body []byte) (*objectList, error) {

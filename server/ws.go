@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -24,6 +25,9 @@ var errHijacked = errors.New("connection hijacked")
 // closeGrace bounds the close handshake and the last write at shutdown.
 const closeGrace = time.Second
 
+// wsWriteBuffers is shared by every WebSocket's writes.
+var wsWriteBuffers = &sync.Pool{}
+
 // upgrade checks the origin and switches to the WebSocket protocol. Before
 // the switch, failures are returned for the one error translation; after
 // it, the echo context must no longer be used.
@@ -35,8 +39,11 @@ func (s *Server) upgrade(c echo.Context, header http.Header) (*websocket.Conn, e
 	up := websocket.Upgrader{
 		HandshakeTimeout: 10 * time.Second,
 		WriteBufferSize:  16 << 10,
-		CheckOrigin:      func(*http.Request) bool { return true }, // checked above, with a better message
-		Subprotocols:     []string{WebSocketProtocol},              // selected when offered (browsers sending a token must)
+		// Idle sockets (most of them, most of the time) hold no write
+		// buffer: it is taken from the pool for each message.
+		WriteBufferPool: wsWriteBuffers,
+		CheckOrigin:     func(*http.Request) bool { return true }, // checked above, with a better message
+		Subprotocols:    []string{WebSocketProtocol},              // selected when offered (browsers sending a token must)
 		Error: func(_ http.ResponseWriter, _ *http.Request, status int, reason error) {
 			refused = echo.NewHTTPError(status, reason.Error())
 		},

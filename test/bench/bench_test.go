@@ -1,0 +1,55 @@
+package bench
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubeindex/kubeindex/test/cluster"
+)
+
+func TestMain(m *testing.M) { os.Exit(cluster.RunTests(m)) }
+
+// TestHarness runs the whole benchmark at a tiny size to prove the harness
+// works: every figure gets a value and the JSON is written. It asserts no
+// timing: on a tiny cluster and a shared machine the figures mean nothing.
+func TestHarness(t *testing.T) {
+	c := cluster.StartForTest(t)
+	var log strings.Builder
+	out := filepath.Join(t.TempDir(), "results.json")
+	rep, err := Run(t.Context(), c, Options{
+		Pods: 200, Rounds: 1, RoundTime: 200 * time.Millisecond, LatencyRequests: 100, APIServerRequests: 5,
+		Subscribers: 20, ChurnRate: 40, ChurnTime: time.Second, UpkeepEvents: 50, Out: out, Log: &log,
+	})
+	t.Log(log.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table strings.Builder
+	rep.Print(&table)
+	t.Log("\n" + table.String())
+	want := []string{"initial sync CPU", "initial sync wall", "GET by key requests/s", "by-IP lookup requests/s",
+		"by-IP latency p50", "by-IP latency p99", "live heap per pod", "live heap per pod vs informer",
+		"memory per idle WebSocket", "stream fan-out frames/s", "stream event-to-client p99", "index upkeep CPU per event"}
+	got := map[string]*Figure{}
+	for _, f := range rep.Figures {
+		got[f.Name] = f
+	}
+	for _, name := range want {
+		f, ok := got[name]
+		switch {
+		case !ok:
+			t.Errorf("figure %q missing", name)
+		case f.Against != "" && math.IsNaN(f.Ratio) && !strings.HasPrefix(name, "live heap"):
+			// Heap figures may be n/a at this size (the GC trace has
+			// 1 MB resolution); every other ratio must be computable.
+			t.Errorf("figure %q: ratio not computable: %+v", name, f)
+		}
+	}
+	if _, err := os.Stat(out); err != nil {
+		t.Errorf("results JSON: %v", err)
+	}
+}

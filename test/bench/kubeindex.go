@@ -1,0 +1,140 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// Index configurations of the kubeindex processes.
+const (
+	// fiveIndexes is the configuration measured everywhere: the defaults
+	// (ip, node, owner) plus a label and an image path.
+	fiveIndexes = `
+  - {name: ip, type: podIP}
+  - {name: node, type: nodeName}
+  - {name: owner, type: owner}
+  - {name: app, label: app}
+  - {name: image, path: spec.containers.#.image}`
+	// noIndexes is the index upkeep baseline.
+	noIndexes = ` []`
+)
+
+// kubeindex is a running kubeindex binary.
+type kubeindex struct {
+	*proc
+	base string // http://127.0.0.1:PORT
+	// syncedGCs is how many GCs had run when it synced.
+	syncedGCs int
+}
+
+// startKubeindex runs the binary on pods matching selector with the given
+// indexes (YAML list items), tracing its GCs.
+func startKubeindex(bin, dir, kubeconfig, name, selector, indexes string) (*kubeindex, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	cfg := fmt.Sprintf("resources:\n- resource: pods\n  labelSelector: %s\n  indexes:%s\n", selector, indexes)
+	path := filepath.Join(dir, name+".yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		return nil, err
+	}
+	p, err := startProc(name, bin, []string{"--kubeconfig", kubeconfig, "--config", path, "--listen", addr, "--log-level", "warn"},
+		// The fan-out opens all its sockets from one address: lift the
+		// per-client stream limit above it (the environment, unlike a
+		// flag, is harmless to a build that does not know it).
+		[]string{"GODEBUG=gctrace=1", "KUBEINDEX_MAX_STREAMS_PER_CLIENT=100000"})
+	if err != nil {
+		return nil, err
+	}
+	return &kubeindex{proc: p, base: "http://" + addr}, nil
+}
+
+// waitReady polls /readyz until it answers 200 and returns the time from
+// process start to then. The poll is every 5ms: it costs the process
+// little and bounds the error on the sync's wall time.
+func (k *kubeindex) waitReady(ctx context.Context, timeout time.Duration) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	client := &http.Client{Timeout: time.Second}
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, k.base+"/readyz", nil)
+		if resp, err := client.Do(req); err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return time.Since(k.started), nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("%s not ready: %w; log:\n%s", k.name, ctx.Err(), k.logTail())
+		case <-k.exited:
+			return 0, fmt.Errorf("%s exited: %v; log:\n%s", k.name, k.err, k.logTail())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// podsStatus is the part of /api/v1/resources/pods the harness reads.
+type podsStatus struct {
+	Count           int    `json:"count"`
+	ResourceVersion string `json:"resourceVersion"`
+}
+
+func (k *kubeindex) status(ctx context.Context) (podsStatus, error) {
+	var st podsStatus
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, k.base+"/api/v1/resources/pods", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return st, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return st, fmt.Errorf("%s: %s", resp.Status, b)
+	}
+	return st, json.NewDecoder(resp.Body).Decode(&st)
+}
+
+// waitRV waits until the cache has seen resourceVersion rv (or later).
+func (k *kubeindex) waitRV(ctx context.Context, rv string, timeout time.Duration) error {
+	want, err := strconv.ParseUint(rv, 10, 64)
+	if err != nil {
+		return fmt.Errorf("resourceVersion %q: %w", rv, err)
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		st, err := k.status(ctx)
+		if err == nil {
+			if got, _ := strconv.ParseUint(st.ResourceVersion, 10, 64); got >= want {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not reach resourceVersion %s in %v (at %s, %v)", k.name, rv, timeout, st.ResourceVersion, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// liveHeap returns the median live heap (MB) of the GCs after the first
+// `after`, or -1 if there were none.
+func (k *kubeindex) liveHeap(after int) (float64, int) {
+	g := k.gcs()
+	if len(g) <= after {
+		return -1, 0
+	}
+	v := make([]float64, 0, len(g)-after)
+	for _, mb := range g[after:] {
+		v = append(v, float64(mb))
+	}
+	return median(v), len(v)
+}

@@ -1,0 +1,161 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"text/tabwriter"
+	"time"
+)
+
+// Figure is one row of the table. Ratio is the median of the per-round
+// ratios (each round's kubeindex figure against the comparison measured
+// right beside it), not the ratio of the medians.
+type Figure struct {
+	Name       string  `json:"name"`
+	Unit       string  `json:"unit"`
+	Kubeindex  float64 `json:"kubeindex"`
+	Comparison float64 `json:"comparison,omitempty"`
+	// Against names the comparison; empty for absolute targets.
+	Against string  `json:"against,omitempty"`
+	Ratio   float64 `json:"ratio,omitempty"`
+	// Target is the condition, e.g. "ratio >= 0.85" or "<= 100 ms".
+	Target string `json:"target"`
+	Met    bool   `json:"met"`
+	// Rounds holds each round's (kubeindex, comparison, ratio).
+	Rounds [][3]float64 `json:"rounds,omitempty"`
+	Note   string       `json:"note,omitempty"`
+}
+
+// Report is the whole run.
+type Report struct {
+	Date    string    `json:"date"`
+	Pods    int       `json:"pods"`
+	Rounds  int       `json:"rounds"`
+	CPUs    int       `json:"cpus"`
+	Context []string  `json:"context"`
+	Figures []*Figure `json:"figures"`
+	Elapsed string    `json:"elapsed"`
+}
+
+// pairFigure builds a figure from per-round pairs; ratio(k, c) is the
+// per-round ratio and met judges the median ratio.
+func pairFigure(name, unit, against, target string, pairs [][2]float64, ratio func(k, c float64) float64, met func(r float64) bool) *Figure {
+	f := &Figure{Name: name, Unit: unit, Against: against, Target: target}
+	var ks, cs, rs []float64
+	for _, p := range pairs {
+		r := ratio(p[0], p[1])
+		ks, cs, rs = append(ks, p[0]), append(cs, p[1]), append(rs, r)
+		f.Rounds = append(f.Rounds, [3]float64{p[0], p[1], r})
+	}
+	f.Kubeindex, f.Comparison, f.Ratio = median(ks), median(cs), median(rs)
+	f.Met = len(pairs) > 0 && met(f.Ratio)
+	return f
+}
+
+// absFigure is a figure with an absolute target on the median.
+func absFigure(name, unit, target string, values []float64, met func(v float64) bool) *Figure {
+	f := &Figure{Name: name, Unit: unit, Target: target}
+	for _, v := range values {
+		f.Rounds = append(f.Rounds, [3]float64{v, 0, 0})
+	}
+	f.Kubeindex = median(values)
+	f.Met = len(values) > 0 && met(f.Kubeindex)
+	return f
+}
+
+func kOverC(k, c float64) float64 { return safeDiv(k, c) }
+func cOverK(k, c float64) float64 { return safeDiv(c, k) }
+
+func safeDiv(a, b float64) float64 {
+	if b == 0 {
+		return math.NaN()
+	}
+	return a / b
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// Print writes the table.
+func (r *Report) Print(w io.Writer) {
+	fmt.Fprintf(w, "kubeindex benchmark, %s: %d pods, %d rounds, %d CPUs\n", r.Date, r.Pods, r.Rounds, r.CPUs)
+	for _, c := range r.Context {
+		fmt.Fprintln(w, "  "+c)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "figure\tkubeindex\tcomparison\tratio\ttarget\tmet?")
+	for _, f := range r.Figures {
+		cmp, ratio := "—", "—"
+		if f.Against != "" {
+			cmp = fmt.Sprintf("%s %s (%s)", num(f.Comparison), f.Unit, f.Against)
+			ratio = num(f.Ratio)
+		}
+		met := "MISSED"
+		if f.Met {
+			met = "met"
+		}
+		fmt.Fprintf(tw, "%s\t%s %s\t%s\t%s\t%s\t%s\n", f.Name, num(f.Kubeindex), f.Unit, cmp, ratio, f.Target, met)
+	}
+	tw.Flush()
+	for _, f := range r.Figures {
+		if f.Note != "" {
+			fmt.Fprintf(w, "  %s: %s\n", f.Name, f.Note)
+		}
+	}
+	fmt.Fprintf(w, "elapsed %s\n", r.Elapsed)
+}
+
+func num(v float64) string {
+	switch a := math.Abs(v); {
+	case math.IsNaN(v):
+		return "n/a"
+	case a >= 1000:
+		return fmt.Sprintf("%.0f", v)
+	case a >= 10:
+		return fmt.Sprintf("%.1f", v)
+	case a >= 0.1:
+		return fmt.Sprintf("%.2f", v)
+	default:
+		return fmt.Sprintf("%.4f", v)
+	}
+}
+
+// WriteJSON writes the report to path. NaN (a figure that could not be
+// computed) is written as null.
+func (r *Report) WriteJSON(path string) error {
+	clean := *r
+	clean.Figures = nil
+	for _, f := range r.Figures {
+		g := *f
+		for _, p := range []*float64{&g.Kubeindex, &g.Comparison, &g.Ratio} {
+			if math.IsNaN(*p) || math.IsInf(*p, 0) {
+				*p = -1
+				g.Note = joinNote(g.Note, "-1: not computable in this run")
+			}
+		}
+		g.Rounds = nil
+		for _, rd := range f.Rounds {
+			for i := range rd {
+				if math.IsNaN(rd[i]) || math.IsInf(rd[i], 0) {
+					rd[i] = -1
+				}
+			}
+			g.Rounds = append(g.Rounds, rd)
+		}
+		clean.Figures = append(clean.Figures, &g)
+	}
+	b, err := json.MarshalIndent(clean, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+func joinNote(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}

@@ -1,0 +1,516 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubeindex/kubeindex/test/cluster"
+)
+
+// runner holds one run's processes and clients.
+type runner struct {
+	o          Options
+	c          *cluster.Cluster
+	cs         *kubernetes.Clientset
+	p          plan
+	dir        string
+	kubeindex  string // binaries
+	echoBin    string
+	informer   string
+	main       *kubeindex // 5 indexes, synced; serves figures 1, 2, 3, 5, 6
+	procs      []*proc    // everything started, stopped at the end
+	report     *Report
+	sampleRefs []podRef // pod-network pods the lookups use
+	// informerHeap is the typed informer's heap per sync round (bytes);
+	// podJSON the mean size of a stored pod (bytes).
+	informerHeap []float64
+	podJSON      float64
+	echoBase     string // the echo server, for the latency floor
+	ipBody       int    // size of a by-IP answer
+}
+
+func (r *runner) logf(format string, args ...any) {
+	fmt.Fprintf(r.o.Log, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
+
+// Run seeds c and measures every figure. c must be a cluster this run may
+// fill with pods (the seed is skipped if a previous Run on the same cluster
+// seeded the same number). The report is returned even when a later step
+// fails, with the figures measured so far.
+func Run(ctx context.Context, c *cluster.Cluster, o Options) (*Report, error) {
+	o = o.withDefaults()
+	begin := time.Now()
+	r := &runner{o: o, c: c, p: plan{n: o.Pods}, report: &Report{
+		Date: time.Now().Format("2006-01-02"), Pods: o.Pods, Rounds: o.Rounds, CPUs: runtime.NumCPU()}}
+	defer func() {
+		for _, p := range r.procs {
+			p.stop()
+		}
+		r.report.Elapsed = time.Since(begin).Round(time.Second).String()
+	}()
+	err := r.run(ctx)
+	r.report.Elapsed = time.Since(begin).Round(time.Second).String()
+	if o.Out != "" {
+		if werr := r.report.WriteJSON(o.Out); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	return r.report, err
+}
+
+func (r *runner) run(ctx context.Context) error {
+	if err := raiseFileLimit(); err != nil {
+		return fmt.Errorf("raising the open-file limit: %w", err)
+	}
+	var err error
+	if r.dir, err = os.MkdirTemp("", "kubeindex-bench-"); err != nil {
+		return err
+	}
+	defer os.RemoveAll(r.dir)
+	if err := r.buildAll(ctx); err != nil {
+		return err
+	}
+	if r.cs, err = writeClient(r.c.RESTConfig()); err != nil {
+		return err
+	}
+	if err := seed(ctx, r.cs, r.p, r.logf); err != nil {
+		return err
+	}
+	for i := 0; i < r.p.n && len(r.sampleRefs) < 1000; i += max(1, r.p.n/1200) {
+		if ref := r.p.ref(i); !ref.HostNetwork {
+			r.sampleRefs = append(r.sampleRefs, ref)
+		}
+	}
+	for _, step := range []func(context.Context) error{r.initialSync, r.requestRate, r.lookupLatency, r.heap, r.fanOut, r.upkeep} {
+		if err := step(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *runner) buildAll(ctx context.Context) error {
+	testDir, rootDir, err := moduleDirs()
+	if err != nil {
+		return err
+	}
+	r.kubeindex = filepath.Join(r.dir, "kubeindex")
+	r.echoBin = filepath.Join(r.dir, "benchecho")
+	r.informer = filepath.Join(r.dir, "benchinformer")
+	r.logf("building kubeindex, benchecho, benchinformer")
+	for _, b := range []struct{ dir, pkg, out string }{
+		{rootDir, "./cmd/kubeindex", r.kubeindex},
+		{testDir, "./cmd/benchecho", r.echoBin},
+		{testDir, "./cmd/benchinformer", r.informer},
+	} {
+		if err := build(ctx, b.dir, b.pkg, b.out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *runner) track(p *proc) *proc {
+	r.procs = append(r.procs, p)
+	return p
+}
+
+func (r *runner) add(f *Figure) {
+	r.report.Figures = append(r.report.Figures, f)
+	if f.Against == "" {
+		r.logf("figure %q: kubeindex %s %s (%s)", f.Name, num(f.Kubeindex), f.Unit, f.Target)
+		return
+	}
+	r.logf("figure %q: kubeindex %s %s, %s %s, ratio %s (%s)", f.Name, num(f.Kubeindex), f.Unit, f.Against, num(f.Comparison), num(f.Ratio), f.Target)
+}
+
+// initialSync starts kubeindex and a typed informer, one after the other,
+// for each round, and compares their CPU and wall time from process start
+// to synced. The last kubeindex stays up as the main instance.
+func (r *runner) initialSync(ctx context.Context) error {
+	var cpu, wall [][2]float64
+	r.informerHeap = nil
+	for round := range r.o.slowRounds() {
+		k, err := startKubeindex(r.kubeindex, r.dir, r.c.Kubeconfig, fmt.Sprintf("kubeindex-sync-%d", round), podSelector, fiveIndexes)
+		if err != nil {
+			return err
+		}
+		r.track(k.proc)
+		kWall, err := k.waitReady(ctx, 10*time.Minute)
+		if err != nil {
+			return err
+		}
+		kCPU, err := k.cpu()
+		if err != nil {
+			return err
+		}
+		st, err := k.status(ctx)
+		if err != nil {
+			return err
+		}
+		if st.Count != r.p.n {
+			return fmt.Errorf("kubeindex synced %d pods, want %d", st.Count, r.p.n)
+		}
+		iWall, iCPU, heap, err := r.runInformer(ctx, podSelector)
+		if err != nil {
+			return err
+		}
+		r.informerHeap = append(r.informerHeap, heap)
+		r.logf("sync round %d: kubeindex %v wall %v CPU; informer %v wall %v CPU", round,
+			kWall.Round(time.Millisecond), kCPU, iWall.Round(time.Millisecond), iCPU)
+		cpu = append(cpu, [2]float64{kCPU.Seconds(), iCPU.Seconds()})
+		wall = append(wall, [2]float64{kWall.Seconds(), iWall.Seconds()})
+		if r.main != nil {
+			r.main.stop()
+		}
+		r.main = k
+	}
+	r.main.syncedGCs = len(r.main.gcs())
+	r.add(pairFigure("initial sync CPU", "s", "typed informer", "ratio <= 0.5", cpu, kOverC, func(x float64) bool { return x <= 0.5 }))
+	r.add(pairFigure("initial sync wall", "s", "typed informer", "ratio <= 1.0", wall, kOverC, func(x float64) bool { return x <= 1.0 }))
+	return nil
+}
+
+// runInformer runs the typed informer process to sync and its heap line.
+func (r *runner) runInformer(ctx context.Context, selector string) (wall, cpu time.Duration, heap float64, err error) {
+	p, err := startProc("informer", r.informer, []string{"--kubeconfig", r.c.Kubeconfig, "--selector", selector}, nil)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer p.stop()
+	timeout := time.After(10 * time.Minute)
+	for {
+		select {
+		case line := <-p.stdoutC:
+			switch {
+			case line == "SYNCED":
+				wall = time.Since(p.started)
+				if cpu, err = p.cpu(); err != nil {
+					return 0, 0, 0, err
+				}
+			case strings.HasPrefix(line, "HEAP "):
+				_, err := fmt.Sscan(strings.TrimPrefix(line, "HEAP "), &heap)
+				return wall, cpu, heap, err
+			}
+		case <-p.exited:
+			return 0, 0, 0, fmt.Errorf("informer exited: %v: %s", p.err, p.logTail())
+		case <-timeout:
+			return 0, 0, 0, fmt.Errorf("informer not synced in 10m")
+		case <-ctx.Done():
+			return 0, 0, 0, ctx.Err()
+		}
+	}
+}
+
+// requestRate compares requests/s of GET by key and by IP with the echo
+// server answering bodies of the same size, rounds interleaved.
+func (r *runner) requestRate(ctx context.Context) error {
+	echo, err := startProc("benchecho", r.echoBin, nil, nil)
+	if err != nil {
+		return err
+	}
+	r.track(echo)
+	select {
+	case line := <-echo.stdoutC:
+		r.echoBase = "http://" + strings.TrimPrefix(line, "READY ")
+	case <-time.After(30 * time.Second):
+		return fmt.Errorf("benchecho not ready: %s", echo.logTail())
+	}
+	client := loopbackClient(r.o.Concurrency)
+	var keyURLs, ipURLs []string
+	for _, ref := range r.sampleRefs {
+		keyURLs = append(keyURLs, r.main.base+"/api/v1/pods/"+ref.Namespace+"/"+ref.Name)
+		ipURLs = append(ipURLs, r.main.base+"/api/v1/ip/"+ref.IP)
+	}
+	for _, kind := range []struct {
+		name string
+		urls []string
+	}{{"GET by key", keyURLs}, {"by-IP lookup", ipURLs}} {
+		size, err := bodySize(ctx, client, kind.urls)
+		if err != nil {
+			return err
+		}
+		if kind.name == "GET by key" {
+			r.podJSON = float64(size - 1) // the stored bytes and a newline
+		}
+		echoURLs := []string{fmt.Sprintf("%s/bytes/%d", r.echoBase, size)}
+		r.ipBody = size
+		// Warm both up: connections, first-use allocations.
+		for _, urls := range [][]string{kind.urls, echoURLs} {
+			if _, err := throughput(ctx, client, urls, r.o.Concurrency, r.o.RoundTime/4); err != nil {
+				return err
+			}
+		}
+		var pairs [][2]float64
+		for round := range r.o.Rounds {
+			k, err := throughput(ctx, client, kind.urls, r.o.Concurrency, r.o.RoundTime)
+			if err != nil {
+				return err
+			}
+			e, err := throughput(ctx, client, echoURLs, r.o.Concurrency, r.o.RoundTime)
+			if err != nil {
+				return err
+			}
+			r.logf("%s round %d: kubeindex %.0f/s, echo %.0f/s (%d-byte bodies)", kind.name, round, k, e, size)
+			pairs = append(pairs, [2]float64{k, e})
+		}
+		f := pairFigure(kind.name+" requests/s", "req/s", "echo, same body size", "ratio >= 0.85", pairs, kOverC, func(x float64) bool { return x >= 0.85 })
+		f.Note = fmt.Sprintf("concurrency %d, %v rounds, keep-alive loopback, %d-byte bodies", r.o.Concurrency, r.o.RoundTime, size)
+		r.add(f)
+	}
+	client.CloseIdleConnections()
+	return nil
+}
+
+// lookupLatency compares by-IP lookup latency with the API server's own
+// field-selector list from its watch cache, round by round.
+func (r *runner) lookupLatency(ctx context.Context) error {
+	client := loopbackClient(1)
+	defer client.CloseIdleConnections()
+	// The API server answers JSON here, as kubeindex does.
+	jsonClient, err := kubernetes.NewForConfig(r.c.RESTConfig())
+	if err != nil {
+		return err
+	}
+	rest := jsonClient.CoreV1().RESTClient()
+	if b, err := rest.Get().Namespace(r.sampleRefs[0].Namespace).Resource("pods").Name(r.sampleRefs[0].Name).DoRaw(ctx); err == nil {
+		r.report.Context = append(r.report.Context, fmt.Sprintf("pod JSON from the API server, with managedFields: %d bytes", len(b)))
+	}
+	buf := make([]byte, 64<<10)
+	var p50, p99 [][2]float64
+	var floor []float64
+	refs := r.sampleRefs
+	for round := range r.o.Rounds {
+		k, err := latencies(r.o.LatencyRequests, 20*time.Second, func(i int) error {
+			return get(ctx, client, r.main.base+"/api/v1/ip/"+refs[(i*7+round)%len(refs)].IP, buf)
+		})
+		if err != nil {
+			return err
+		}
+		a, err := latencies(r.o.APIServerRequests, 30*time.Second, func(i int) error {
+			ref := refs[(i*11+round)%len(refs)]
+			b, err := rest.Get().Resource("pods").Param("fieldSelector", "status.podIP="+ref.IP).
+				Param("resourceVersion", "0").DoRaw(ctx)
+			if err == nil && !strings.Contains(string(b), `"name":"`+ref.Name+`"`) {
+				err = fmt.Errorf("API server list for %s lacks %s", ref.IP, ref.Name)
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		// The floor: the echo server's latency for a body of the same
+		// size over the same kind of connection.
+		e, err := latencies(r.o.LatencyRequests, 20*time.Second, func(int) error {
+			return get(ctx, client, fmt.Sprintf("%s/bytes/%d", r.echoBase, r.ipBody), buf)
+		})
+		if err != nil {
+			return err
+		}
+		floor = append(floor, ms(percentile(e, .5)))
+		r.logf("latency round %d: echo p50 %v; kubeindex p50 %v p99 %v (%d); API server p50 %v p99 %v (%d)", round, percentile(e, .5),
+			percentile(k, .5), percentile(k, .99), len(k), percentile(a, .5), percentile(a, .99), len(a))
+		p50 = append(p50, [2]float64{ms(percentile(k, .5)), ms(percentile(a, .5))})
+		p99 = append(p99, [2]float64{ms(percentile(k, .99)), ms(percentile(a, .99))})
+	}
+	for _, f := range []*Figure{
+		pairFigure("by-IP latency p50", "ms", "API server fieldSelector list, rv=0", "speed-up >= 1000x", p50, cOverK, func(x float64) bool { return x >= 1000 }),
+		pairFigure("by-IP latency p99", "ms", "API server fieldSelector list, rv=0", "speed-up >= 1000x", p99, cOverK, func(x float64) bool { return x >= 1000 }),
+	} {
+		f.Note = fmt.Sprintf("sequential, keep-alive; kubeindex %d requests/round over loopback HTTP, API server up to %d (HTTPS, JSON); the echo server's p50 for the same body: %.3f ms",
+			r.o.LatencyRequests, r.o.APIServerRequests, median(floor))
+		r.add(f)
+	}
+	return nil
+}
+
+// heap compares kubeindex's live heap per pod with the pods' JSON and with
+// the typed informer. kubeindex's live heap is what its GC trace reports as
+// marked live (the median over the GCs since it synced, which the load of
+// the previous figures caused), less that of a kubeindex caching no pod.
+func (r *runner) heap(ctx context.Context) error {
+	empty, err := startKubeindex(r.kubeindex, r.dir, r.c.Kubeconfig, "kubeindex-empty", noneSelector, fiveIndexes)
+	if err != nil {
+		return err
+	}
+	r.track(empty.proc)
+	if _, err := empty.waitReady(ctx, time.Minute); err != nil {
+		return err
+	}
+	startGCs := len(empty.gcs())
+	if err := collectGarbage(ctx, empty, startGCs+5); err != nil {
+		return err
+	}
+	if err := collectGarbage(ctx, r.main, r.main.syncedGCs+3); err != nil {
+		return err
+	}
+	base, _ := empty.liveHeap(startGCs)
+	live, n := r.main.liveHeap(r.main.syncedGCs)
+	empty.stop()
+	perPod := (live - base) * (1 << 20) / float64(r.p.n)
+	if n == 0 {
+		perPod = math.NaN()
+	}
+	note := fmt.Sprintf("kubeindex live heap %.0f MB over %d GCs, empty kubeindex %.0f MB (GODEBUG=gctrace=1, 1 MB resolution)", live, n, base)
+	var inf []float64
+	for _, h := range r.informerHeap {
+		inf = append(inf, h/float64(r.p.n))
+	}
+	f := &Figure{Name: "live heap per pod", Unit: "B", Kubeindex: perPod, Comparison: r.podJSON,
+		Against: "pod's compact JSON, no managedFields", Ratio: perPod / r.podJSON, Target: "ratio <= 1.5", Note: note}
+	f.Met = f.Ratio <= 1.5
+	r.add(f)
+	g := &Figure{Name: "live heap per pod vs informer", Unit: "B", Kubeindex: perPod, Comparison: median(inf),
+		Against: "typed client-go informer", Ratio: perPod / median(inf), Target: "ratio <= 0.5",
+		Note: "informer heap: its own runtime.GC+HeapAlloc after sync less before start, median of the sync rounds"}
+	g.Met = g.Ratio <= 0.5
+	r.add(g)
+	r.report.Context = append(r.report.Context, fmt.Sprintf("pod JSON without managedFields: %.0f bytes (mean of GET by key bodies)", r.podJSON))
+	return nil
+}
+
+// collectGarbage makes k allocate (by serving /metrics, which allocates
+// and leaves nothing behind) until its GC count reaches n, within a minute.
+// kubeindex has no endpoint that forces a GC, on purpose.
+func collectGarbage(ctx context.Context, k *kubeindex, n int) error {
+	client := loopbackClient(4)
+	defer client.CloseIdleConnections()
+	deadline := time.Now().Add(time.Minute)
+	for len(k.gcs()) < n && time.Now().Before(deadline) {
+		if _, err := throughput(ctx, client, []string{k.base + "/metrics"}, 4, 500*time.Millisecond); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fanOut subscribes many WebSocket clients to the pods watch, measures
+// memory per idle connection, then churns pods at a fixed rate and
+// measures delivery.
+func (r *runner) fanOut(ctx context.Context) error {
+	// Memory per idle socket: live heap plus goroutine stacks after GCs,
+	// before and after subscribing (RSS would also count the garbage the
+	// handshakes left, which no GC has reclaimed yet).
+	gcs := len(r.main.gcs())
+	if err := collectGarbage(ctx, r.main, gcs+3); err != nil {
+		return err
+	}
+	heapBefore, _ := r.main.liveHeap(gcs + 1)
+	stacksBefore := r.main.stacks()
+	rssBefore, err := r.main.rss()
+	if err != nil {
+		return err
+	}
+	subs, err := subscribe(ctx, r.main.base, r.o.Subscribers)
+	if err != nil {
+		return err
+	}
+	defer closeAll(subs)
+	time.Sleep(time.Second) // let the sockets settle
+	rssAfter, err := r.main.rss()
+	if err != nil {
+		return err
+	}
+	gcs = len(r.main.gcs())
+	if err := collectGarbage(ctx, r.main, gcs+3); err != nil {
+		return err
+	}
+	heapAfter, _ := r.main.liveHeap(gcs + 1)
+	stacksAfter := r.main.stacks()
+	perConn := (heapAfter - heapBefore + float64(stacksAfter-stacksBefore)) * 1024 / float64(len(subs))
+	f := absFigure("memory per idle WebSocket", "KiB", "<= 32 KiB", []float64{perConn}, func(v float64) bool { return v <= 32 })
+	f.Note = fmt.Sprintf("live heap + goroutine stacks after GC, delta over %d subscribers (snapshot=false), 1 MB resolution; RSS delta: %.1f KiB per socket",
+		len(subs), float64(rssAfter-rssBefore)/1024/float64(len(subs)))
+	r.add(f)
+
+	count := r.o.ChurnRate * int(r.o.ChurnTime/time.Second)
+	var fps, p99 []float64
+	var notes []string
+	for round := range r.o.slowRounds() {
+		beforeFrames := frameCounts(subs)
+		begin := time.Now()
+		res, err := churn(ctx, r.cs, r.p, round*count, count, r.o.ChurnRate)
+		if err != nil {
+			return err
+		}
+		out := collect(subs, beforeFrames, int64(res.Sent), begin, 30*time.Second)
+		r.logf("fan-out round %d: %d updates in %v, %d/%d frames, %.0f frames/s, p50 %v p99 %v, %d resyncs", round,
+			res.Sent, res.Duration.Round(time.Millisecond), out.Frames, out.Expected, out.FramesPerSec, out.P50, out.P99, out.Resyncs)
+		fps = append(fps, out.FramesPerSec)
+		p99 = append(p99, ms(out.P99))
+		notes = append(notes, fmt.Sprintf("%d/%d frames, %d resyncs, the API server took %.0f updates/s",
+			out.Frames, out.Expected, out.Resyncs, float64(res.Sent)/res.Duration.Seconds()))
+		if out.Resyncs > 0 {
+			break // those subscriptions have ended
+		}
+	}
+	offered := fmt.Sprintf("%d subscribers, %d pod updates/s for %v offered (%d frames/s); ", len(subs), r.o.ChurnRate, r.o.ChurnTime, r.o.ChurnRate*len(subs))
+	f = absFigure("stream fan-out frames/s", "frames/s", ">= 100000", fps, func(v float64) bool { return v >= 100000 })
+	f.Note = offered + strings.Join(notes, "; ")
+	r.add(f)
+	f = absFigure("stream event-to-client p99", "ms", "<= 100 ms", p99, func(v float64) bool { return v <= 100 })
+	f.Note = "from the update's send (API server write included) to the client's read"
+	r.add(f)
+	return nil
+}
+
+// upkeep runs a kubeindex without custom indexes beside the main one (five
+// indexes) and compares their CPU per event over the same churn.
+func (r *runner) upkeep(ctx context.Context) error {
+	bare, err := startKubeindex(r.kubeindex, r.dir, r.c.Kubeconfig, "kubeindex-noindex", podSelector, noIndexes)
+	if err != nil {
+		return err
+	}
+	r.track(bare.proc)
+	if _, err := bare.waitReady(ctx, 10*time.Minute); err != nil {
+		return err
+	}
+	var pairs [][2]float64
+	offset := r.p.n / 2
+	for round := range r.o.slowRounds() {
+		m0, err1 := r.main.cpu()
+		b0, err2 := bare.cpu()
+		if err := firstErr(err1, err2); err != nil {
+			return err
+		}
+		res, err := churn(ctx, r.cs, r.p, offset+round*r.o.UpkeepEvents, r.o.UpkeepEvents, 0)
+		if err != nil {
+			return err
+		}
+		rv := fmt.Sprint(res.LastRV)
+		if err := firstErr(r.main.waitRV(ctx, rv, time.Minute), bare.waitRV(ctx, rv, time.Minute)); err != nil {
+			return err
+		}
+		m1, err1 := r.main.cpu()
+		b1, err2 := bare.cpu()
+		if err := firstErr(err1, err2); err != nil {
+			return err
+		}
+		perM := float64(m1-m0) / float64(time.Microsecond) / float64(res.Sent)
+		perB := float64(b1-b0) / float64(time.Microsecond) / float64(res.Sent)
+		r.logf("upkeep round %d: %d events in %v; 5 indexes %.1f µs/event, none %.1f µs/event", round, res.Sent,
+			res.Duration.Round(time.Millisecond), perM, perB)
+		pairs = append(pairs, [2]float64{perM, perB})
+	}
+	f := pairFigure("index upkeep CPU per event", "µs", "same churn, no custom index", "ratio <= 1.3", pairs, kOverC, func(x float64) bool { return x <= 1.3 })
+	f.Note = fmt.Sprintf("%d updates per round, both processes watching the same pods at once; indexes ip, node, owner, label app, path spec.containers.#.image; CPU from /proc (10 ms ticks)", r.o.UpkeepEvents)
+	r.add(f)
+	return nil
+}
+
+func firstErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}

@@ -1,0 +1,67 @@
+// Command bench is make bench: it starts the real test cluster, seeds it
+// with -pods realistic pods and prints kubeindex's figures beside their
+// comparisons (see package bench), writing them as JSON to -out.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/kubeindex/kubeindex/test/bench"
+	"github.com/kubeindex/kubeindex/test/cluster"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var o bench.Options
+	flag.IntVar(&o.Pods, "pods", 50000, "pods to seed")
+	flag.IntVar(&o.Rounds, "rounds", 5, "rounds per figure (3 at most for sync and churn figures)")
+	flag.IntVar(&o.Concurrency, "concurrency", 16, "concurrent requests of the requests/s figures")
+	flag.DurationVar(&o.RoundTime, "round-time", 2*time.Second, "length of one requests/s round")
+	flag.IntVar(&o.Subscribers, "subscribers", 1000, "WebSocket subscribers of the fan-out")
+	flag.IntVar(&o.ChurnRate, "churn-rate", 150, "pod updates per second during the fan-out")
+	flag.DurationVar(&o.ChurnTime, "churn-time", 5*time.Second, "length of one fan-out churn round")
+	flag.IntVar(&o.UpkeepEvents, "upkeep-events", 3000, "pod updates per index upkeep round")
+	flag.StringVar(&o.Dir, "dir", "", "cluster state directory, kept (a rerun with the same -pods skips seeding); default a fresh temporary one")
+	flag.StringVar(&o.Out, "out", "bench/results.json", "where to write the results as JSON")
+	flag.Parse()
+	o.Log = os.Stderr
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	dir := o.Dir
+	if dir == "" {
+		d, err := os.MkdirTemp("", "kubeindex-bench-cluster-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	}
+	fmt.Fprintln(os.Stderr, "starting the test cluster in", dir)
+	c, err := cluster.Start(ctx, dir)
+	if err != nil {
+		return err
+	}
+	rep, err := bench.Run(ctx, c, o)
+	if serr := c.Stop(); serr != nil {
+		err = errors.Join(err, serr)
+	}
+	rep.Print(os.Stdout)
+	if o.Out != "" {
+		fmt.Println("results written to", o.Out)
+	}
+	return err
+}
