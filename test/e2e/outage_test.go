@@ -104,6 +104,17 @@ func TestAPIServerOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	ipBefore := lookup(t, k, kept.Status.PodIP)
+	// A dashboard's stream, open across the outage: what was deleted while
+	// kubeindex was cut off must reach it as DELETED (the informer learns
+	// of it from a relist, as a tombstone).
+	stream := subscribeSSE(t, k, "/api/v1/pods?watch=true")
+	eventually(t, converge, "the stream to hold the API server's pods before the outage", func() error {
+		want, err := api.list(ctx, podsR, "", nil)
+		if err != nil {
+			return err
+		}
+		return stream.matches(want)
+	})
 
 	px.setDown(true)
 	down := time.Now()
@@ -190,6 +201,13 @@ func TestAPIServerOutage(t *testing.T) {
 		}
 		if r := k.get(t, keptPath); freshnessOf(r) != fresh {
 			return fmt.Errorf("GET %s: headers %+v, want %+v", keptPath, freshnessOf(r), fresh)
+		}
+		want, err := api.list(ctx, podsR, "", nil)
+		if err != nil {
+			return err
+		}
+		if err := stream.matches(want); err != nil {
+			return fmt.Errorf("the stream open across the outage: %w", err)
 		}
 		return readyzSays(k, false)
 	})
