@@ -203,18 +203,27 @@ func (lw *listWatch) decodeList(body []byte) (*objectList, error) {
 func (lw *listWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	q := listQuery(opts, lw.labelSelector, lw.fieldSelector)
 	q.Set("watch", "true")
+	// The idle timer runs from the request on: a connection that never
+	// answers the request is as hung as one that stops mid-stream.
+	ctx, cancel := context.WithCancel(ctx)
+	d := &watchDecoder{res: lw.res, shape: lw.shape, conn: lw.conn, idleTimeout: lw.idleTimeout, cancel: cancel}
+	d.idle = time.AfterFunc(lw.idleTimeout, func() {
+		d.timedOut.Store(true)
+		cancel()
+	})
 	resp, err := lw.client.get(ctx, lw.client.collectionURL(lw.res, lw.namespace, q))
 	if err != nil {
+		d.idle.Stop()
+		cancel()
+		if d.timedOut.Load() {
+			err = fmt.Errorf("%s watch: no answer for %s: %w", lw.res.Plural, lw.idleTimeout, err)
+		}
 		lw.conn.failed(err)
 		return nil, err
 	}
+	d.body, d.dec = resp.Body, json.NewDecoder(resp.Body)
+	d.idle.Reset(lw.idleTimeout)
 	lw.conn.opened()
-	d := &watchDecoder{body: resp.Body, dec: json.NewDecoder(resp.Body), res: lw.res, shape: lw.shape,
-		conn: lw.conn, idleTimeout: lw.idleTimeout}
-	d.idle = time.AfterFunc(lw.idleTimeout, func() {
-		d.timedOut.Store(true)
-		resp.Body.Close()
-	})
 	return watch.NewStreamWatcher(d, &errorReporter{}), nil
 }
 
@@ -230,6 +239,7 @@ type watchDecoder struct {
 	idle        *time.Timer
 	idleTimeout time.Duration
 	timedOut    atomic.Bool
+	cancel      context.CancelFunc // ends the request, and with it the stream
 }
 
 type watchFrame struct {
@@ -272,6 +282,7 @@ func (d *watchDecoder) Decode() (watch.EventType, runtime.Object, error) {
 func (d *watchDecoder) Close() {
 	d.idle.Stop()
 	d.end(io.EOF)
+	d.cancel()
 	d.body.Close()
 }
 
