@@ -22,6 +22,7 @@ type proxy struct {
 
 	mu    sync.Mutex
 	down  bool
+	hung  bool // accept and hold connections, forward nothing
 	conns map[net.Conn]struct{}
 	wg    sync.WaitGroup
 }
@@ -68,9 +69,43 @@ func (p *proxy) pipe(c net.Conn) {
 	}
 	defer p.untrack(c, b)
 	done := make(chan struct{}, 2)
-	go func() { io.Copy(b, c); done <- struct{}{} }()
-	go func() { io.Copy(c, b); done <- struct{}{} }()
+	go func() { p.copy(b, c); done <- struct{}{} }()
+	go func() { p.copy(c, b); done <- struct{}{} }()
 	<-done
+}
+
+// copy forwards like io.Copy, except that while the proxy is hung it holds
+// what it read: the connection stays open and carries nothing.
+func (p *proxy) copy(dst io.Writer, src io.Reader) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			for p.isHung() {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (p *proxy) isHung() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.hung && !p.down
+}
+
+// setHung makes the proxy a black hole that keeps connections open (hung),
+// or lets data through again.
+func (p *proxy) setHung(hung bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.hung = hung
 }
 
 // track registers a connection pair, unless the proxy is down.
