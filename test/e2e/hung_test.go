@@ -38,7 +38,11 @@ func TestHungConnectionIsReplaced(t *testing.T) {
 		if f := freshnessOf(k.get(t, podsR.kiPath(ns, seeded.Pods[0].Name))); f != stale {
 			return fmt.Errorf("headers %+v, want %+v", f, stale)
 		}
-		return nil
+		if m := string(k.get(t, "/metrics").body); !strings.Contains(m, `kubeindex_stale{resource="pods"} 1`) ||
+			!strings.Contains(m, `kubeindex_watch_connected{resource="pods"} 0`) {
+			return fmt.Errorf("/metrics does not say pods are stale and disconnected")
+		}
+		return readyzSays(k, true)
 	})
 	t.Logf("stale %v after the connection hung (idle timeout %v)", time.Since(hung).Round(time.Millisecond), idle)
 
