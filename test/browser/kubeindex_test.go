@@ -2,11 +2,8 @@ package browser
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -18,69 +15,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
-)
 
-const modulePath = "github.com/kubeindex/kubeindex"
+	"github.com/kubeindex/kubeindex/test/kubeindexbin"
+)
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if built.dir != "" {
-		os.RemoveAll(built.dir)
-	}
+	kubeindexbin.Remove()
 	os.Exit(code)
-}
-
-var built struct {
-	once sync.Once
-	dir  string
-	bin  string
-	err  error
-}
-
-// kubeindexBinary builds cmd/kubeindex from the repository root once per
-// test binary.
-func kubeindexBinary(t *testing.T) string {
-	t.Helper()
-	built.once.Do(func() {
-		root, err := repoRoot()
-		if err != nil {
-			built.err = err
-			return
-		}
-		built.dir, built.err = os.MkdirTemp("", "kubeindex-browser-")
-		if built.err != nil {
-			return
-		}
-		built.bin = filepath.Join(built.dir, "kubeindex")
-		cmd := exec.Command("go", "build", "-o", built.bin, "./cmd/kubeindex")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			built.err = fmt.Errorf("go build ./cmd/kubeindex in %s: %v\n%s", root, err, out)
-		}
-	})
-	if built.err != nil {
-		t.Fatal(built.err)
-	}
-	return built.bin
-}
-
-// repoRoot walks up from the working directory to the kubeindex module.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && bytes.HasPrefix(b, []byte("module "+modulePath+"\n")) {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no kubeindex go.mod above the working directory")
-		}
-		dir = parent
-	}
 }
 
 // kubeindex is a running kubeindex process.
@@ -323,3 +265,15 @@ func (p *proxy) setBackend(addr string) {
 	defer p.mu.Unlock()
 	p.backend = addr
 }
+
+// kubeindexBinary is the binary built once for this test binary.
+func kubeindexBinary(t *testing.T) string {
+	t.Helper()
+	bin, err := kubeindexbin.Path()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+var repoRoot = kubeindexbin.RepoRoot

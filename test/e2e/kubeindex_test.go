@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,14 +11,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
-)
 
-// kubeindexModule is the service's module, two directories above this one.
-const kubeindexModule = "github.com/kubeindex/kubeindex"
+	"github.com/kubeindex/kubeindex/test/kubeindexbin"
+)
 
 // Timeouts for the kubeindex process.
 const (
@@ -27,68 +24,6 @@ const (
 	readyTimeout = 90 * time.Second // from serving to /readyz 200
 	stopTimeout  = 20 * time.Second // from SIGTERM to exit
 )
-
-var binary struct {
-	once sync.Once
-	dir  string
-	path string
-	err  error
-}
-
-// kubeindexBinary builds cmd/kubeindex from the repository root, once per
-// test binary, into a temporary directory that TestMain removes.
-func kubeindexBinary(t testing.TB) string {
-	t.Helper()
-	binary.once.Do(func() {
-		root, err := repoRoot()
-		if err != nil {
-			binary.err = err
-			return
-		}
-		if binary.dir, binary.err = os.MkdirTemp("", "kubeindex-e2e-"); binary.err != nil {
-			return
-		}
-		binary.path = filepath.Join(binary.dir, "kubeindex")
-		begin := time.Now()
-		cmd := exec.Command("go", "build", "-o", binary.path, "./cmd/kubeindex")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			binary.err = fmt.Errorf("go build ./cmd/kubeindex in %s: %v\n%s", root, err, out)
-			return
-		}
-		t.Logf("built kubeindex in %v", time.Since(begin).Round(time.Millisecond))
-	})
-	if binary.err != nil {
-		t.Fatal(binary.err)
-	}
-	return binary.path
-}
-
-func removeBinary() {
-	if binary.dir != "" {
-		os.RemoveAll(binary.dir)
-	}
-}
-
-// repoRoot walks up from the working directory (go test runs in the
-// package's directory) to the kubeindex module.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && bytes.HasPrefix(b, []byte("module "+kubeindexModule+"\n")) {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no " + kubeindexModule + " go.mod above the working directory")
-		}
-		dir = parent
-	}
-}
 
 // kubeindex is a running kubeindex process.
 type kubeindex struct {
@@ -306,3 +241,15 @@ func eventually(t testing.TB, timeout time.Duration, what string, check func() e
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// kubeindexBinary is the binary built once for this test binary.
+func kubeindexBinary(t testing.TB) string {
+	t.Helper()
+	bin, err := kubeindexbin.Path()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+var repoRoot = kubeindexbin.RepoRoot

@@ -15,10 +15,11 @@ import (
 	"testing"
 
 	"github.com/kubeindex/kubeindex/test/cluster"
+	"github.com/kubeindex/kubeindex/test/kubeindexbin"
 )
 
 func TestMain(m *testing.M) {
 	code := cluster.RunTests(m)
-	removeBinary()
+	kubeindexbin.Remove()
 	os.Exit(code)
 }
