@@ -65,6 +65,24 @@ func (c *Cache) ResourceStatus(name string) (Status, error) {
 	return r.status(), nil
 }
 
+// Freshness folds every resource's freshness, for answers that are not
+// about one resource: synced and connected only if all are, stale if any is,
+// the latest event; there is no single resource version. Unlike Resources
+// it does not count objects, so it costs nothing per object.
+func (c *Cache) Freshness() Freshness {
+	f := Freshness{Synced: true, WatchConnected: true, Simulated: c.opts.Simulated}
+	for _, r := range c.resources {
+		rf := r.freshness()
+		f.Synced = f.Synced && rf.Synced
+		f.WatchConnected = f.WatchConnected && rf.WatchConnected
+		f.Stale = f.Stale || rf.Stale
+		if rf.LastEvent.After(f.LastEvent) {
+			f.LastEvent = rf.LastEvent
+		}
+	}
+	return f
+}
+
 // Ready reports whether every resource has synced.
 func (c *Cache) Ready() bool {
 	for _, r := range c.resources {

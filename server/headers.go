@@ -50,24 +50,9 @@ func (s *Server) freshnessHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 		h := c.Response().Header()
 		c.Response().Before(func() {
 			if h.Get(HeaderStale) == "" {
-				setFreshness(h, aggregate(s.r.Resources(), s.opts.Simulated))
+				setFreshness(h, s.r.Freshness())
 			}
 		})
 		return next(c)
 	}
-}
-
-// aggregate folds every resource's freshness: synced and connected only if
-// all are, stale if any is. There is no single resource version.
-func aggregate(all []cache.Status, simulated bool) cache.Freshness {
-	f := cache.Freshness{Synced: true, WatchConnected: true, Simulated: simulated}
-	for _, st := range all {
-		f.Synced = f.Synced && st.Synced
-		f.WatchConnected = f.WatchConnected && st.WatchConnected
-		f.Stale = f.Stale || st.Stale
-		if st.LastEvent.After(f.LastEvent) {
-			f.LastEvent = st.LastEvent
-		}
-	}
-	return f
 }

@@ -44,7 +44,8 @@ func loadSpec(t *testing.T) *openapi3.T {
 // which is fine for tests that never reach a handler needing the cache.
 type noCache struct{ Reader }
 
-func (noCache) Resources() []cache.Status { return nil }
+func (noCache) Resources() []cache.Status  { return nil }
+func (noCache) Freshness() cache.Freshness { return cache.Freshness{} }
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 

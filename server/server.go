@@ -22,6 +22,8 @@ import (
 // be safe for concurrent use.
 type Reader interface {
 	Resources() []cache.Status
+	// Freshness is the whole cache's, cheap enough for every response.
+	Freshness() cache.Freshness
 	ResourceStatus(resource string) (cache.Status, error)
 	Ready() bool
 	Get(resource, namespace, name string) (*cache.Object, cache.Freshness, error)
