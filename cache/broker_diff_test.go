@@ -127,15 +127,6 @@ func applyOp(doc any, op string, path []string, v any) (any, error) {
 	return nil, fmt.Errorf("path into a scalar")
 }
 
-func mustDecode(t testing.TB, s string) any {
-	t.Helper()
-	v, err := decodeJSON([]byte(s))
-	if err != nil {
-		t.Fatalf("%s: %v", s, err)
-	}
-	return v
-}
-
 func TestDiffs(t *testing.T) {
 	tests := []struct {
 		name, old, cur  string

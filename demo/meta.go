@@ -181,19 +181,3 @@ func nested(m map[string]any, path ...string) map[string]any {
 	}
 	return m
 }
-
-// str returns the string at path in m, or "".
-func str(m map[string]any, path ...string) string {
-	for i, p := range path {
-		if i == len(path)-1 {
-			s, _ := m[p].(string)
-			return s
-		}
-		next, ok := m[p].(map[string]any)
-		if !ok {
-			return ""
-		}
-		m = next
-	}
-	return ""
-}
