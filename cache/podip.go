@@ -68,18 +68,19 @@ func (c *Cache) LookupIP(ip string) (IPLookup, error) {
 	if err != nil {
 		return out, err
 	}
-	for _, o := range res.Items {
-		out.Pods = append(out.Pods, summarisePod(o))
+	type found struct {
+		pod IPPod
+		obj *Object
 	}
-	order := make([]int, len(out.Pods))
-	for i := range order {
-		order[i] = i
+	all := make([]found, len(res.Items))
+	for i, o := range res.Items {
+		all[i] = found{summarisePod(o), o}
 	}
-	slices.SortStableFunc(order, func(a, b int) int { return comparePods(out.Pods[a], out.Pods[b]) })
-	for _, i := range order {
-		out.Items = append(out.Items, res.Items[i])
+	slices.SortFunc(all, func(a, b found) int { return comparePods(a.pod, b.pod) })
+	for _, f := range all {
+		out.Pods = append(out.Pods, f.pod)
+		out.Items = append(out.Items, f.obj)
 	}
-	slices.SortStableFunc(out.Pods, comparePods)
 	out.Match = classify(out.Pods)
 	if len(out.Pods) == 0 {
 		return out, fmt.Errorf("no pod has IP %s: %w", norm, ErrNotFound)
