@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/kubeindex/kubeindex/internal/jsonscan"
 )
 
 // objectList is what List hands the reflector: the page's metadata and its
@@ -58,12 +59,12 @@ func (lw *listWatch) Watch(opts metav1.ListOptions) (watch.Interface, error) {
 	return lw.WatchWithContext(context.Background(), opts)
 }
 
-// ListWithContext reads one page of the collection. A page that fits in
-// bufferedList bytes is parsed in place with gjson (the fast path); a larger
-// one — an API server serving from its watch cache ignores limit and sends
-// the whole collection at once — is decoded item by item as it arrives, so
-// memory holds the objects, never the whole response as well. A response
-// that sends nothing for listTimeout is abandoned as hung.
+// ListWithContext reads one page of the collection. The response is
+// decoded as it arrives, item by item, in one pass over each item's bytes:
+// an API server serving from its watch cache ignores limit and sends the
+// whole collection at once (hundreds of megabytes for 50,000 pods), and
+// memory then holds the objects, never the whole response as well. A
+// response that sends nothing for listTimeout is abandoned as hung.
 func (lw *listWatch) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -76,16 +77,7 @@ func (lw *listWatch) ListWithContext(ctx context.Context, opts metav1.ListOption
 		return nil, err
 	}
 	defer resp.Body.Close()
-	body := &idleReader{r: resp.Body, timer: idle, d: lw.listTimeout}
-	head, err := io.ReadAll(io.LimitReader(body, int64(bufferedList)+1))
-	var list *objectList
-	switch {
-	case err != nil:
-	case len(head) <= bufferedList:
-		list, err = lw.decodeList(head)
-	default:
-		list, err = lw.decodeListStream(io.MultiReader(bytes.NewReader(head), body))
-	}
+	list, err := lw.decodeList(&idleReader{r: resp.Body, timer: idle, d: lw.listTimeout})
 	if err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("nothing received for %s: %w", lw.listTimeout, err)
@@ -95,9 +87,6 @@ func (lw *listWatch) ListWithContext(ctx context.Context, opts metav1.ListOption
 	}
 	return list, nil
 }
-
-// bufferedList is the largest list response parsed in one piece.
-var bufferedList = 64 << 20 // a variable for tests
 
 // idleReader pushes a deadline back each time bytes arrive.
 type idleReader struct {
@@ -114,88 +103,71 @@ func (r *idleReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// decodeListStream reads {"metadata":…,"items":[…]} token by token, building
-// each object as soon as its bytes are read.
-func (lw *listWatch) decodeListStream(r io.Reader) (*objectList, error) {
-	dec := json.NewDecoder(r)
-	if err := expectDelim(dec, '{'); err != nil {
+// decodeList reads {"metadata":…,"items":[…]}, building each object as
+// soon as its bytes are in.
+func (lw *listWatch) decodeList(r io.Reader) (*objectList, error) {
+	s := newJSONStream(r, true)
+	if err := s.expect('{'); err != nil {
 		return nil, err
 	}
 	list := &objectList{}
-	for dec.More() {
-		key, err := dec.Token()
+	for first := true; ; first = false {
+		more, err := s.more('}', first)
+		if err != nil {
+			return nil, err
+		}
+		if !more {
+			return list, nil
+		}
+		key, err := s.key()
 		if err != nil {
 			return nil, err
 		}
 		switch key {
-		case "metadata":
-			if err := dec.Decode(&list.ListMeta); err != nil {
-				return nil, err
-			}
 		case "items":
-			if err := lw.decodeItems(dec, list); err != nil {
-				return nil, err
+			err = lw.decodeItems(s, list)
+		case "metadata":
+			var v []byte
+			if v, err = s.value(); err == nil {
+				err = json.Unmarshal(v, &list.ListMeta)
 			}
 		default:
-			var skip json.RawMessage
-			if err := dec.Decode(&skip); err != nil {
-				return nil, err
-			}
+			_, err = s.value()
+		}
+		if err != nil {
+			return nil, err
 		}
 	}
-	return list, expectDelim(dec, '}')
 }
 
-func (lw *listWatch) decodeItems(dec *json.Decoder, list *objectList) error {
-	if err := expectDelim(dec, '['); err != nil {
+func (lw *listWatch) decodeItems(s *jsonStream, list *objectList) error {
+	if c, err := s.peek(); err != nil {
+		return err
+	} else if c == 'n' { // "items": null
+		v, err := s.value()
+		if err == nil && string(v) != "null" {
+			err = fmt.Errorf("items: expected an array, got %.16q", v)
+		}
 		return err
 	}
-	for dec.More() {
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
+	if err := s.expect('['); err != nil {
+		return err
+	}
+	for first := true; ; first = false {
+		more, err := s.more(']', first)
+		if err != nil || !more {
 			return err
 		}
-		obj, err := lw.shape.Build(raw)
+		var obj *Object
+		err = s.parse(func(b []byte) (n int, err error) {
+			obj, n, err = lw.shape.build(b)
+			return n, err
+		})
 		if err != nil {
-			return fmt.Errorf("%s list item: %w", lw.res.Plural, err)
+			return fmt.Errorf("%s list item %d: %w", lw.res.Plural, len(list.Items), err)
 		}
 		list.Items = append(list.Items, obj)
 	}
-	return expectDelim(dec, ']')
-}
-
-func expectDelim(dec *json.Decoder, want json.Delim) error {
-	tok, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	if d, ok := tok.(json.Delim); !ok || d != want {
-		return fmt.Errorf("list response: expected %q, got %v", want, tok)
-	}
-	return nil
-}
-
-func (lw *listWatch) decodeList(body []byte) (*objectList, error) {
-	meta := gjson.GetManyBytes(body, "metadata.resourceVersion", "metadata.continue",
-		"metadata.remainingItemCount", "items")
-	list := &objectList{}
-	list.ResourceVersion = meta[0].Str
-	list.Continue = meta[1].Str
-	if meta[2].Exists() {
-		n := meta[2].Int()
-		list.RemainingItemCount = &n
-	}
-	var bad error
-	meta[3].ForEach(func(_, item gjson.Result) bool {
-		obj, err := lw.shape.Build([]byte(item.Raw))
-		if err != nil {
-			bad = fmt.Errorf("%s list item: %w", lw.res.Plural, err)
-			return false
-		}
-		list.Items = append(list.Items, obj)
-		return true
-	})
-	return list, bad
 }
 
 // WatchWithContext opens a watch stream. The stream is decoded frame by frame
@@ -221,7 +193,7 @@ func (lw *listWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptio
 		lw.conn.failed(err)
 		return nil, err
 	}
-	d.body, d.dec = resp.Body, json.NewDecoder(resp.Body)
+	d.body, d.stream = resp.Body, newJSONStream(resp.Body, false)
 	d.idle.Reset(lw.idleTimeout)
 	lw.conn.opened()
 	return watch.NewStreamWatcher(d, &errorReporter{}), nil
@@ -229,12 +201,12 @@ func (lw *listWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptio
 
 // watchDecoder reads newline-delimited watch events.
 type watchDecoder struct {
-	body  io.Closer
-	dec   *json.Decoder
-	res   *Resource
-	shape Shape
-	conn  *connState
-	ended sync.Once
+	body   io.Closer
+	stream *jsonStream
+	res    *Resource
+	shape  Shape
+	conn   *connState
+	ended  sync.Once
 
 	idle        *time.Timer
 	idleTimeout time.Duration
@@ -242,40 +214,77 @@ type watchDecoder struct {
 	cancel      context.CancelFunc // ends the request, and with it the stream
 }
 
-type watchFrame struct {
-	Type   watch.EventType `json:"type"`
-	Object json.RawMessage `json:"object"`
-}
-
-// Decode implements watch.Decoder.
+// Decode implements watch.Decoder: it reads one event,
+// {"type":…,"object":…}, walking its bytes once.
 func (d *watchDecoder) Decode() (watch.EventType, runtime.Object, error) {
-	var f watchFrame
-	if err := d.dec.Decode(&f); err != nil {
+	frame, err := d.stream.value()
+	if err == nil {
+		d.idle.Reset(d.idleTimeout)
+	}
+	var typ watch.EventType
+	var object []byte
+	if err == nil {
+		typ, object, err = readEvent(frame)
+	}
+	if err != nil {
 		if d.timedOut.Load() {
 			err = fmt.Errorf("%s watch sent nothing for %s: closed as hung", d.res.Plural, d.idleTimeout)
 		}
 		d.end(err)
 		return "", nil, err
 	}
-	d.idle.Reset(d.idleTimeout)
-	switch f.Type {
+	switch typ {
 	case watch.Added, watch.Modified, watch.Deleted:
-		obj, err := d.shape.Build(f.Object)
+		obj, err := d.shape.Build(object)
 		if err != nil {
-			return "", nil, fmt.Errorf("%s watch %s event: %w", d.res.Plural, f.Type, err)
+			return "", nil, fmt.Errorf("%s watch %s event: %w", d.res.Plural, typ, err)
 		}
-		return f.Type, obj, nil
+		return typ, obj, nil
 	case watch.Bookmark:
-		rv := gjson.GetBytes(f.Object, "metadata.resourceVersion").Str
-		return f.Type, &Object{resourceVersion: rv}, nil
+		rv := gjson.GetBytes(object, "metadata.resourceVersion").Str
+		return typ, &Object{resourceVersion: rv}, nil
 	case watch.Error:
 		st := &metav1.Status{}
-		if err := json.Unmarshal(f.Object, st); err != nil {
+		if err := json.Unmarshal(object, st); err != nil {
 			return "", nil, fmt.Errorf("%s watch error event: %w", d.res.Plural, err)
 		}
-		return f.Type, st, nil
+		return typ, st, nil
 	}
-	return "", nil, fmt.Errorf("%s watch: unknown event type %q", d.res.Plural, f.Type)
+	return "", nil, fmt.Errorf("%s watch: unknown event type %q", d.res.Plural, typ)
+}
+
+// readEvent takes the type and the object of a watch event.
+func readEvent(frame []byte) (watch.EventType, []byte, error) {
+	r, err := jsonscan.OpenObject(frame, 0)
+	if err != nil {
+		return "", nil, err
+	}
+	var typ string
+	var object []byte
+	for {
+		more, err := r.Next()
+		if err == jsonscan.ErrShort {
+			err = jsonscan.SyntaxError(frame, len(frame), "event cut short")
+		}
+		if err != nil {
+			return "", nil, err
+		}
+		if !more {
+			return watch.EventType(typ), object, nil
+		}
+		end, err := r.Skip()
+		if err != nil {
+			return "", nil, err
+		}
+		switch string(r.Key) {
+		case "type":
+			if typ, err = jsonscan.String(frame[r.ValAt:end]); err != nil {
+				return "", nil, fmt.Errorf("event type: %w", err)
+			}
+		case "object":
+			object = frame[r.ValAt:end]
+		}
+	}
 }
 
 // Close implements watch.Decoder.

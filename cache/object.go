@@ -3,6 +3,8 @@ package cache
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"math"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -10,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubeindex/kubeindex/internal/jsonscan"
 )
 
 // Object is one cached Kubernetes object: its JSON bytes, with
@@ -22,6 +26,25 @@ type Object struct {
 	namespace, name string
 	resourceVersion string
 	uid             string
+	// where in raw the values of metadata, spec and status are (to == 0:
+	// absent or unknown), so that index functions go straight to them.
+	sections [3]struct{ from, to uint32 }
+}
+
+// sectionNames are the top-level members whose place Build records.
+var sectionNames = [3]string{"metadata", "spec", "status"}
+
+// member returns the value of the top-level member key, or nil.
+func (o *Object) member(key string) []byte {
+	for i, name := range sectionNames {
+		if name == key {
+			if sec := o.sections[i]; sec.to != 0 {
+				return o.raw[sec.from:sec.to]
+			}
+			break
+		}
+	}
+	return jsonscan.Member(o.raw, key)
 }
 
 // Raw returns the object's JSON. The caller must not modify it.
@@ -88,94 +111,289 @@ type Shape struct {
 
 // Build turns API-server JSON into an immutable Object; see NewObject.
 func (s Shape) Build(raw []byte) (*Object, error) {
-	apiVersion, kind := s.APIVersion, s.Kind
-	raw = bytes.TrimSpace(raw)
-	if len(raw) < 2 || raw[0] != '{' {
+	o, n, err := s.build(raw)
+	if err == jsonscan.ErrShort {
 		return nil, errNotObject
 	}
-	meta := gjson.GetManyBytes(raw, "metadata.namespace", "metadata.name",
-		"metadata.resourceVersion", "metadata.uid")
-	if meta[1].Str == "" {
-		return nil, errNotObject
+	if err == nil && jsonscan.SkipSpace(raw, n) != len(raw) {
+		err = jsonscan.SyntaxError(raw, jsonscan.SkipSpace(raw, n), "data after the object")
 	}
-	o := &Object{
-		namespace:       strings.Clone(meta[0].Str),
-		name:            strings.Clone(meta[1].Str),
-		resourceVersion: strings.Clone(meta[2].Str),
-		uid:             strings.Clone(meta[3].Str),
-	}
-	hasKind, hasAPIVersion := topLevelKinds(raw)
-	var prefix []byte
-	if !hasKind && kind != "" {
-		prefix = append(prefix, `"kind":`...)
-		prefix = gjson.AppendJSONString(prefix, kind)
-		prefix = append(prefix, ',')
-	}
-	if !hasAPIVersion && apiVersion != "" {
-		prefix = append(prefix, `"apiVersion":`...)
-		prefix = gjson.AppendJSONString(prefix, apiVersion)
-		prefix = append(prefix, ',')
-	}
-	o.raw = stripManagedFields(raw, prefix)
-	for _, path := range s.Drop {
-		var err error
-		if o.raw, err = removePath(o.raw, path); err != nil {
-			return nil, err
-		}
-	}
-	return o, nil
+	return o, err
 }
 
-// topLevelKinds reports whether raw has the keys kind and apiVersion. It
-// walks the object once, stopping when both are found: list items lack
-// both, and looking them up one at a time would walk every item twice.
-func topLevelKinds(raw []byte) (kind, apiVersion bool) {
-	gjson.ParseBytes(raw).ForEach(func(k, _ gjson.Result) bool {
-		switch k.Str {
+// build reads the object at the start of b (after any space) and returns
+// it with the number of bytes it took, or jsonscan.ErrShort if b ends
+// before the object does. It walks the object once: the top-level keys, and the
+// members of metadata, where it takes the key fields and finds
+// managedFields to cut out.
+func (s Shape) build(b []byte) (*Object, int, error) {
+	r, err := jsonscan.OpenObject(b, 0)
+	if err == jsonscan.ErrNotObject {
+		return nil, 0, errNotObject
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	start := jsonscan.SkipSpace(b, 0)
+	o := &Object{}
+	var hasKind, hasAPIVersion bool
+	var cuts spans       // managedFields, each with one comma
+	var sections [3]span // in b
+	for {
+		more, err := r.Next()
+		if err != nil {
+			return nil, 0, err
+		}
+		if !more {
+			break
+		}
+		switch string(r.Key) {
 		case "kind":
-			kind = true
+			hasKind = true
 		case "apiVersion":
-			apiVersion = true
+			hasAPIVersion = true
+		case "metadata":
+			var end int
+			if end, err = o.readMetadata(b, r.ValAt, &cuts); err != nil {
+				return nil, 0, err
+			}
+			r.Done(end)
+			if sections[0].to == 0 {
+				sections[0] = span{r.ValAt, end}
+			}
+			continue
 		}
-		return !kind || !apiVersion
-	})
-	return kind, apiVersion
-}
-
-// stripManagedFields returns a fresh copy of raw with prefix inserted right
-// after the opening brace and metadata.managedFields cut out. The cut is done
-// on the bytes, locating the key in front of the value gjson found; anything
-// unexpected there leaves the object whole rather than risk corrupting it.
-func stripManagedFields(raw, prefix []byte) []byte {
-	cutFrom, cutTo := managedFieldsSpan(raw)
-	out := make([]byte, 0, len(raw)+len(prefix)-(cutTo-cutFrom))
-	out = append(out, '{')
-	out = append(out, prefix...)
-	out = append(out, raw[1:cutFrom]...)
-	out = append(out, raw[cutTo:]...)
-	return out
-}
-
-// managedFieldsSpan returns the byte range to delete, including one adjacent
-// comma, or an empty range at 1 when there is nothing (safe) to delete.
-func managedFieldsSpan(raw []byte) (from, to int) {
-	r := gjson.GetBytes(raw, "metadata.managedFields")
-	if from, to, ok := keySpan(raw, r, "managedFields"); ok {
-		return from, to
+		end, err := r.Skip()
+		if err != nil {
+			return nil, 0, err
+		}
+		for i, name := range sectionNames[1:] {
+			if string(r.Key) == name && sections[i+1].to == 0 {
+				sections[i+1] = span{r.ValAt, end}
+			}
+		}
 	}
-	return 1, 1
+	if o.name == "" {
+		return nil, 0, errNotObject
+	}
+	raw, end := b[start:r.End()], r.End()
+	var kind, apiVersion string
+	size := len(raw)
+	if !hasKind && s.Kind != "" {
+		kind = s.Kind
+		size += len(`"kind":,`) + jsonStringLen(kind)
+	}
+	if !hasAPIVersion && s.APIVersion != "" {
+		apiVersion = s.APIVersion
+		size += len(`"apiVersion":,`) + jsonStringLen(apiVersion)
+	}
+	for _, c := range cuts.all() {
+		size -= c.to - c.from
+	}
+	out := make([]byte, 0, size)
+	out = append(out, '{')
+	if kind != "" {
+		out = append(out, `"kind":`...)
+		out = append(gjson.AppendJSONString(out, kind), ',')
+	}
+	if apiVersion != "" {
+		out = append(out, `"apiVersion":`...)
+		out = append(gjson.AppendJSONString(out, apiVersion), ',')
+	}
+	prefixLen := len(out) - 1
+	at := 1
+	for _, c := range cuts.all() {
+		out = append(out, raw[at:c.from-start]...)
+		at = c.to - start
+	}
+	o.raw = append(out, raw[at:]...)
+	if len(s.Drop) == 0 && len(o.raw) <= math.MaxUint32 {
+		// Map the sections into raw: shifted by the prefix, less the cuts
+		// before each position (all inside metadata).
+		pos := func(p int) uint32 {
+			q := p - start + prefixLen
+			for _, c := range cuts.all() {
+				if c.to <= p {
+					q -= c.to - c.from
+				}
+			}
+			return uint32(q)
+		}
+		for i, sec := range sections {
+			if sec.to != 0 {
+				o.sections[i].from, o.sections[i].to = pos(sec.from), pos(sec.to)
+			}
+		}
+	}
+	for _, path := range s.Drop { // redactions move things: sections stay unknown
+		if o.raw, err = removePath(o.raw, path); err != nil {
+			return nil, 0, err
+		}
+	}
+	return o, end, nil
+}
+
+// span is a range of bytes, [from, to).
+type span struct{ from, to int }
+
+// spans holds ranges in increasing order, merging one that overlaps the
+// last. The first two need no allocation.
+type spans struct {
+	n     int
+	first [2]span
+	more  []span
+}
+
+func (s *spans) add(c span) {
+	if last := s.last(); last != nil && c.from <= last.to {
+		last.to = max(last.to, c.to)
+		return
+	}
+	if s.n < len(s.first) {
+		s.first[s.n] = c
+	} else {
+		if s.more == nil {
+			s.more = append([]span(nil), s.first[:]...)
+		}
+		s.more = append(s.more, c)
+	}
+	s.n++
+}
+
+func (s *spans) last() *span {
+	switch {
+	case s.n == 0:
+		return nil
+	case s.more != nil:
+		return &s.more[len(s.more)-1]
+	}
+	return &s.first[s.n-1]
+}
+
+func (s *spans) all() []span {
+	if s.more != nil {
+		return s.more
+	}
+	return s.first[:s.n]
+}
+
+// jsonStringLen is the length of s as gjson.AppendJSONString writes it.
+func jsonStringLen(s string) int {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < ' ' || c > '~' || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return len(gjson.AppendJSONString(nil, s))
+		}
+	}
+	return len(s) + 2
+}
+
+// readMetadata reads the metadata object at b[at:]: the key fields into o,
+// all four in one allocation, and the spans that remove managedFields (each
+// with one adjacent comma) into cuts. It returns where the object ends.
+func (o *Object) readMetadata(b []byte, at int, cuts *spans) (end int, err error) {
+	r, err := jsonscan.OpenObject(b, at)
+	if err == jsonscan.ErrNotObject {
+		return 0, fmt.Errorf("metadata: %w", jsonscan.SyntaxError(b, at, "not an object"))
+	}
+	if err != nil {
+		return 0, err
+	}
+	var fields [4][]byte // namespace, name, resourceVersion, uid: JSON strings
+	keptEnd := -1        // where the value of the last member kept ends
+	for {
+		more, err := r.Next()
+		if err != nil {
+			return 0, err
+		}
+		if !more {
+			break
+		}
+		slot := -1
+		switch string(r.Key) {
+		case "namespace":
+			slot = 0
+		case "name":
+			slot = 1
+		case "resourceVersion":
+			slot = 2
+		case "uid":
+			slot = 3
+		}
+		valEnd, err := r.Skip()
+		if err != nil {
+			return 0, err
+		}
+		if string(r.Key) == "managedFields" {
+			c, err := memberSpan(b, r.KeyAt, valEnd, keptEnd)
+			if err != nil {
+				return 0, err
+			}
+			cuts.add(c)
+			continue
+		}
+		keptEnd = valEnd
+		if v := b[r.ValAt:valEnd]; slot >= 0 && v[0] == '"' { // null or not a string: as absent
+			fields[slot] = v
+		}
+	}
+	if err := o.setKeys(fields); err != nil {
+		return 0, fmt.Errorf("metadata: %w", err)
+	}
+	return r.End(), nil
+}
+
+// setKeys decodes the JSON strings namespace, name, resourceVersion and
+// uid into one allocation shared by the four fields.
+func (o *Object) setKeys(fields [4][]byte) error {
+	var plain [4][]byte
+	size := 0
+	for i, f := range fields {
+		if len(f) == 0 {
+			continue
+		}
+		if bytes.IndexByte(f, '\\') >= 0 {
+			s, err := jsonscan.String(f)
+			if err != nil {
+				return err
+			}
+			plain[i] = []byte(s)
+		} else {
+			plain[i] = f[1 : len(f)-1]
+		}
+		size += len(plain[i])
+	}
+	var all strings.Builder
+	all.Grow(size)
+	for _, p := range plain {
+		all.Write(p)
+	}
+	s := all.String()
+	n0, n1, n2 := len(plain[0]), len(plain[0])+len(plain[1]), len(plain[0])+len(plain[1])+len(plain[2])
+	o.namespace, o.name, o.resourceVersion, o.uid = s[:n0], s[n0:n1], s[n1:n2], s[n2:]
+	return nil
+}
+
+// memberSpan is the bytes to delete to remove the member from keyAt to
+// valEnd: from the end of the last member kept before it (taking the comma
+// after that), or, when none was, from its key to the start of the next
+// member, or to the value's end when it is the last.
+func memberSpan(b []byte, keyAt, valEnd, keptEnd int) (span, error) {
+	if keptEnd >= 0 {
+		return span{keptEnd, valEnd}, nil
+	}
+	i := jsonscan.SkipSpace(b, valEnd)
+	switch {
+	case i >= len(b):
+		return span{}, jsonscan.ErrShort
+	case b[i] == ',':
+		return span{keyAt, jsonscan.SkipSpace(b, i+1)}, nil
+	}
+	return span{keyAt, valEnd}, nil // the last member ('}' is checked by the caller's next)
 }
 
 func skipSpaceBack(b []byte, i int) int {
 	for i >= 0 && isSpace(b[i]) {
 		i--
-	}
-	return i
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && isSpace(b[i]) {
-		i++
 	}
 	return i
 }

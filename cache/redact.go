@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/kubeindex/kubeindex/internal/jsonscan"
 )
 
 // secretFields are dropped from Secrets unless Spec.AllowSecretData is set:
@@ -115,7 +117,7 @@ func keySpan(raw []byte, r gjson.Result, key string) (from, to int, ok bool) {
 	case ',':
 		return before, valEnd, true
 	case '{':
-		after := skipSpace(raw, valEnd)
+		after := jsonscan.SkipSpace(raw, valEnd)
 		if after < len(raw) && raw[after] == ',' {
 			return keyStart, after + 1, true
 		}

@@ -2,9 +2,12 @@ package indexers
 
 import (
 	"net/netip"
+	"strconv"
 	"strings"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/kubeindex/kubeindex/internal/jsonscan"
 )
 
 // Func computes the index values of one stored object from its JSON bytes.
@@ -31,6 +34,30 @@ func (s Spec) Func() Func {
 	return func([]byte) []string { return nil }
 }
 
+// Rooted returns the top-level member of the object the index reads, and
+// the index function over that member's value: f(value of root) equals
+// Func()(object). A cache that knows where an object's metadata, spec and
+// status are can then skip straight to them. root is "" when the index
+// may read anywhere; f is then Func().
+func (s Spec) Rooted() (root string, f Func) {
+	s = s.Normalized()
+	switch s.Type {
+	case PodIP:
+		return "status", podIPsIn
+	case NodeName:
+		return "spec", walkValues([]string{"nodeName"})
+	case Owner:
+		return "metadata", ownersIn
+	case Label:
+		return "metadata", labelIn(s.Label)
+	case Path:
+		if steps, ok := plainPath(s.Path); ok && steps[0] != "#" {
+			return steps[0], walkValues(steps[1:])
+		}
+	}
+	return "", s.Func()
+}
+
 // NormalizeValue turns a value from a query into the form the index stores,
 // so that "fd00::0001" finds an object indexed under "fd00::1". ok is false
 // when the value can never match (an IP index asked for something that is
@@ -52,13 +79,30 @@ func NormalizeIP(v string) (string, bool) {
 	return addr.WithZone("").Unmap().String(), true
 }
 
+// The functions below walk the stored bytes with jsonscan, which skips
+// the parts of an object a lookup does not need (managedFields-free pods
+// are mostly spec and status strings) several times faster than gjson.
+// gjson still evaluates the paths jsonscan does not cover, and is the
+// oracle the tests hold these functions to.
+
 // podIPs reads status.podIPs[*].ip and status.podIP. The two usually agree
 // (podIP is podIPs[0]); values are deduplicated after normalisation.
-func podIPs(raw []byte) []string {
-	res := gjson.GetManyBytes(raw, "status.podIP", "status.podIPs.#.ip")
+func podIPs(raw []byte) []string { return podIPsIn(jsonscan.Member(raw, "status")) }
+
+func podIPsIn(status []byte) []string {
+	if status == nil {
+		return nil
+	}
 	var out []string
-	add := func(v string) {
-		ip, ok := NormalizeIP(v)
+	add := func(v []byte) {
+		if len(v) == 0 || v[0] != '"' {
+			return
+		}
+		s, err := jsonscan.String(v)
+		if err != nil {
+			return
+		}
+		ip, ok := NormalizeIP(s)
 		if !ok {
 			return
 		}
@@ -69,30 +113,37 @@ func podIPs(raw []byte) []string {
 		}
 		out = append(out, ip)
 	}
-	if res[0].Type == gjson.String {
-		add(res[0].Str)
-	}
-	res[1].ForEach(func(_, v gjson.Result) bool {
-		if v.Type == gjson.String {
-			add(v.Str)
-		}
+	add(jsonscan.Member(status, "podIP"))
+	jsonscan.Elements(jsonscan.Member(status, "podIPs"), func(e []byte) bool {
+		add(jsonscan.Member(e, "ip"))
 		return true
 	})
 	return out
 }
 
-// Values are cloned because gjson results share memory with larger buffers,
-// and an index keeps its value strings for as long as any object has them.
+// Values are cloned (or freshly decoded) because an index keeps its value
+// strings for as long as any object has them: one sharing the bytes of a
+// stored object would keep that whole object alive.
 
 // owners yields, for every owner reference, its UID and "Kind/name".
-func owners(raw []byte) []string {
+func owners(raw []byte) []string { return ownersIn(jsonscan.Member(raw, "metadata")) }
+
+func ownersIn(metadata []byte) []string {
 	var out []string
-	gjson.GetBytes(raw, "metadata.ownerReferences").ForEach(func(_, ref gjson.Result) bool {
-		if uid := ref.Get("uid").Str; uid != "" {
-			out = append(out, strings.Clone(uid))
+	refs := jsonscan.Member(metadata, "ownerReferences")
+	jsonscan.Elements(refs, func(ref []byte) bool {
+		str := func(key string) string {
+			v := jsonscan.Member(ref, key)
+			if len(v) == 0 || v[0] != '"' {
+				return ""
+			}
+			s, _ := jsonscan.String(v)
+			return s
 		}
-		kind, name := ref.Get("kind").Str, ref.Get("name").Str
-		if kind != "" && name != "" {
+		if uid := str("uid"); uid != "" {
+			out = append(out, uid)
+		}
+		if kind, name := str("kind"), str("name"); kind != "" && name != "" {
 			out = append(out, kind+"/"+name)
 		}
 		return true
@@ -100,30 +151,120 @@ func owners(raw []byte) []string {
 	return out
 }
 
-// labelValue finds the key by iterating over the labels object rather than
-// building a gjson path, so keys with dots and slashes need no escaping.
+// labelValue finds the key among the labels' own keys rather than through
+// a path, so keys with dots and slashes need no escaping.
 func labelValue(key string) Func {
-	return func(raw []byte) []string {
-		var out []string
-		gjson.GetBytes(raw, "metadata.labels").ForEach(func(k, v gjson.Result) bool {
-			if k.Str == key {
-				out = []string{strings.Clone(v.String())}
-				return false
-			}
-			return true
-		})
-		return out
+	in := labelIn(key)
+	return func(raw []byte) []string { return in(jsonscan.Member(raw, "metadata")) }
+}
+
+func labelIn(key string) Func {
+	return func(metadata []byte) []string {
+		v := jsonscan.Member(jsonscan.Member(metadata, "labels"), key)
+		if v == nil {
+			return nil
+		}
+		return []string{scalarString(v)}
 	}
+}
+
+// scalarString is gjson's String of a value: strings decoded, numbers and
+// literals as written (null as ""), objects and arrays as their JSON.
+func scalarString(v []byte) string {
+	if len(v) > 0 && v[0] == '"' {
+		if s, err := jsonscan.String(v); err == nil {
+			return s
+		}
+	}
+	return strings.Clone(gjson.ParseBytes(v).String())
 }
 
 // pathValues flattens whatever the path selects: scalars become their string
 // form, arrays are walked recursively, null and missing select nothing,
-// objects are indexed by their compact JSON.
+// objects are indexed by their compact JSON. Paths of plain keys, array
+// positions and # over arrays are walked with jsonscan; any other gjson
+// syntax is left to gjson.
 func pathValues(path string) Func {
+	steps, ok := plainPath(path)
+	if !ok {
+		return func(raw []byte) []string {
+			var out []string
+			flatten(gjson.GetBytes(raw, path), &out, 0)
+			return dedupe(out)
+		}
+	}
+	return walkValues(steps)
+}
+
+// walkValues is pathValues for steps plainPath accepted.
+func walkValues(steps []string) Func {
 	return func(raw []byte) []string {
 		var out []string
-		flatten(gjson.GetBytes(raw, path), &out, 0)
+		walkPath(raw, steps, func(v []byte) {
+			flatten(gjson.ParseBytes(v), &out, 0)
+		})
 		return dedupe(out)
+	}
+}
+
+// plainPath splits a path made only of keys (letters, digits, '-', '_',
+// '/'), array positions and '#' followed by more steps.
+func plainPath(path string) ([]string, bool) {
+	steps := strings.Split(path, ".")
+	for i, s := range steps {
+		if s == "" {
+			return nil, false
+		}
+		if s == "#" {
+			if i == len(steps)-1 || i == 0 {
+				return nil, false // a count, not values
+			}
+			continue
+		}
+		for _, c := range []byte(s) {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '/') {
+				return nil, false
+			}
+		}
+	}
+	return steps, true
+}
+
+// walkPath calls found with each value the steps select from v, in
+// document order, as gjson does: a key selects an object member, digits
+// also an array element, and # each element of an array.
+func walkPath(v []byte, steps []string, found func([]byte)) {
+	if len(v) == 0 {
+		return
+	}
+	if len(steps) == 0 {
+		found(v)
+		return
+	}
+	step := steps[0]
+	switch i := jsonscan.SkipSpace(v, 0); {
+	case i < len(v) && v[i] == '{':
+		walkPath(jsonscan.Member(v, step), steps[1:], found)
+	case i < len(v) && v[i] == '[':
+		if step == "#" {
+			jsonscan.Elements(v, func(e []byte) bool {
+				walkPath(e, steps[1:], found)
+				return true
+			})
+			return
+		}
+		n, err := strconv.Atoi(step)
+		if err != nil || n < 0 {
+			return
+		}
+		jsonscan.Elements(v, func(e []byte) bool {
+			if n == 0 {
+				walkPath(e, steps[1:], found)
+				return false
+			}
+			n--
+			return true
+		})
 	}
 }
 

@@ -1,0 +1,365 @@
+// Package jsonscan walks JSON text without decoding it: it finds where
+// values end, steps through an object's members and decodes the odd string,
+// in one pass and with no allocation. kubeindex reads API-server responses
+// and evaluates its indexes with it. It checks structure (strings closed,
+// brackets balanced and matched, members separated by commas, keys followed
+// by colons) but not the spelling of numbers and literals, which it never
+// interprets.
+package jsonscan
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// ErrShort means the bytes end inside the value: read more and scan again.
+var ErrShort = errors.New("JSON value is incomplete")
+
+// ErrNotObject is OpenObject's answer for a value that is not an object.
+var ErrNotObject = errors.New("not a JSON object")
+
+// maxNesting bounds nesting, as encoding/json does.
+const maxNesting = 10000
+
+func SyntaxError(b []byte, i int, msg string) error {
+	i = max(0, min(i, len(b)))
+	return fmt.Errorf("invalid JSON at byte %d near %q: %s", i, b[i:min(len(b), i+16)], msg)
+}
+
+// Bytes the Scanner must look at: inside a string, the quote and the
+// escape; outside, the quote and the brackets. Every other byte is passed
+// over by a loop that does nothing else.
+var (
+	stopInString  = [256]bool{'"': true, '\\': true}
+	stopStructure = [256]bool{'"': true, '{': true, '}': true, '[': true, ']': true}
+)
+
+// inString returns the index of the first quote or backslash in b at or
+// after i, or len(b). The loop is unrolled by hand: most strings in
+// Kubernetes objects are short, where a word-at-a-time test or a call to
+// bytes.IndexByte costs more than it saves.
+func inString(b []byte, i int) int {
+	for i+4 <= len(b) {
+		if stopInString[b[i]] {
+			return i
+		}
+		if stopInString[b[i+1]] {
+			return i + 1
+		}
+		if stopInString[b[i+2]] {
+			return i + 2
+		}
+		if stopInString[b[i+3]] {
+			return i + 3
+		}
+		i += 4
+	}
+	for i < len(b) && !stopInString[b[i]] {
+		i++
+	}
+	return i
+}
+
+// Value returns the length of the JSON value b starts with (no leading
+// space), ErrShort when b ends before the value does, or a syntax error.
+// A number or literal at the very end of b is reported as ErrShort: more
+// digits could follow.
+func Value(b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, ErrShort
+	}
+	switch b[0] {
+	case '"':
+		return StringEnd(b)
+	case '{', '[':
+		var s Scanner
+		return s.Composite(b)
+	}
+	for i, c := range b {
+		switch c {
+		case ',', '}', ']', ' ', '\n', '\t', '\r':
+			if i == 0 {
+				return 0, SyntaxError(b, 0, "expected a value")
+			}
+			return i, nil
+		case '"', '{', '[', ':':
+			return 0, SyntaxError(b, i, "unexpected character in a literal")
+		}
+	}
+	return 0, ErrShort
+}
+
+// StringEnd returns the length of the string b starts with (b[0] == '"').
+func StringEnd(b []byte) (int, error) {
+	i := 1
+	for {
+		i = inString(b, i)
+		if i >= len(b) {
+			return 0, ErrShort
+		}
+		if b[i] == '"' {
+			return i + 1, nil
+		}
+		i += 2 // the escape and the character it escapes
+	}
+}
+
+// Scanner finds the end of an object or array. It can resume: given the
+// same value again with more bytes after an ErrShort, it continues where
+// it stopped, so a value arriving in many small reads is scanned once.
+type Scanner struct {
+	pos   int  // bytes of the value scanned so far
+	inStr bool // pos is inside a string
+	depth int
+	// The open brackets: the first 64 levels here, deeper ones in deep.
+	stack [64]byte
+	deep  []byte
+}
+
+// Reset makes the next Composite start a new value.
+func (s *Scanner) Reset() { s.pos = 0 }
+
+func (s *Scanner) push(c byte) {
+	if s.depth < len(s.stack) {
+		s.stack[s.depth] = c
+	} else {
+		s.deep = append(s.deep[:s.depth-len(s.stack)], c)
+	}
+	s.depth++
+}
+
+func (s *Scanner) top() byte {
+	if s.depth <= len(s.stack) {
+		return s.stack[s.depth-1]
+	}
+	return s.deep[s.depth-1-len(s.stack)]
+}
+
+// Composite returns the length of the object or array b starts with, or
+// ErrShort (scanning then resumes at the same place in a longer b).
+func (s *Scanner) Composite(b []byte) (int, error) {
+	if s.pos == 0 {
+		s.depth, s.inStr = 0, false
+	}
+	i := s.pos
+	for i < len(b) {
+		if s.inStr {
+			i = inString(b, i)
+			if i >= len(b) {
+				break
+			}
+			if b[i] == '\\' {
+				if i+1 >= len(b) {
+					break // resume at the backslash
+				}
+				i += 2
+				continue
+			}
+			s.inStr = false
+			i++
+			continue
+		}
+		c := b[i]
+		if !stopStructure[c] {
+			i++
+			continue
+		}
+		switch c {
+		case '"':
+			s.inStr = true
+		case '{', '[':
+			if s.depth == maxNesting {
+				return 0, SyntaxError(b, i, "nested too deeply")
+			}
+			s.push(c)
+		default: // '}', ']'
+			if s.depth == 0 || c != s.top()+2 { // '{'+2 == '}', '['+2 == ']'
+				return 0, SyntaxError(b, i, "mismatched bracket")
+			}
+			s.depth--
+			if s.depth == 0 {
+				s.pos = 0
+				return i + 1, nil
+			}
+		}
+		i++
+	}
+	s.pos = i
+	return 0, ErrShort
+}
+
+func SkipSpace(b []byte, i int) int {
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	return i
+}
+
+// Object walks the members of a JSON object in b, one at a time:
+// next positions it on a member's value, which the caller then passes over
+// with skip, or walks itself and reports the end of with done. Any method
+// returns ErrShort when b ends before the object does.
+type Object struct {
+	b       []byte
+	i       int // the next byte to read
+	members int
+	// The current member: its raw key (quotes off, escapes kept), where the
+	// key's quote is, and where its value starts.
+	Key          []byte
+	KeyAt, ValAt int
+}
+
+// OpenObject starts reading the object at b[at:] (after any space).
+func OpenObject(b []byte, at int) (Object, error) {
+	i := SkipSpace(b, at)
+	if i >= len(b) {
+		return Object{}, ErrShort
+	}
+	if b[i] != '{' {
+		return Object{}, ErrNotObject
+	}
+	return Object{b: b, i: i + 1}, nil
+}
+
+// next moves to the next member: false at the closing brace, after which
+// end() is just past it.
+func (r *Object) Next() (bool, error) {
+	b := r.b
+	i := SkipSpace(b, r.i)
+	if i >= len(b) {
+		return false, ErrShort
+	}
+	if b[i] == '}' {
+		r.i = i + 1
+		return false, nil
+	}
+	if r.members > 0 {
+		if b[i] != ',' {
+			return false, SyntaxError(b, i, "expected ',' or '}'")
+		}
+		if i = SkipSpace(b, i+1); i >= len(b) {
+			return false, ErrShort
+		}
+	}
+	if b[i] != '"' {
+		return false, SyntaxError(b, i, "expected a key")
+	}
+	n, err := StringEnd(b[i:])
+	if err != nil {
+		return false, err
+	}
+	r.Key, r.KeyAt = b[i+1:i+n-1], i
+	if i = SkipSpace(b, i+n); i >= len(b) {
+		return false, ErrShort
+	}
+	if b[i] != ':' {
+		return false, SyntaxError(b, i, "expected ':'")
+	}
+	if i = SkipSpace(b, i+1); i >= len(b) {
+		return false, ErrShort
+	}
+	r.ValAt = i
+	r.members++
+	return true, nil
+}
+
+// skip passes over the current member's value and returns where it ends.
+func (r *Object) Skip() (int, error) {
+	n, err := Value(r.b[r.ValAt:])
+	if err != nil {
+		return 0, err
+	}
+	r.i = r.ValAt + n
+	return r.i, nil
+}
+
+// done records that the caller read the current value up to valEnd.
+func (r *Object) Done(valEnd int) { r.i = valEnd }
+
+// end is where reading stopped: after the closing brace once next
+// returned false.
+func (r *Object) End() int { return r.i }
+
+// String decodes the JSON string value s (with its quotes). Strings
+// without escapes, nearly all in Kubernetes objects, are copied as they
+// are.
+func String(s []byte) (string, error) {
+	if len(s) < 2 || s[0] != '"' {
+		return "", fmt.Errorf("expected a string, got %.16q", s)
+	}
+	raw := s[1 : len(s)-1]
+	for _, c := range raw {
+		if c == '\\' {
+			var out string
+			err := json.Unmarshal(s, &out)
+			return out, err
+		}
+	}
+	return string(raw), nil
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\t' || c == '\r' }
+
+// Member returns the value of the first member named key in the JSON
+// object obj, or nil when obj is not an object or has no such member.
+func Member(obj []byte, key string) []byte {
+	r, err := OpenObject(obj, 0)
+	if err != nil {
+		return nil
+	}
+	for {
+		more, err := r.Next()
+		if err != nil || !more {
+			return nil
+		}
+		if KeyIs(r.Key, key) {
+			end, err := r.Skip()
+			if err != nil {
+				return nil
+			}
+			return obj[r.ValAt:end]
+		}
+		if _, err := r.Skip(); err != nil {
+			return nil
+		}
+	}
+}
+
+// KeyIs reports whether the raw key (quotes off, escapes kept) spells key.
+func KeyIs(raw []byte, key string) bool {
+	if string(raw) == key {
+		return true
+	}
+	for _, c := range raw {
+		if c == '\\' {
+			dec, err := String(append(append([]byte{'"'}, raw...), '"'))
+			return err == nil && dec == key
+		}
+	}
+	return false
+}
+
+// Elements calls fn with each element of the JSON array arr, in order,
+// until fn returns false. It does nothing when arr is not an array.
+func Elements(arr []byte, fn func(elem []byte) bool) {
+	i := SkipSpace(arr, 0)
+	if i >= len(arr) || arr[i] != '[' {
+		return
+	}
+	i = SkipSpace(arr, i+1)
+	if i < len(arr) && arr[i] == ']' {
+		return
+	}
+	for i < len(arr) {
+		n, err := Value(arr[i:])
+		if err != nil || !fn(arr[i:i+n]) {
+			return
+		}
+		i = SkipSpace(arr, i+n)
+		if i >= len(arr) || arr[i] != ',' {
+			return
+		}
+		i = SkipSpace(arr, i+1)
+	}
+}

@@ -1,0 +1,99 @@
+package jsonscan
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+)
+
+func TestValue(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		n    int
+		fail bool // a syntax error; otherwise ErrShort when n < 0
+	}{
+		{`{"a":[1,{"b":"c\"}"}],"d":"\\"}x`, 31, false},
+		{`"a\\\"b" `, 8, false},
+		{`[]`, 2, false},
+		{`true,`, 4, false},
+		{`12`, -1, false},
+		{`{"a":"b}`, -1, false},
+		{`{"a":"b\`, -1, false},
+		{`{"a":[}`, 0, true},
+		{`]`, 0, true},
+		{`{"a":1}}`, 7, false},
+	} {
+		n, err := Value([]byte(tc.in))
+		switch {
+		case tc.fail:
+			if err == nil || err == ErrShort {
+				t.Errorf("%s: %d, %v; want a syntax error", tc.in, n, err)
+			}
+		case tc.n < 0:
+			if err != ErrShort {
+				t.Errorf("%s: %d, %v; want ErrShort", tc.in, n, err)
+			}
+		case err != nil || n != tc.n:
+			t.Errorf("%s: %d, %v; want %d", tc.in, n, err, tc.n)
+		}
+	}
+}
+
+// TestScannerResumes: a value handed over a byte at a time ends where a
+// whole scan ends.
+func TestScannerResumes(t *testing.T) {
+	doc := []byte(`{"a":"x\\\"y","b":[{"c":"]\\\\"},[]],"d":{}} tail`)
+	whole, err := Value(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s Scanner
+	for i := 1; i <= len(doc); i++ {
+		n, err := s.Composite(doc[:i])
+		if err == ErrShort {
+			continue
+		}
+		if err != nil || n != whole || i != whole {
+			t.Fatalf("resumed scan: %d, %v at %d; want %d", n, err, i, whole)
+		}
+		return
+	}
+	t.Fatal("never completed")
+}
+
+func TestMemberAndElements(t *testing.T) {
+	doc := []byte(`{"a":1,"b\u0031":{"c":[{"ip":"x"},{"ip":"y"},3]},"b1":"second"}`)
+	if got := string(Member(doc, "b1")); got != `{"c":[{"ip":"x"},{"ip":"y"},3]}` {
+		t.Errorf("Member b1 = %s", got)
+	}
+	var ips []string
+	Elements(Member(Member(doc, "b1"), "c"), func(e []byte) bool {
+		if v := Member(e, "ip"); v != nil {
+			s, _ := String(v)
+			ips = append(ips, s)
+		}
+		return true
+	})
+	if len(ips) != 2 || ips[0] != "x" || ips[1] != "y" {
+		t.Errorf("elements: %v", ips)
+	}
+	if Member([]byte(`[1]`), "a") != nil || Member(doc, "zz") != nil {
+		t.Error("Member found what is not there")
+	}
+}
+
+// FuzzValue: Value agrees with encoding/json on where valid JSON ends, and
+// nothing panics.
+func FuzzValue(f *testing.F) {
+	f.Add([]byte(`{"a":["b",{"c":null}]}`))
+	f.Add([]byte(`"\\\""`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		n, err := Value(b)
+		if !json.Valid(b) || len(b) == 0 || (b[0] != '{' && b[0] != '[' && b[0] != '"') {
+			return
+		}
+		if err != nil || n != len(bytes.TrimRight(b, " \t\r\n")) {
+			t.Fatalf("valid %q: %d, %v", b, n, err)
+		}
+	})
+}
