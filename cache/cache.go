@@ -89,7 +89,7 @@ func (c *Cache) newResourceCache(client *apiClient, cr Configured) (*resourceCac
 			return nil, fmt.Errorf("resource %s: %w", cr.Resource.Name, err)
 		}
 		r.indexes[s.Name] = s
-		idx[s.Name] = objectIndexFunc(s.Func())
+		idx[s.Name] = objectIndexFunc(s.Rooted())
 	}
 	r.shape = Shape{APIVersion: cr.Resource.APIVersion(), Kind: cr.Resource.Kind, Drop: dropPaths(cr.Resource, cr.Spec)}
 	namespaces := cr.Spec.Namespaces
@@ -217,12 +217,17 @@ func namespaceIndexFunc(obj any) ([]string, error) {
 	return nil, nil
 }
 
-func objectIndexFunc(f indexers.Func) toolscache.IndexFunc {
+// objectIndexFunc runs f on the member root of each object (see
+// indexers.Spec.Rooted), or on the whole object when root is "".
+func objectIndexFunc(root string, f indexers.Func) toolscache.IndexFunc {
 	return func(obj any) ([]string, error) {
 		o, ok := obj.(*Object)
 		if !ok {
 			return nil, nil
 		}
-		return f(o.raw), nil
+		if root == "" {
+			return f(o.raw), nil
+		}
+		return f(o.member(root)), nil
 	}
 }
