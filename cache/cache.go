@@ -63,6 +63,8 @@ type Configured struct {
 // Index specs must already be valid (indexers.Spec.Validate).
 func New(cfg *rest.Config, resources []Configured, opts Options) (*Cache, error) {
 	opts = opts.withDefaults()
+	cfg = rest.CopyConfig(cfg)
+	cfg.DisableCompression = !opts.Compression
 	client, err := newAPIClient(cfg)
 	if err != nil {
 		return nil, err

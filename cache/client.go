@@ -23,6 +23,11 @@ type apiClient struct {
 	http      *http.Client
 	base      *url.URL
 	userAgent string
+	// compress leaves Accept-Encoding to the transport (gzip); otherwise
+	// requests ask for identity. The header is set per request because
+	// client-go hands plain-HTTP configs Go's default transport, which
+	// ignores rest.Config.DisableCompression.
+	compress bool
 }
 
 func newAPIClient(cfg *rest.Config) (*apiClient, error) {
@@ -38,7 +43,7 @@ func newAPIClient(cfg *rest.Config) (*apiClient, error) {
 	if ua == "" {
 		ua = "kubeindex"
 	}
-	return &apiClient{http: hc, base: base, userAgent: ua}, nil
+	return &apiClient{http: hc, base: base, userAgent: ua, compress: !cfg.DisableCompression}, nil
 }
 
 // collectionURL returns the URL of a resource collection, optionally within
@@ -73,6 +78,9 @@ func (c *apiClient) get(ctx context.Context, rawURL string) (*http.Response, err
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", c.userAgent)
+	if !c.compress {
+		req.Header.Set("Accept-Encoding", "identity")
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return nil, err

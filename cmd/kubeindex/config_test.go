@@ -39,8 +39,28 @@ func TestConfigDefaults(t *testing.T) {
 	if strings.Join(idx, ",") != "ip=podIP,node=nodeName,owner=owner" {
 		t.Errorf("default pod indexes %v", idx)
 	}
-	if cfg.Listen != "127.0.0.1:8080" || cfg.StaleAfter != 30*time.Second {
-		t.Errorf("defaults: listen %q stale-after %s", cfg.Listen, cfg.StaleAfter)
+	if cfg.Listen != "127.0.0.1:8080" || cfg.StaleAfter != 30*time.Second || cfg.APICompression {
+		t.Errorf("defaults: listen %q stale-after %s api-compression %t", cfg.Listen, cfg.StaleAfter, cfg.APICompression)
+	}
+}
+
+func TestAPICompressionSetting(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		want bool
+	}{
+		{nil, map[string]string{"KUBEINDEX_API_COMPRESSION": "true"}, true},
+		{[]string{"--api-compression"}, nil, true},
+		{[]string{"--api-compression=false"}, map[string]string{"KUBEINDEX_API_COMPRESSION": "true"}, false},
+	} {
+		cfg, err := parseConfig(tc.args, env(tc.env), io.Discard)
+		if err != nil || cfg.APICompression != tc.want {
+			t.Errorf("%v %v: api-compression %t, %v; want %t", tc.args, tc.env, cfg.APICompression, err, tc.want)
+		}
+	}
+	if _, err := parseConfig(nil, env(map[string]string{"KUBEINDEX_API_COMPRESSION": "maybe"}), io.Discard); err == nil || !strings.Contains(err.Error(), "KUBEINDEX_API_COMPRESSION") {
+		t.Errorf("bad env value: %v; expect an error naming the variable", err)
 	}
 }
 

@@ -62,7 +62,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	cfg.Security.warn(log, cfg.Listen)
-	c, err := cache.New(restCfg, resources, cache.Options{StaleAfter: cfg.StaleAfter, WatchIdleTimeout: cfg.WatchIdle, Simulated: cfg.Demo})
+	c, err := cache.New(restCfg, resources, cache.Options{StaleAfter: cfg.StaleAfter, WatchIdleTimeout: cfg.WatchIdle,
+		Compression: cfg.APICompression, Simulated: cfg.Demo})
 	if err != nil {
 		return err
 	}
