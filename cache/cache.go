@@ -65,6 +65,9 @@ func New(cfg *rest.Config, resources []Configured, opts Options) (*Cache, error)
 	opts = opts.withDefaults()
 	cfg = rest.CopyConfig(cfg)
 	cfg.DisableCompression = !opts.Compression
+	if !opts.HTTP2 {
+		cfg.TLSClientConfig.NextProtos = []string{"http/1.1"}
+	}
 	client, err := newAPIClient(cfg)
 	if err != nil {
 		return nil, err

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"testing/iotest"
 	"time"
@@ -243,5 +245,54 @@ func TestCompressionOption(t *testing.T) {
 		if len(got) == 0 || got[0] != want {
 			t.Errorf("compression %t: list asked with Accept-Encoding %q, want %q", compress, got, want)
 		}
+	}
+}
+
+// TestHTTPVersionOption: the API server is spoken to over HTTP/1.1 unless
+// Options.HTTP2 is set, even when it offers HTTP/2.
+func TestHTTPVersionOption(t *testing.T) {
+	body := podListFixture(t, 20)
+	for _, h2 := range []bool{false, true} {
+		var mu sync.Mutex
+		var protos []string
+		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			protos = append(protos, r.Proto)
+			mu.Unlock()
+			if r.URL.Query().Get("watch") == "true" {
+				w.WriteHeader(http.StatusOK)
+				w.(http.Flusher).Flush()
+				<-r.Context().Done()
+				return
+			}
+			w.Write(body)
+		}))
+		srv.EnableHTTP2 = true
+		srv.StartTLS()
+		cfg := &rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{
+			CAData: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})}}
+		pods := Resource{Name: "pods", Version: "v1", Plural: "pods", Kind: "Pod", Namespaced: true}
+		c, err := New(cfg, []Configured{{Resource: pods, Spec: Spec{Resource: "pods"}}}, Options{HTTP2: h2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { c.Start(ctx); close(done) }()
+		if !c.WaitForSync(ctx) {
+			t.Fatal("not synced")
+		}
+		cancel()
+		<-done
+		srv.Close()
+		want := "HTTP/1.1"
+		if h2 {
+			want = "HTTP/2.0"
+		}
+		mu.Lock()
+		if len(protos) == 0 || protos[0] != want {
+			t.Errorf("HTTP2 %t: requests made with %v, want %s", h2, protos, want)
+		}
+		mu.Unlock()
 	}
 }

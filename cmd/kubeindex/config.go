@@ -35,10 +35,13 @@ type Config struct {
 	// --api-compression: ask the API server to gzip responses (off: lists
 	// are read uncompressed, cheaper for both sides on a fast network)
 	APICompression bool
-	LogLevel       string // --log-level: debug, info, warn, error
-	LogFormat      string // --log-format: text or json
-	Resources      []ResourceConfig
-	Security       SecurityConfig
+	// --api-http2: speak HTTP/2 to the API server (off: HTTP/1.1, far
+	// cheaper for large lists)
+	APIHTTP2  bool
+	LogLevel  string // --log-level: debug, info, warn, error
+	LogFormat string // --log-format: text or json
+	Resources []ResourceConfig
+	Security  SecurityConfig
 }
 
 // SecurityConfig is who may read what, and the limits on clients.
@@ -87,6 +90,7 @@ var envNames = map[string]string{
 	"stale-after":        "KUBEINDEX_STALE_AFTER",
 	"watch-idle-timeout": "KUBEINDEX_WATCH_IDLE_TIMEOUT",
 	"api-compression":    "KUBEINDEX_API_COMPRESSION",
+	"api-http2":          "KUBEINDEX_API_HTTP2",
 	"log-level":          "KUBEINDEX_LOG_LEVEL",
 	"log-format":         "KUBEINDEX_LOG_FORMAT",
 
@@ -117,6 +121,7 @@ func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 	fs.Var(&extraIndexes, "index", "add an index, repeatable: resource:name=type[:arg], e.g. pods:app=label:app or pods:image=path:spec.containers.#.image")
 	fs.DurationVar(&cfg.StaleAfter, "stale-after", 30*time.Second, "how long a watch may be down before answers are marked stale")
 	fs.DurationVar(&cfg.WatchIdle, "watch-idle-timeout", 3*time.Minute, "restart a watch that sent nothing, not even a bookmark, for this long (detects hung connections)")
+	fs.BoolVar(&cfg.APIHTTP2, "api-http2", false, "speak HTTP/2 to the API server (one connection for every watch) instead of HTTP/1.1 (a connection per watch; far less CPU for large lists)")
 	fs.BoolVar(&cfg.APICompression, "api-compression", false, "ask the API server to gzip list responses: less traffic, much more CPU on both sides (for slow links to a remote cluster)")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "log format: text or json")

@@ -44,6 +44,22 @@ func TestConfigDefaults(t *testing.T) {
 	}
 }
 
+func TestAPIHTTP2Setting(t *testing.T) {
+	for args, want := range map[string]bool{"": false, "--api-http2": true, "--api-http2=false": false} {
+		var argv []string
+		if args != "" {
+			argv = []string{args}
+		}
+		cfg, err := parseConfig(argv, env(nil), io.Discard)
+		if err != nil || cfg.APIHTTP2 != want {
+			t.Errorf("%q: api-http2 %t, %v; want %t", args, cfg.APIHTTP2, err, want)
+		}
+	}
+	if cfg, err := parseConfig(nil, env(map[string]string{"KUBEINDEX_API_HTTP2": "true"}), io.Discard); err != nil || !cfg.APIHTTP2 {
+		t.Errorf("KUBEINDEX_API_HTTP2=true: %t, %v", cfg.APIHTTP2, err)
+	}
+}
+
 func TestAPICompressionSetting(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
