@@ -229,21 +229,20 @@ func (b *broker) publishLocked(ev *event) {
 	fc := &[2]*facts{}
 	for s := range b.subs {
 		if as, ok := s.filter.route(ev, fc); ok {
-			b.offerLocked(s, delivery{ev: ev, as: as})
+			b.offerLocked(s, delivery{ev: ev, as: deliveredAs(as)})
 		}
 	}
 }
 
 // offerLocked queues d for s without blocking; a full queue ends s.
 func (b *broker) offerLocked(s *Subscription, d delivery) {
-	select {
-	case s.queue <- d:
+	if s.queue.push(d) {
 		s.active = true
 		s.signal()
-	default:
-		b.dropped.Add(1)
-		b.endLocked(s, "the subscriber fell behind: its queue of "+strconv.Itoa(cap(s.queue))+" events overflowed")
+		return
 	}
+	b.dropped.Add(1)
+	b.endLocked(s, "the subscriber fell behind: its queue of "+strconv.Itoa(s.queue.limit)+" events overflowed")
 }
 
 // endLocked removes s from the broker; its consumer gets RESYNC_REQUIRED.
@@ -292,15 +291,18 @@ func (b *broker) bookmark() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.trimLocked()
+	var mark *event // the position, shared by every idle subscriber
 	for s := range b.subs {
 		if s.active {
 			s.active = false
 			continue
 		}
-		select {
-		case s.queue <- delivery{rv: strconv.FormatUint(b.hw, 10)}:
+		if mark == nil {
+			mark = &event{rvStr: strconv.FormatUint(b.hw, 10)}
+		}
+		// A full queue is not idle after all; never drop anyone for a bookmark.
+		if s.queue.push(delivery{ev: mark, as: asBookmark}) {
 			s.signal()
-		default: // not idle after all; never drop anyone for a bookmark
 		}
 	}
 }

@@ -88,27 +88,8 @@ func (m *Message) Object() *Object {
 // messages are written from bytes encoded once per event and shared by all
 // subscribers; nothing is re-encoded per subscriber.
 func (m *Message) WriteTo(w io.Writer) (int64, error) {
-	var buf []byte
-	switch {
-	case m.ev != nil:
-		return writeAll(w, m.ev.head(EventType(m.Type)), m.ev.obj.raw, m.ev.tail(EventType(m.Type), m.diff))
-	case m.obj != nil:
-		return writeAll(w, eventHead(nil, Added, m.obj.resourceVersion), m.obj.raw, closeBrace)
-	case m.Type == ResyncRequired:
-		buf = append(buf, `{"type":"RESYNC_REQUIRED","reason":`...)
-		buf = gjson.AppendJSONString(buf, m.Reason)
-	default:
-		buf = append(buf, `{"type":`...)
-		buf = gjson.AppendJSONString(buf, string(m.Type))
-		buf = append(buf, `,"resourceVersion":`...)
-		buf = gjson.AppendJSONString(buf, m.ResourceVersion)
-	}
-	return writeAll(w, append(buf, '}'))
-}
-
-func writeAll(w io.Writer, parts ...[]byte) (int64, error) {
 	var total int64
-	for _, p := range parts {
+	for _, p := range m.parts() {
 		n, err := w.Write(p)
 		total += int64(n)
 		if err != nil {
@@ -116,6 +97,42 @@ func writeAll(w io.Writer, parts ...[]byte) (int64, error) {
 		}
 	}
 	return total, nil
+}
+
+// Len returns the length of m's JSON, so that a frame header can precede
+// it without a copy.
+func (m *Message) Len() int {
+	p := m.parts()
+	return len(p[0]) + len(p[1]) + len(p[2])
+}
+
+// AppendTo appends m's JSON, as WriteTo writes it, to dst.
+func (m *Message) AppendTo(dst []byte) []byte {
+	p := m.parts()
+	return append(append(append(dst, p[0]...), p[1]...), p[2]...)
+}
+
+// parts is m's JSON in consecutive pieces. Those of events are shared by
+// every subscriber and must not be modified.
+func (m *Message) parts() [3][]byte {
+	switch {
+	case m.ev != nil:
+		as := EventType(m.Type)
+		return [3][]byte{m.ev.head(as), m.ev.obj.raw, m.ev.tail(as, m.diff)}
+	case m.obj != nil:
+		return [3][]byte{eventHead(nil, Added, m.obj.resourceVersion), m.obj.raw, closeBrace}
+	}
+	var buf []byte
+	if m.Type == ResyncRequired {
+		buf = append(buf, `{"type":"RESYNC_REQUIRED","reason":`...)
+		buf = gjson.AppendJSONString(buf, m.Reason)
+	} else {
+		buf = append(buf, `{"type":`...)
+		buf = gjson.AppendJSONString(buf, string(m.Type))
+		buf = append(buf, `,"resourceVersion":`...)
+		buf = gjson.AppendJSONString(buf, m.ResourceVersion)
+	}
+	return [3][]byte{append(buf, '}')}
 }
 
 var closeBrace = []byte("}")

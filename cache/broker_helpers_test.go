@@ -122,7 +122,8 @@ func (tb *testBroker) subscribe(q WatchQuery) (*Subscription, chan struct{}) {
 	if q.QueueSize == 0 {
 		q.QueueSize = DefaultQueueSize
 	}
-	s := &Subscription{b: tb.b, filter: f, diff: q.Diff, queue: make(chan delivery, q.QueueSize), notify: notify}
+	s := &Subscription{b: tb.b, filter: f, diff: q.Diff, notify: notify}
+	s.queue.limit = q.QueueSize
 	var from uint64
 	if q.ResourceVersion != "" {
 		from, _ = strconv.ParseUint(q.ResourceVersion, 10, 64)

@@ -32,7 +32,8 @@ type WatchQuery struct {
 	Diff Diff
 	// QueueSize bounds the events waiting for the consumer; when it
 	// overflows the subscription ends with RESYNC_REQUIRED. Default
-	// DefaultQueueSize.
+	// DefaultQueueSize. The queue's memory follows what waits in it, not
+	// this bound: a subscription whose consumer keeps up holds little.
 	QueueSize int
 }
 
@@ -46,7 +47,7 @@ type Subscription struct {
 	b      *broker
 	filter *filter
 	diff   Diff
-	queue  chan delivery
+	queue  queue
 	notify chan<- struct{}
 
 	active    bool // guarded by b.mu: received something since the last bookmark tick
@@ -61,11 +62,43 @@ type Subscription struct {
 }
 
 // delivery is one queued item: an event as the subscriber must see it, or
-// a bookmark when ev is nil.
+// a bookmark. It is two words, for queues hold many.
 type delivery struct {
-	ev *event
-	as EventType
-	rv string // bookmark position
+	ev *event // for a bookmark, an event that carries only its position
+	as delivered
+}
+
+// delivered is the type a subscriber sees an event as, or a bookmark.
+type delivered uint8
+
+const (
+	asBookmark delivered = iota
+	asAdded
+	asModified
+	asDeleted
+)
+
+func deliveredAs(t EventType) delivered {
+	switch t {
+	case Added:
+		return asAdded
+	case Modified:
+		return asModified
+	default: // Deleted: a filter routes nothing else
+		return asDeleted
+	}
+}
+
+func (d delivered) messageType() MessageType {
+	switch d {
+	case asAdded:
+		return MessageType(Added)
+	case asModified:
+		return MessageType(Modified)
+	case asDeleted:
+		return MessageType(Deleted)
+	}
+	return Bookmark
 }
 
 // Watch subscribes to a resource's events. notify is signalled, without
@@ -102,8 +135,8 @@ func (c *Cache) Watch(resource string, q WatchQuery, notify chan<- struct{}) (*S
 	if !r.synced() {
 		return nil, fmt.Errorf("%s: %w", r.res.Name, ErrNotSynced)
 	}
-	s := &Subscription{b: r.broker, filter: f, diff: q.Diff,
-		queue: make(chan delivery, q.QueueSize), notify: notify}
+	s := &Subscription{b: r.broker, filter: f, diff: q.Diff, notify: notify}
+	s.queue.limit = q.QueueSize
 	r.broker.subscribe(s, r.listRV(), q.ResourceVersion != "", from, q.Snapshot)
 	// The snapshot is the subscriber's own: filter and order it off the lock.
 	s.snapshot = slices.DeleteFunc(s.snapshot, func(o *Object) bool { return !f.matches(o, &facts{}) })
@@ -166,7 +199,7 @@ func (b *broker) replayLocked(rv uint64, f *filter) []delivery {
 	var out []delivery
 	for _, ev := range b.history[i:] {
 		if as, ok := f.route(ev, &[2]*facts{}); ok {
-			out = append(out, delivery{ev: ev, as: as})
+			out = append(out, delivery{ev: ev, as: deliveredAs(as)})
 		}
 	}
 	return out
@@ -217,23 +250,22 @@ func (s *Subscription) Next() (m Message, ok bool) {
 		s.synced, s.snapshot, s.replay = true, nil, nil
 		return Message{Type: Synced, ResourceVersion: s.syncRV}, true
 	}
-	select {
-	case d := <-s.queue:
+	if d, ok := s.queue.pop(); ok {
 		return s.message(d), true
-	default:
-		return Message{}, false
 	}
+	return Message{}, false
 }
 
 func (s *Subscription) message(d delivery) Message {
-	if d.ev == nil {
-		return Message{Type: Bookmark, ResourceVersion: d.rv}
+	if d.as == asBookmark {
+		return Message{Type: Bookmark, ResourceVersion: d.ev.rvStr}
 	}
-	return Message{Type: MessageType(d.as), ResourceVersion: d.ev.rvStr, ev: d.ev, diff: s.diff}
+	return Message{Type: d.as.messageType(), ResourceVersion: d.ev.rvStr, ev: d.ev, diff: s.diff}
 }
 
-// Queued returns how many events wait in the queue, and its capacity.
-func (s *Subscription) Queued() (n, capacity int) { return len(s.queue), cap(s.queue) }
+// Queued returns how many events wait in the queue, and its bound
+// (WatchQuery.QueueSize). Safe for concurrent use.
+func (s *Subscription) Queued() (n, capacity int) { return s.queue.len(), s.queue.limit }
 
 // Close unsubscribes. Messages already queued stay readable with Next.
 func (s *Subscription) Close() {

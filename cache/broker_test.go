@@ -307,6 +307,9 @@ func TestMessageJSON(t *testing.T) {
 		if _, err := m.WriteTo(&buf); err != nil {
 			t.Fatal(err)
 		}
+		if appended := m.AppendTo([]byte("x")); string(appended[1:]) != buf.String() || m.Len() != buf.Len() {
+			t.Errorf("AppendTo gives %s (Len %d); WriteTo %s", appended[1:], m.Len(), buf.Bytes())
+		}
 		var v map[string]any
 		if err := json.Unmarshal(buf.Bytes(), &v); err != nil {
 			t.Fatalf("%s is not JSON: %v", buf.Bytes(), err)

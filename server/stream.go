@@ -165,7 +165,7 @@ func (s *Server) watch(c echo.Context) error {
 	req := c.Request()
 	switch {
 	case websocket.IsWebSocketUpgrade(req):
-		return s.watchWebSocket(c, resource, wq)
+		return s.watchWebSocket(c, resource, &wq)
 	case acceptsEventStream(req):
 		// An EventSource reconnecting sends the last id it saw: resume there.
 		if id := req.Header.Get("Last-Event-ID"); id != "" {

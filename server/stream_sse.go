@@ -2,10 +2,12 @@ package server
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -42,8 +44,8 @@ func (s *Server) watchSSE(c echo.Context, resource string, q cache.WatchQuery) e
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no") // proxies must not hold events back
 	w.WriteHeader(http.StatusOK)
-	out := &sseWriter{rc: http.NewResponseController(w), bw: bufio.NewWriterSize(w, 32<<10), timeout: s.streams.opts.WriteTimeout}
-	defer out.rc.SetWriteDeadline(time.Time{}) // the connection may serve another request
+	out := &sseWriter{conn: sseConn{rc: http.NewResponseController(w), w: w, timeout: s.streams.opts.WriteTimeout}}
+	defer out.conn.rc.SetWriteDeadline(time.Time{}) // the connection may serve another request
 	if err := s.pumpSSE(c.Request().Context(), sub, notify, out); err != nil {
 		s.log.Debug("event stream ended", "resource", resource, "err", err)
 	}
@@ -60,12 +62,14 @@ func (s *Server) pumpSSE(ctx context.Context, sub *cache.Subscription, notify <-
 				break
 			}
 			if err := out.write(&m); err != nil {
+				out.release()
 				return err
 			}
 			if m.Terminal() {
 				return out.flush()
 			}
 			if n%256 == 0 && (ctx.Err() != nil || s.streams.ctx.Err() != nil) {
+				out.release()
 				return nil
 			}
 		}
@@ -82,15 +86,35 @@ func (s *Server) pumpSSE(ctx context.Context, sub *cache.Subscription, notify <-
 	}
 }
 
+// sseBuffers batch the writes of event streams. A stream takes one only
+// while it has messages to write, so idle streams hold none.
+var sseBuffers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 32<<10) }}
+
+// sseWriter writes messages in batches: through a buffer from sseBuffers
+// until flush gives it back.
 type sseWriter struct {
+	conn sseConn
+	bw   *bufio.Writer // nil between batches
+}
+
+// sseConn is the response, each write bounded by the write timeout.
+type sseConn struct {
 	rc      *http.ResponseController
-	bw      *bufio.Writer
+	w       io.Writer
 	timeout time.Duration
 }
 
+func (c *sseConn) Write(p []byte) (int, error) {
+	if err := c.rc.SetWriteDeadline(time.Now().Add(c.timeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return 0, err
+	}
+	return c.w.Write(p)
+}
+
 func (w *sseWriter) write(m *cache.Message) error {
-	if err := w.rc.SetWriteDeadline(time.Now().Add(w.timeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		return err
+	if w.bw == nil {
+		w.bw = sseBuffers.Get().(*bufio.Writer)
+		w.bw.Reset(&w.conn)
 	}
 	switch {
 	case m.Type == cache.ResyncRequired:
@@ -110,11 +134,26 @@ func (w *sseWriter) write(m *cache.Message) error {
 	return err
 }
 
+// release gives the buffer back, dropping what it holds.
+func (w *sseWriter) release() {
+	if w.bw != nil {
+		w.bw.Reset(nil)
+		sseBuffers.Put(w.bw)
+		w.bw = nil
+	}
+}
+
+// flush writes the batch out and gives its buffer back.
 func (w *sseWriter) flush() error {
-	if err := w.bw.Flush(); err != nil {
+	if w.bw == nil {
+		return nil
+	}
+	err := w.bw.Flush()
+	w.release()
+	if err != nil {
 		return err
 	}
-	return w.rc.Flush()
+	return w.conn.rc.Flush() // within the deadline the last write set
 }
 
 // sseData keeps a message on "data:" lines: a line break (only possible as
@@ -125,10 +164,7 @@ type sseData struct{ w *bufio.Writer }
 func (d sseData) Write(p []byte) (int, error) {
 	n := 0
 	for len(p) > 0 {
-		i := 0
-		for i < len(p) && p[i] != '\n' && p[i] != '\r' {
-			i++
-		}
+		i := lineBreak(p)
 		if _, err := d.w.Write(p[:i]); err != nil {
 			return n, err
 		}
@@ -146,3 +182,15 @@ func (d sseData) Write(p []byte) (int, error) {
 }
 
 var _ io.Writer = sseData{}
+
+// lineBreak returns the index of p's first CR or LF, or len(p).
+func lineBreak(p []byte) int {
+	i := bytes.IndexByte(p, '\n')
+	if i < 0 {
+		i = len(p)
+	}
+	if j := bytes.IndexByte(p[:i], '\r'); j >= 0 {
+		return j
+	}
+	return i
+}
