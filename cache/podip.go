@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"weak"
 
 	"github.com/tidwall/gjson"
 
@@ -53,39 +55,61 @@ type IPLookup struct {
 
 // LookupIP finds the pods that have ip in status.podIPs or status.podIP,
 // using the first pod resource configured with a podIP index. Any spelling
-// of an address works (IPv6 compressed or not, IPv4-mapped IPv6).
+// of an address works (IPv6 compressed or not, IPv4-mapped IPv6). It reads
+// the index directly: an IP lookup is a List by index value without a
+// selector or pages, and it is the hot path.
 func (c *Cache) LookupIP(ip string) (IPLookup, error) {
 	r, index, err := c.podIPIndex()
 	if err != nil {
 		return IPLookup{}, err
 	}
+	out := IPLookup{Resource: r.res, Freshness: r.freshness()}
 	norm, ok := indexers.NormalizeIP(ip)
 	if !ok {
-		return IPLookup{}, fmt.Errorf("%w: %q is not an IPv4 or IPv6 address", ErrInvalid, ip)
+		return out, fmt.Errorf("%w: %q is not an IPv4 or IPv6 address", ErrInvalid, ip)
 	}
-	res, err := c.List(r.res.Name, ListQuery{Index: index, Value: norm})
-	out := IPLookup{IP: norm, Resource: r.res, Freshness: res.Freshness}
-	if err != nil {
-		return out, err
+	out.IP = norm
+	if !out.Freshness.Synced {
+		return out, fmt.Errorf("%s: %w", r.res.Name, ErrNotSynced)
 	}
+	var found []any
+	for _, sh := range r.shards {
+		items, _ := sh.informer.GetIndexer().ByIndex(index, norm) // a new slice, ours
+		if found == nil {
+			found = items
+		} else {
+			found = append(found, items...)
+		}
+	}
+	if len(found) == 0 {
+		return out, fmt.Errorf("no pod has IP %s: %w", norm, ErrNotFound)
+	}
+	out.Pods, out.Items = make([]IPPod, len(found)), make([]*Object, len(found))
+	for i, it := range found {
+		out.Items[i] = it.(*Object)
+		out.Pods[i] = podSummaries.get(out.Items[i])
+	}
+	if len(found) > 1 {
+		sortPods(out.Pods, out.Items)
+	}
+	out.Match = classify(out.Pods)
+	return out, nil
+}
+
+// sortPods orders pods, and their objects with them, as IPLookup says.
+func sortPods(pods []IPPod, items []*Object) {
 	type found struct {
 		pod IPPod
 		obj *Object
 	}
-	all := make([]found, len(res.Items))
-	for i, o := range res.Items {
-		all[i] = found{summarisePod(o), o}
+	all := make([]found, len(pods))
+	for i := range pods {
+		all[i] = found{pods[i], items[i]}
 	}
 	slices.SortFunc(all, func(a, b found) int { return comparePods(a.pod, b.pod) })
-	for _, f := range all {
-		out.Pods = append(out.Pods, f.pod)
-		out.Items = append(out.Items, f.obj)
+	for i, f := range all {
+		pods[i], items[i] = f.pod, f.obj
 	}
-	out.Match = classify(out.Pods)
-	if len(out.Pods) == 0 {
-		return out, fmt.Errorf("no pod has IP %s: %w", norm, ErrNotFound)
-	}
-	return out, nil
 }
 
 func (c *Cache) podIPIndex() (*resourceCache, string, error) {
@@ -93,13 +117,47 @@ func (c *Cache) podIPIndex() (*resourceCache, string, error) {
 		if r.res.Group != "" || r.res.Plural != "pods" {
 			continue
 		}
-		for name, s := range r.indexes {
-			if s.Type == indexers.PodIP {
-				return r, name, nil
+		for _, s := range r.spec.Indexes { // in configuration order: the first is the one, every time
+			if s.Normalized().Type == indexers.PodIP {
+				return r, s.Name, nil
 			}
 		}
 	}
 	return nil, "", fmt.Errorf("%w: IP lookups need the pods resource with an index of type podIP", ErrUnknownIndex)
+}
+
+// podSummaries memoises summarisePod. Its three fields lie deep in the
+// object, and reading them walks most of its bytes: microseconds for a
+// typical pod, several times the rest of a lookup. A cached object is
+// immutable, so its summary never changes. Entries are keyed by the object
+// through a weak pointer, which keeps no object alive and never matches
+// another object, whichever cache it belongs to; the table is emptied when
+// it is full, which bounds it (about 2 MB) without bookkeeping.
+var podSummaries = summaryMemo{max: 1 << 14}
+
+// summaryMemo is safe for concurrent use.
+type summaryMemo struct {
+	max int
+	mu  sync.RWMutex
+	m   map[weak.Pointer[Object]]IPPod
+}
+
+func (s *summaryMemo) get(o *Object) IPPod {
+	key := weak.Make(o)
+	s.mu.RLock()
+	p, ok := s.m[key]
+	s.mu.RUnlock()
+	if ok {
+		return p
+	}
+	p = summarisePod(o)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil || len(s.m) >= s.max {
+		s.m = make(map[weak.Pointer[Object]]IPPod)
+	}
+	s.m[key] = p
+	return p
 }
 
 func summarisePod(o *Object) IPPod {

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"encoding/json"
 	"net/http"
+	"strconv"
+	"sync"
 
 	"github.com/kubeindex/kubeindex/cache"
 	"github.com/kubeindex/kubeindex/indexers"
@@ -25,6 +27,18 @@ type IndexValuesResponse struct {
 	Values   []cache.IndexValue `json:"values"`
 }
 
+// jsonContentType is the shared value of Content-Type (see headers.go).
+var jsonContentType = []string{"application/json"}
+
+// writeJSON answers 200 with a whole JSON body, every header set before
+// the status is written.
+func writeJSON(w http.ResponseWriter, body []byte) error {
+	w.Header()["Content-Type"] = jsonContentType
+	w.WriteHeader(http.StatusOK)
+	_, err := w.Write(body)
+	return err
+}
+
 // writeList writes a Kubernetes-style list envelope around the stored
 // object bytes, without decoding or re-encoding any object.
 func writeList(w http.ResponseWriter, res cache.ListResult) error {
@@ -40,18 +54,90 @@ func writeList(w http.ResponseWriter, res cache.ListResult) error {
 	if err != nil {
 		return err
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	bw := bufio.NewWriterSize(w, 32<<10)
-	bw.Write(head[:len(head)-1])
-	bw.WriteString(`,"metadata":`)
-	bw.Write(meta)
-	writeItems(bw, res.Items)
-	bw.WriteString("}\n")
-	return bw.Flush()
+	head = append(head[:len(head)-1], `,"metadata":`...)
+	head = append(head, meta...)
+	return writeEnvelope(w, res.Items, func(b []byte) []byte { return append(b, head...) })
 }
 
-func writeItems(bw *bufio.Writer, items []*cache.Object) {
+// writeIPLookup writes the answer to "who has this IP": a summary a service
+// can act on (match, pods) and the full pod objects. The summary is encoded
+// by hand, as encoding/json would encode it (TestIPLookupEncoding): this is
+// the hot path, and reflection was a large part of its cost.
+func writeIPLookup(w http.ResponseWriter, res cache.IPLookup) error {
+	return writeEnvelope(w, res.Items, func(b []byte) []byte {
+		b = append(b, `{"kind":"PodIPLookup","apiVersion":"kubeindex/v1","ip":`...)
+		b = appendJSONString(b, res.IP)
+		b = append(b, `,"match":`...)
+		b = appendJSONString(b, string(res.Match))
+		b = append(b, `,"metadata":{"resourceVersion":`...)
+		b = appendJSONString(b, res.Freshness.ResourceVersion)
+		b = append(b, `},"pods":`...)
+		return appendIPPods(b, res.Pods)
+	})
+}
+
+// appendIPPods encodes pods as encoding/json encodes a []cache.IPPod.
+func appendIPPods(b []byte, pods []cache.IPPod) []byte {
+	if pods == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i, p := range pods {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"namespace":`...)
+		b = appendJSONString(b, p.Namespace)
+		b = append(b, `,"name":`...)
+		b = appendJSONString(b, p.Name)
+		b = append(b, `,"uid":`...)
+		b = appendJSONString(b, p.UID)
+		b = append(b, `,"phase":`...)
+		b = appendJSONString(b, p.Phase)
+		if p.NodeName != "" {
+			b = append(b, `,"nodeName":`...)
+			b = appendJSONString(b, p.NodeName)
+		}
+		b = append(b, `,"hostNetwork":`...)
+		b = strconv.AppendBool(b, p.HostNetwork)
+		b = append(b, `,"active":`...)
+		b = strconv.AppendBool(b, p.Active)
+		b = append(b, '}')
+	}
+	return append(b, ']')
+}
+
+// appendJSONString appends s as encoding/json encodes it. Names, UIDs,
+// phases and addresses are plain ASCII, copied as they are; anything else
+// (escapes, HTML characters, non-ASCII) is left to encoding/json itself.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			enc, _ := json.Marshal(s) // a string always encodes
+			return append(b, enc...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// envelopeBuffers are the write buffers of list-shaped answers. A buffer
+// holds many objects, so that a long list goes out in few large writes.
+var envelopeBuffers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 32<<10) }}
+
+// writeEnvelope answers 200 with the JSON object that head appends the
+// start of, the objects as its member "items", and the closing brace and
+// a newline. head appends to the write buffer itself, so that it costs no
+// buffer of its own; the objects' bytes are written as stored.
+func writeEnvelope(w http.ResponseWriter, items []*cache.Object, head func([]byte) []byte) error {
+	w.Header()["Content-Type"] = jsonContentType
+	w.WriteHeader(http.StatusOK)
+	bw := envelopeBuffers.Get().(*bufio.Writer)
+	defer envelopeBuffers.Put(bw)
+	bw.Reset(w)
+	defer bw.Reset(nil) // the pool keeps no response writer
+	bw.Write(head(bw.AvailableBuffer()))
 	bw.WriteString(`,"items":[`)
 	for i, o := range items {
 		if i > 0 {
@@ -59,29 +145,6 @@ func writeItems(bw *bufio.Writer, items []*cache.Object) {
 		}
 		bw.Write(o.Raw())
 	}
-	bw.WriteByte(']')
-}
-
-// writeIPLookup writes the answer to "who has this IP": a summary a service
-// can act on (match, pods) and the full pod objects.
-func writeIPLookup(w http.ResponseWriter, res cache.IPLookup) error {
-	head, err := json.Marshal(struct {
-		Kind       string        `json:"kind"`
-		APIVersion string        `json:"apiVersion"`
-		IP         string        `json:"ip"`
-		Match      cache.Match   `json:"match"`
-		Metadata   ListMeta      `json:"metadata"`
-		Pods       []cache.IPPod `json:"pods"`
-	}{"PodIPLookup", "kubeindex/v1", res.IP, res.Match,
-		ListMeta{ResourceVersion: res.Freshness.ResourceVersion}, res.Pods})
-	if err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	bw := bufio.NewWriterSize(w, 16<<10)
-	bw.Write(head[:len(head)-1])
-	writeItems(bw, res.Items)
-	bw.WriteString("}\n")
+	bw.WriteString("]}\n")
 	return bw.Flush()
 }

@@ -89,6 +89,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
 	}
+	fillFreshness(c.Response().Header(), s.r) // errors raised before a handler found its resource
 	if st.Details != nil && st.Details.RetryAfterSeconds > 0 {
 		c.Response().Header().Set("Retry-After", "1")
 	}

@@ -120,7 +120,7 @@ func (s *Server) list(c echo.Context) error {
 		return err
 	}
 	res, err := s.r.List(resource, lq)
-	setFreshness(c.Response().Header(), res.Freshness)
+	setResourceFreshness(c, res.Freshness)
 	if err != nil {
 		return err
 	}
@@ -157,11 +157,11 @@ func (s *Server) get(c echo.Context, namespaced bool) error {
 		return err
 	}
 	obj, fresh, err := s.r.Get(resource, namespace, name)
-	setFreshness(c.Response().Header(), fresh)
+	setResourceFreshness(c, fresh)
 	if err != nil {
 		return err
 	}
-	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, obj.Raw())
+	return writeJSON(c.Response(), obj.Raw())
 }
 
 func (s *Server) indexValues(c echo.Context) error {
@@ -185,7 +185,7 @@ func (s *Server) indexValues(c echo.Context) error {
 		return err
 	}
 	res, err := s.r.IndexValues(resource, index, limit, q.Get("continue"))
-	setFreshness(c.Response().Header(), res.Freshness)
+	setResourceFreshness(c, res.Freshness)
 	if err != nil {
 		return err
 	}
@@ -205,7 +205,7 @@ func (s *Server) lookupIP(c echo.Context) error {
 		return err
 	}
 	res, err := s.r.LookupIP(ip)
-	setFreshness(c.Response().Header(), res.Freshness)
+	setResourceFreshness(c, res.Freshness)
 	if err != nil {
 		return err
 	}

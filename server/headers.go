@@ -2,7 +2,7 @@ package server
 
 import (
 	"net/http"
-	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -20,39 +20,91 @@ const (
 	HeaderSimulated       = "X-Kubeindex-Simulated"
 )
 
-// setFreshness writes a resource's freshness into the headers.
+// Header values shared by every response. net/http copies header values
+// when it writes them and nothing here appends to them (their capacity is
+// their length, so an Add would copy anyway): setting one is an
+// assignment, not an allocation.
+var (
+	valueTrue         = []string{"true"}
+	valueFalse        = []string{"false"}
+	valueConnected    = []string{"connected"}
+	valueDisconnected = []string{"disconnected"}
+)
+
+func boolValue(b bool) []string {
+	if b {
+		return valueTrue
+	}
+	return valueFalse
+}
+
+// setFreshness writes a resource's freshness into the headers. The keys
+// are canonical, so they are assigned directly.
 func setFreshness(h http.Header, f cache.Freshness) {
-	if f.ResourceVersion != "" {
-		h.Set(HeaderResourceVersion, f.ResourceVersion)
+	v := recentFreshness.Load()
+	if v == nil || v.resourceVersion != f.ResourceVersion || !v.lastEvent.Equal(f.LastEvent) {
+		v = newFreshnessValues(f)
+		recentFreshness.Store(v)
 	}
-	h.Set(HeaderSynced, strconv.FormatBool(f.Synced))
-	h.Set(HeaderStale, strconv.FormatBool(f.Stale))
+	if v.resourceVersionValue != nil {
+		h[HeaderResourceVersion] = v.resourceVersionValue
+	}
+	if v.lastEventValue != nil {
+		h[HeaderLastEvent] = v.lastEventValue
+	}
+	h[HeaderSynced] = boolValue(f.Synced)
+	h[HeaderStale] = boolValue(f.Stale)
 	if f.WatchConnected {
-		h.Set(HeaderWatch, "connected")
+		h[HeaderWatch] = valueConnected
 	} else {
-		h.Set(HeaderWatch, "disconnected")
-	}
-	if !f.LastEvent.IsZero() {
-		h.Set(HeaderLastEvent, f.LastEvent.UTC().Format(time.RFC3339Nano))
+		h[HeaderWatch] = valueDisconnected
 	}
 	if f.Simulated {
-		h.Set(HeaderSimulated, "true")
+		h[HeaderSimulated] = valueTrue
 	}
 }
 
-// freshnessHeaders gives responses that are not about one resource (health,
+// recentFreshness holds the values of the freshness last written. A busy
+// resource is answered far more often than its freshness changes, so most
+// answers share them rather than format and allocate their own.
+var recentFreshness atomic.Pointer[freshnessValues]
+
+// freshnessValues are the header values of a resource version and a last
+// event; nil when the freshness has none.
+type freshnessValues struct {
+	resourceVersion      string
+	lastEvent            time.Time
+	resourceVersionValue []string
+	lastEventValue       []string
+}
+
+func newFreshnessValues(f cache.Freshness) *freshnessValues {
+	v := &freshnessValues{resourceVersion: f.ResourceVersion, lastEvent: f.LastEvent}
+	if f.ResourceVersion != "" {
+		v.resourceVersionValue = []string{f.ResourceVersion}
+	}
+	if !f.LastEvent.IsZero() {
+		v.lastEventValue = []string{f.LastEvent.UTC().Format(time.RFC3339Nano)}
+	}
+	return v
+}
+
+// setResourceFreshness sets the freshness of the resource an answer is
+// about, from what the cache returned with the answer or its error. The
+// cache returns none (the zero value: neither synced nor stale, which a
+// resource always is) when there was no such resource to ask; the error
+// translation then gives the answer the whole cache's.
+func setResourceFreshness(c echo.Context, f cache.Freshness) {
+	if f.Synced || f.Stale {
+		setFreshness(c.Response().Header(), f)
+	}
+}
+
+// fillFreshness gives a response that is not about one resource (health,
 // resource lists, unknown routes, errors before a resource was found) the
-// freshness of the cache as a whole. Handlers about one resource set their
-// own first; this only fills in what is missing, just before the header is
-// written, so the hot paths pay nothing for it.
-func (s *Server) freshnessHeaders(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		h := c.Response().Header()
-		c.Response().Before(func() {
-			if h.Get(HeaderStale) == "" {
-				setFreshness(h, s.r.Freshness())
-			}
-		})
-		return next(c)
+// freshness of the cache as a whole, unless a handler set a resource's.
+func fillFreshness(h http.Header, r Reader) {
+	if _, ok := h[HeaderStale]; !ok {
+		setFreshness(h, r.Freshness())
 	}
 }

@@ -56,47 +56,58 @@ func newLimiter(o LimitOptions) *limiter {
 	return &limiter{opts: o, streams: map[string]int{}}
 }
 
-// guard is the one middleware of this file and auth.go: echo rebuilds
-// its middleware chain on every request, one closure each, so the steps
-// are plain functions run in order. It sits inside panic recovery and the
-// metrics, so that its refusals are counted.
-func (s *Server) guard(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		s.securityHeaders(c)
-		if err := rejectBody(c); err != nil {
-			return err
-		}
-		if err := s.authenticate(c); err != nil {
-			return err
-		}
-		return s.limitRequests(c, next)
+// guard runs the checks of this file and auth.go before the handler: it
+// is a step of the one middleware (edge.go), inside panic recovery and
+// the metrics, so that its refusals are counted. now is when the request
+// arrived.
+func (s *Server) guard(c echo.Context, next echo.HandlerFunc, now time.Time) error {
+	s.securityHeaders(c)
+	if err := rejectBody(c); err != nil {
+		return err
 	}
+	if err := s.authenticate(c); err != nil {
+		return err
+	}
+	return s.limitRequests(c, next, now)
 }
 
-// newSecurityHeaders prepares the headers of every response; a handler
-// may replace them (the dashboard sets its own Content-Security-Policy).
-// With authentication on, answers are private: no cache may keep them.
-// The values are shared slices that are never modified, so setting them
-// costs no allocation on the hot path.
-func newSecurityHeaders(private bool) map[string][]string {
-	headers := map[string][]string{
-		"X-Content-Type-Options":       {"nosniff"},
-		"Content-Security-Policy":      {"default-src 'none'; frame-ancestors 'none'"},
-		"Cross-Origin-Resource-Policy": {"same-origin"},
+// header is one response header, its key canonical and its values shared.
+type header struct {
+	key    string
+	values []string
+}
+
+// newSecurityHeaders prepares the headers of every response. The API
+// answers JSON, text and event streams, never a document: nosniff keeps a
+// browser from reading one as HTML, and Cross-Origin-Resource-Policy keeps
+// other sites from loading one into their pages. A Content-Security-Policy
+// governs documents only; the dashboard, the one HTML the server has, sets
+// its own (web.go). With authentication on, answers are private: no cache
+// may keep them.
+//
+// Each header costs every answer something on both ends, and past eight
+// entries net/http's header map grows into a larger table it then clones
+// per response: a GET answer has eight (these two, Content-Type and five
+// freshness headers).
+func newSecurityHeaders(private bool) []header {
+	headers := []header{
+		{"X-Content-Type-Options", []string{"nosniff"}},
+		{"Cross-Origin-Resource-Policy", []string{"same-origin"}},
 	}
 	if private {
-		headers["Cache-Control"] = []string{"no-store"}
+		headers = append(headers, header{"Cache-Control", []string{"no-store"}})
 	}
-	for k, v := range headers {
-		headers[k] = slices.Clip(v) // an Add appends to a copy, never to the shared array
+	for i, h := range headers {
+		headers[i].key = http.CanonicalHeaderKey(h.key)
+		headers[i].values = slices.Clip(h.values) // an Add appends to a copy, never to the shared array
 	}
 	return headers
 }
 
 func (s *Server) securityHeaders(c echo.Context) {
 	h := c.Response().Header()
-	for k, v := range s.headers {
-		h[k] = v
+	for _, sh := range s.headers {
+		h[sh.key] = sh.values
 	}
 }
 
@@ -110,9 +121,9 @@ func rejectBody(c echo.Context) error {
 	return nil
 }
 
-// limitRequests bounds REST requests in time and streams in number per
-// client.
-func (s *Server) limitRequests(c echo.Context, next echo.HandlerFunc) error {
+// limitRequests bounds REST requests in time (from now, their arrival)
+// and streams in number per client.
+func (s *Server) limitRequests(c echo.Context, next echo.HandlerFunc, now time.Time) error {
 	if isStreamRoute(c) {
 		client := clientKey(c)
 		if !s.limits.openStream(client) {
@@ -127,7 +138,7 @@ func (s *Server) limitRequests(c echo.Context, next echo.HandlerFunc) error {
 	// do not wait; what takes long is a client that reads slowly. (Reviews
 	// have a timeout of their own.)
 	if dl := writeDeadliner(c); dl != nil {
-		if dl.SetWriteDeadline(time.Now().Add(s.limits.opts.RequestTimeout)) == nil {
+		if dl.SetWriteDeadline(now.Add(s.limits.opts.RequestTimeout)) == nil {
 			// The connection may serve a stream next: no deadline left behind.
 			defer dl.SetWriteDeadline(time.Time{})
 		}

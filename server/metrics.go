@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -38,25 +39,44 @@ func newMetrics(r Reader) *metrics {
 	return m
 }
 
-// middleware counts every request under its route pattern (never the raw
-// path: that would make one series per pod name).
-func (m *metrics) middleware(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		start := time.Now()
-		err := next(c)
+// routeMetrics holds a route's series, resolved once instead of by label
+// values on every request. They are created on first use, so that
+// /metrics lists only what was answered.
+type routeMetrics struct {
+	route string
+
+	latencyOnce sync.Once
+	latency     prometheus.Observer
+	okOnce      sync.Once
+	ok          prometheus.Counter // GET answered 200
+}
+
+func (m *metrics) forRoute(route string) *routeMetrics { return &routeMetrics{route: route} }
+
+// observe counts a request under its route pattern (never the raw path:
+// that would make one series per pod name); rm is nil for paths that
+// matched no route.
+func (m *metrics) observe(c echo.Context, rm *routeMetrics, start time.Time, err error) {
+	code := c.Response().Status
+	if err != nil {
+		code = errorStatus(err).Code
+	}
+	if rm == nil {
 		route := c.Path()
 		if route == "" {
 			route = "unmatched"
 		}
-		code := c.Response().Status
-		if err != nil {
-			code = errorStatus(err).Code
-		}
-		m.requests.WithLabelValues(route, c.Request().Method, strconv.Itoa(code)).Inc()
-		if !isStream(c.Request()) {
-			m.latency.WithLabelValues(route).Observe(time.Since(start).Seconds())
-		}
-		return err
+		rm = m.forRoute(route)
+	}
+	if method := c.Request().Method; code == http.StatusOK && method == http.MethodGet {
+		rm.okOnce.Do(func() { rm.ok = m.requests.WithLabelValues(rm.route, method, "200") })
+		rm.ok.Inc()
+	} else {
+		m.requests.WithLabelValues(rm.route, method, strconv.Itoa(code)).Inc()
+	}
+	if !isStream(c.Request()) {
+		rm.latencyOnce.Do(func() { rm.latency = m.latency.WithLabelValues(rm.route) })
+		rm.latency.Observe(time.Since(start).Seconds())
 	}
 }
 

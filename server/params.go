@@ -24,12 +24,14 @@ const maxParamBytes = 8 << 10
 // queryParams checks that every query parameter is one the route knows: a
 // misspelt labelSelector must not silently return everything.
 func queryParams(c echo.Context, known ...string) (url.Values, error) {
-	if raw := c.Request().URL.RawQuery; raw != "" {
-		// echo drops malformed pairs silently: a mangled namespace=%zz
-		// would list every namespace.
-		if _, err := url.ParseQuery(raw); err != nil {
-			return nil, fmt.Errorf("%w: malformed query string: %v", errBadRequest, truncate(err.Error(), 120))
-		}
+	raw := c.Request().URL.RawQuery
+	if raw == "" {
+		return nil, nil // no parameters; a nil url.Values reads as empty
+	}
+	// echo drops malformed pairs silently: a mangled namespace=%zz would
+	// list every namespace.
+	if _, err := url.ParseQuery(raw); err != nil {
+		return nil, fmt.Errorf("%w: malformed query string: %v", errBadRequest, truncate(err.Error(), 120))
 	}
 	q := c.QueryParams()
 	for k, v := range q {

@@ -14,8 +14,10 @@ type Route struct {
 
 // routes is the one place routes are registered.
 func (s *Server) routes() {
+	s.routeInfo = map[string]*routeInfo{}
 	for _, rt := range s.table() {
 		s.echo.Add(rt.route.Method, rt.route.Path, rt.handler)
+		s.routeInfo[rt.route.Path] = &routeInfo{freshness: rt.freshness, metrics: s.metrics.forRoute(rt.route.Path)}
 	}
 }
 
@@ -31,11 +33,18 @@ func (s *Server) Routes() []Route {
 type routeEntry struct {
 	route   Route
 	handler echo.HandlerFunc
+	// freshness: the handler sets the freshness of the resource it answers
+	// about on every answer (see routeInfo).
+	freshness bool
 }
 
 func (s *Server) table() []routeEntry {
 	get := func(path, summary string, h echo.HandlerFunc) routeEntry {
-		return routeEntry{Route{http.MethodGet, path, summary}, h}
+		return routeEntry{Route{http.MethodGet, path, summary}, h, false}
+	}
+	// about a resource: its handler sets the resource's freshness.
+	about := func(path, summary string, h echo.HandlerFunc) routeEntry {
+		return routeEntry{Route{http.MethodGet, path, summary}, h, true}
 	}
 	return []routeEntry{
 		get("/healthz", "Liveness: the process serves HTTP.", s.healthz),
@@ -45,12 +54,12 @@ func (s *Server) table() []routeEntry {
 		get("/", "The web dashboard.", s.dashboardPage),
 		get("/ui/:file", "A file of the web dashboard: script, style sheet or icon.", s.dashboardFile),
 		get("/api/v1/resources", "Configured resources with counts, indexes and freshness.", s.listResources),
-		get("/api/v1/resources/:resource", "One configured resource.", s.getResource),
-		get("/api/v1/resources/:resource/indexes/:index", "Values of an index with object counts.", s.indexValues),
-		get("/api/v1/ip/:ip", "Which pod has this IP (dual-stack, hostNetwork, reuse aware).", s.lookupIP),
+		about("/api/v1/resources/:resource", "One configured resource.", s.getResource),
+		about("/api/v1/resources/:resource/indexes/:index", "Values of an index with object counts.", s.indexValues),
+		about("/api/v1/ip/:ip", "Which pod has this IP (dual-stack, hostNetwork, reuse aware).", s.lookupIP),
 		get("/api/v1/stream", "One WebSocket multiplexing subscriptions to several resources.", s.stream),
-		get("/api/v1/:resource", "List objects; filter by namespace, labelSelector or index value.", s.list),
-		get("/api/v1/:resource/:name", "Get a cluster-scoped object.", s.getClusterScoped),
-		get("/api/v1/:resource/:namespace/:name", "Get a namespaced object.", s.getNamespaced),
+		about("/api/v1/:resource", "List objects; filter by namespace, labelSelector or index value.", s.list),
+		about("/api/v1/:resource/:name", "Get a cluster-scoped object.", s.getClusterScoped),
+		about("/api/v1/:resource/:namespace/:name", "Get a namespaced object.", s.getNamespaced),
 	}
 }

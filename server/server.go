@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/kubeindex/kubeindex/cache"
 )
@@ -65,7 +64,9 @@ type Server struct {
 	metrics *metrics
 	streams *streamHub
 	limits  *limiter
-	headers map[string][]string // security headers of every response
+	headers []header // security headers of every response
+	// routeInfo is read by every request and written only by New.
+	routeInfo map[string]*routeInfo
 }
 
 // New builds the server and its routes. It starts nothing.
@@ -89,14 +90,7 @@ func New(r Reader, opts Options) *Server {
 	s.echo.HTTPErrorHandler = s.handleError
 	s.limits, s.headers = newLimiter(opts.Limits), newSecurityHeaders(opts.Auth.Authenticator != nil)
 	s.metrics.registry.MustRegister(&securityCollector{s: s})
-	s.echo.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
-		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
-			s.log.Error("panic in handler", "path", c.Request().URL.Path, "err", err, "stack", string(stack))
-			return err
-		},
-	}))
-	s.echo.Use(s.metrics.middleware, s.freshnessHeaders)
-	s.echo.Use(s.guard) // security headers, no body, authentication, limits
+	s.echo.Use(s.edge) // recovery, metrics, freshness, security headers, no body, authentication, limits
 	s.routes()
 	return s
 }

@@ -1,0 +1,250 @@
+package server
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/kubeindex/kubeindex/cache"
+	"github.com/kubeindex/kubeindex/cache/cachetest"
+)
+
+// TestHeadersOfEveryAnswer sends requests to the real server and reads the
+// answers as a client does: the freshness and security headers are on
+// successes and errors alike, set before the status was written, and the
+// body arrives whole, whatever its framing.
+func TestHeadersOfEveryAnswer(t *testing.T) {
+	f := cachetest.Start(t, cachetest.DefaultSpecs()...)
+	_, addr := serveReal(t, f.Cache, Options{})
+	pod := podOnThePodNetwork(t, f.Cache)
+	podIP := gjson.GetBytes(pod.Raw(), "status.podIP").Str
+	tests := []struct {
+		method, target string
+		code           int
+		// about names the resource whose freshness the answer carries; ""
+		// for the whole cache's, which has no resource version.
+		about string
+	}{
+		{"GET", "/api/v1/pods/" + pod.Key(), 200, "pods"},
+		{"GET", "/api/v1/nodes/node-2", 200, "nodes"},
+		{"GET", "/api/v1/ip/" + podIP, 200, "pods"},
+		{"GET", "/api/v1/ip/10.0.0.12", 200, "pods"},
+		{"GET", "/api/v1/pods?namespace=kube-system", 200, "pods"},
+		{"GET", "/api/v1/pods?namespace=kube-system&limit=1", 200, "pods"},
+		{"GET", "/api/v1/resources/pods", 200, "pods"},
+		{"GET", "/api/v1/resources/pods/indexes/node", 200, "pods"},
+		{"GET", "/api/v1/resources", 200, ""},
+		{"GET", "/healthz", 200, ""},
+		{"GET", "/readyz", 200, ""},
+		{"GET", "/metrics", 200, ""},
+		{"GET", "/openapi.json", 200, ""},
+		{"GET", "/api/v1/pods/kube-system/nope", 404, "pods"},
+		{"GET", "/api/v1/ip/10.255.0.1", 404, "pods"},
+		{"GET", "/api/v1/pods/" + pod.Key() + "?pretty=1", 400, ""}, // refused before the resource is read
+		{"GET", "/api/v1/ip/not-an-ip", 400, "pods"},
+		{"GET", "/api/v1/widgets", 404, ""}, // no such resource: the whole cache's
+		{"GET", "/api/v1/widgets/ns/name", 404, ""},
+		{"GET", "/api/v1/resources/widgets/indexes/node", 404, ""},
+		{"GET", "/no/such/route", 404, ""},
+		{"DELETE", "/api/v1/pods", 405, ""},
+	}
+	for _, tt := range tests {
+		req, _ := http.NewRequest(tt.method, "http://"+addr+tt.target, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		name := tt.method + " " + tt.target
+		switch {
+		case err != nil:
+			t.Errorf("%s: reading the body: %v", name, err)
+		case resp.StatusCode != tt.code:
+			t.Errorf("%s: %d; expect %d", name, resp.StatusCode, tt.code)
+		case resp.ContentLength >= 0 && resp.ContentLength != int64(len(body)):
+			t.Errorf("%s: Content-Length %d, body %d bytes", name, resp.ContentLength, len(body))
+		case tt.target != "/metrics" && !json.Valid(body):
+			t.Errorf("%s: body is not JSON: %.200q", name, body)
+		}
+		h := resp.Header
+		for k, v := range map[string]string{
+			"X-Content-Type-Options": "nosniff", "Cross-Origin-Resource-Policy": "same-origin",
+			"Content-Security-Policy": "", HeaderSynced: "true", HeaderWatch: "connected", HeaderStale: "false",
+		} {
+			if got := h.Get(k); got != v {
+				t.Errorf("%s: %s %q; expect %q", name, k, got, v)
+			}
+		}
+		if h.Get(HeaderLastEvent) == "" {
+			t.Errorf("%s: no %s", name, HeaderLastEvent)
+		}
+		wantRV := ""
+		if tt.about != "" {
+			st, _ := f.Cache.ResourceStatus(tt.about)
+			wantRV = st.ResourceVersion
+		}
+		if got := h.Get(HeaderResourceVersion); got != wantRV {
+			t.Errorf("%s: %s %q; expect %q (the freshness of %q)", name, HeaderResourceVersion, got, wantRV, tt.about)
+		}
+		if ct := h.Get("Content-Type"); tt.target != "/metrics" && ct != "application/json" {
+			t.Errorf("%s: Content-Type %q", name, ct)
+		}
+		if tt.target == "/api/v1/pods/"+pod.Key() && string(body) != string(pod.Raw()) {
+			t.Errorf("%s: the body is not the stored object", name)
+		}
+	}
+}
+
+// TestSharedHeaderValuesStay proves that the header values every answer
+// shares are never changed through one answer: a caller appending to a
+// header of its response does not reach the next response.
+func TestSharedHeaderValuesStay(t *testing.T) {
+	_, h := startServer(t)
+	target := "/api/v1/pods/kube-system/kube-proxy-zhstf"
+	first := do(t, h, "GET", target)
+	want := first.Header().Clone()
+	for k := range first.Header() {
+		first.Header().Add(k, "changed")
+	}
+	second := do(t, h, "GET", target)
+	for k, v := range want {
+		if got := second.Header()[k]; strings.Join(got, "|") != strings.Join(v, "|") {
+			t.Errorf("%s %q after an append to the previous answer's; expect %q", k, got, v)
+		}
+	}
+}
+
+// TestMetricsByRoute checks that requests are counted under their route
+// pattern with their code, refusals and recovered panics included.
+func TestMetricsByRoute(t *testing.T) {
+	f := cachetest.Start(t, cachetest.PodSpec())
+	h := New(panicky{f.Cache}, Options{Logger: quiet()}).Handler()
+	for _, target := range []string{
+		"/api/v1/pods/kube-system/kube-proxy-zhstf", "/api/v1/pods/kube-system/kube-proxy-zhstf",
+		"/api/v1/pods/kube-system/nope", "/api/v1/pods/kube-system/kube-proxy-zhstf?x=1",
+		"/api/v1/ip/10.0.0.12", // panicky: a recovered panic, a 500
+		"/no/such/route",
+	} {
+		do(t, h, "GET", target)
+	}
+	metrics := do(t, h, "GET", "/metrics").Body.String()
+	get := `route="/api/v1/:resource/:namespace/:name"`
+	for _, want := range []string{
+		`kubeindex_http_requests_total{code="200",method="GET",` + get + `} 2`,
+		`kubeindex_http_requests_total{code="404",method="GET",` + get + `} 1`,
+		`kubeindex_http_requests_total{code="400",method="GET",` + get + `} 1`,
+		`kubeindex_http_requests_total{code="500",method="GET",route="/api/v1/ip/:ip"} 1`,
+		`kubeindex_http_request_duration_seconds_count{` + get + `} 4`,
+		`kubeindex_http_request_duration_seconds_count{route="/api/v1/ip/:ip"} 1`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if !strings.Contains(metrics, `code="404",method="GET",route="`) || strings.Contains(metrics, `route="/no/such/route"`) {
+		t.Error("an unmatched path must be counted under a route pattern, never under its own path")
+	}
+	if strings.Contains(metrics, `route="/healthz"`) {
+		t.Error("a route never asked for has series")
+	}
+}
+
+// TestIPLookupEncoding pins the hand-written encoding of IP lookups to what
+// encoding/json makes of the same values.
+func TestIPLookupEncoding(t *testing.T) {
+	pod, err := cache.NewObject([]byte(`{"metadata":{"name":"web-0","namespace":"shop"}}`), "v1", "Pod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := cache.IPPod{Namespace: "shop", Name: "web-0", UID: "0c0a9a4e-6d5c-4e0e-9d7b-1a2b3c4d5e6f",
+		Phase: "Running", NodeName: "node-1", Active: true}
+	tests := []struct {
+		name string
+		res  cache.IPLookup
+	}{
+		{"one pod", cache.IPLookup{IP: "10.244.1.7", Match: cache.MatchPod, Pods: []cache.IPPod{plain},
+			Items: []*cache.Object{pod}, Freshness: cache.Freshness{ResourceVersion: "4711"}}},
+		{"two pods, no node", cache.IPLookup{IP: "fd00::7", Match: cache.MatchHostNetwork,
+			Pods:  []cache.IPPod{plain, {Namespace: "kube-system", Name: "proxy", HostNetwork: true, Phase: "Pending"}},
+			Items: []*cache.Object{pod, pod}}},
+		{"nothing", cache.IPLookup{IP: "10.0.0.1"}},
+		{"characters to escape", cache.IPLookup{IP: `<a href="x">&</a>`, Match: "\u2028\u2029",
+			Pods: []cache.IPPod{{Namespace: "tab\there", Name: "quote\"back\\slash", UID: "\x00\x1f\x7f",
+				Phase: "héllo wörld", NodeName: "bad \xff utf-8"}},
+			Freshness: cache.Freshness{ResourceVersion: "\n"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			checkIPLookupEncoding(t, tt.res)
+		})
+	}
+}
+
+func FuzzIPLookupEncoding(f *testing.F) {
+	f.Add("10.0.0.1", "pod", "12", "ns", "name", "uid", "Running", "node", true, false)
+	f.Add("<>&", "\u2028", "\"\\", "\x00", "\xff\xfe", "é", "\t\n", "", false, true)
+	f.Fuzz(func(t *testing.T, ip, match, rv, ns, name, uid, phase, node string, host, active bool) {
+		checkIPLookupEncoding(t, cache.IPLookup{IP: ip, Match: cache.Match(match),
+			Freshness: cache.Freshness{ResourceVersion: rv},
+			Pods: []cache.IPPod{{Namespace: ns, Name: name, UID: uid, Phase: phase, NodeName: node,
+				HostNetwork: host, Active: active}}})
+	})
+}
+
+// checkIPLookupEncoding compares writeIPLookup with the reflective
+// encoding it replaced.
+func checkIPLookupEncoding(t *testing.T, res cache.IPLookup) {
+	t.Helper()
+	head, err := json.Marshal(struct {
+		Kind       string        `json:"kind"`
+		APIVersion string        `json:"apiVersion"`
+		IP         string        `json:"ip"`
+		Match      cache.Match   `json:"match"`
+		Metadata   ListMeta      `json:"metadata"`
+		Pods       []cache.IPPod `json:"pods"`
+	}{"PodIPLookup", "kubeindex/v1", res.IP, res.Match, ListMeta{ResourceVersion: res.Freshness.ResourceVersion}, res.Pods})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := append(head[:len(head)-1], `,"items":[`...)
+	for i, o := range res.Items {
+		if i > 0 {
+			want = append(want, ',')
+		}
+		want = append(want, o.Raw()...)
+	}
+	want = append(want, "]}\n"...)
+	rec := httptest.NewRecorder()
+	if err := writeIPLookup(rec, res); err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.Body.String(); got != string(want) {
+		t.Errorf("encoded\n%s\nencoding/json\n%s", got, want)
+	}
+	if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+		t.Errorf("Content-Type %q", ct)
+	}
+}
+
+// podOnThePodNetwork is a running pod with an address of its own.
+func podOnThePodNetwork(t testing.TB, c *cache.Cache) *cache.Object {
+	t.Helper()
+	res, err := c.List("pods", cache.ListQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range res.Items {
+		p := gjson.ParseBytes(o.Raw())
+		if p.Get("status.phase").Str == "Running" && !p.Get("spec.hostNetwork").Bool() && p.Get("status.podIP").Str != "" {
+			return o
+		}
+	}
+	t.Fatal("the demo has no running pod on the pod network")
+	return nil
+}
