@@ -72,9 +72,13 @@ func (s Spec) NormalizeValue(v string) (norm string, ok bool) {
 // NormalizeIP returns the canonical spelling of an IPv4 or IPv6 address:
 // IPv6 compressed and lower-case, IPv4-mapped IPv6 unmapped, zone dropped.
 func NormalizeIP(v string) (string, bool) {
-	addr, err := netip.ParseAddr(strings.TrimSpace(v))
+	v = strings.TrimSpace(v)
+	addr, err := netip.ParseAddr(v)
 	if err != nil {
 		return "", false
+	}
+	if addr.Is4() {
+		return v, true // ParseAddr takes IPv4 only in its canonical spelling
 	}
 	return addr.WithZone("").Unmap().String(), true
 }

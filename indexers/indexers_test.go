@@ -1,6 +1,7 @@
 package indexers
 
 import (
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -163,6 +164,21 @@ func FuzzIndexFuncs(f *testing.F) {
 		}
 		if ValidatePath(path) == nil {
 			Spec{Name: "p", Path: path}.Func()(obj)
+		}
+	})
+}
+
+// FuzzNormalizeIP: the IPv4 shortcut answers what the full normalisation
+// answers.
+func FuzzNormalizeIP(f *testing.F) {
+	for _, s := range []string{"10.1.2.3", " 10.1.2.3", "::ffff:1.2.3.4", "fd00::a%eth0", "1.2.3.4%x", "01.2.3.4"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		got, ok := NormalizeIP(v)
+		addr, err := netip.ParseAddr(strings.TrimSpace(v))
+		if ok != (err == nil) || (ok && got != addr.WithZone("").Unmap().String()) {
+			t.Fatalf("NormalizeIP(%q) = %q, %t; full normalisation: %v, %v", v, got, ok, addr, err)
 		}
 	})
 }
