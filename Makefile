@@ -38,10 +38,11 @@ test: lint test-unit test-e2e ## Everything that proves the project: lint, unit,
 
 N ?= 50000
 BENCH_DIR ?=
+FIGURES ?=
 
 .PHONY: bench
 bench: ## Run the side-by-side benchmark (N=50000 pods by default)
-	cd test && $(GO) run ./cmd/bench -pods $(N) -out bench/results.json $(if $(BENCH_DIR),-dir $(BENCH_DIR))
+	cd test && $(GO) run ./cmd/bench -pods $(N) -out bench/results.json $(if $(BENCH_DIR),-dir $(BENCH_DIR)) $(if $(FIGURES),-figures $(FIGURES))
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME each (default 20s).

@@ -23,6 +23,9 @@ type churnResult struct {
 	// LastRV is the highest resourceVersion the API server returned: a
 	// cache at or past it has seen every update.
 	LastRV uint64
+	// Acked is when the API server answered each update (Unix
+	// nanoseconds), by the update's send stamp.
+	Acked map[int64]int64
 }
 
 // churn updates pods through the API server: each update is a merge patch
@@ -31,6 +34,8 @@ type churnResult struct {
 // `rate` per second when rate > 0, or as fast as the workers go.
 func churn(ctx context.Context, cs kubernetes.Interface, p plan, start, count, rate int) (churnResult, error) {
 	var next, lastRV atomic.Uint64
+	var ackMu sync.Mutex
+	acked := make(map[int64]int64, count)
 	var firstErr error
 	var once sync.Once
 	ctx, cancel := context.WithCancel(ctx)
@@ -54,9 +59,13 @@ func churn(ctx context.Context, cs kubernetes.Interface, p plan, start, count, r
 					}
 				}
 				r := p.ref((start + k) % p.n)
-				patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:"%d"}}}`, stampKey, time.Now().UnixNano())
+				sent := time.Now().UnixNano()
+				patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:"%d"}}}`, stampKey, sent)
 				pod, err := cs.CoreV1().Pods(r.Namespace).Patch(ctx, r.Name, types.MergePatchType, patch,
 					metav1.PatchOptions{FieldManager: "bench-churn"})
+				ackMu.Lock()
+				acked[sent] = time.Now().UnixNano()
+				ackMu.Unlock()
 				if err != nil {
 					once.Do(func() { firstErr = fmt.Errorf("churn %s/%s: %w", r.Namespace, r.Name, err); cancel() })
 					return
@@ -72,5 +81,5 @@ func churn(ctx context.Context, cs kubernetes.Interface, p plan, start, count, r
 		})
 	}
 	wg.Wait()
-	return churnResult{Sent: min(count, int(next.Load())), Duration: time.Since(begin), LastRV: lastRV.Load()}, firstErr
+	return churnResult{Sent: min(count, int(next.Load())), Duration: time.Since(begin), LastRV: lastRV.Load(), Acked: acked}, firstErr
 }

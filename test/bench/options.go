@@ -39,6 +39,9 @@ type Options struct {
 	ChurnTime time.Duration
 	// UpkeepEvents per round of the index upkeep figure. Default 3000.
 	UpkeepEvents int
+	// Figures selects what to measure besides the initial sync, which
+	// always runs: rate, latency, heap, fanout, upkeep. Empty: all.
+	Figures []string
 	// Dir keeps the cluster's state (and seeded pods) between runs; empty
 	// means a fresh temporary directory. Only used by Main.
 	Dir string

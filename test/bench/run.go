@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -89,12 +90,35 @@ func (r *runner) run(ctx context.Context) error {
 			r.sampleRefs = append(r.sampleRefs, ref)
 		}
 	}
-	for _, step := range []func(context.Context) error{r.initialSync, r.requestRate, r.lookupLatency, r.heap, r.fanOut, r.upkeep} {
-		if err := step(ctx); err != nil {
+	steps := []step{
+		{"sync", r.initialSync}, {"rate", r.requestRate}, {"latency", r.lookupLatency},
+		{"heap", r.heap}, {"fanout", r.fanOut}, {"upkeep", r.upkeep},
+	}
+	for _, f := range r.o.Figures {
+		if !slices.ContainsFunc(steps, func(s step) bool { return s.name == f }) {
+			return fmt.Errorf("unknown figure %q (known: sync, rate, latency, heap, fanout, upkeep)", f)
+		}
+	}
+	want := slices.Clone(r.o.Figures)
+	if slices.Contains(want, "latency") || slices.Contains(want, "heap") {
+		want = append(want, "rate") // it starts the echo server and measures the body sizes they use
+	}
+	for i, step := range steps {
+		// The sync figure always runs: its last kubeindex serves the others.
+		if i > 0 && len(want) > 0 && !slices.Contains(want, step.name) {
+			continue
+		}
+		if err := step.run(ctx); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// step is one figure's measurement.
+type step struct {
+	name string
+	run  func(context.Context) error
 }
 
 func (r *runner) buildAll(ctx context.Context) error {
@@ -432,7 +456,7 @@ func (r *runner) fanOut(ctx context.Context) error {
 	r.add(f)
 
 	count := r.o.ChurnRate * int(r.o.ChurnTime/time.Second)
-	var fps, p99 []float64
+	var fps, p99, ackP99 []float64
 	var notes []string
 	for round := range r.o.slowRounds() {
 		beforeFrames := frameCounts(subs)
@@ -441,13 +465,15 @@ func (r *runner) fanOut(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		out := collect(subs, beforeFrames, int64(res.Sent), begin, 30*time.Second)
-		r.logf("fan-out round %d: %d updates in %v, %d/%d frames, %.0f frames/s, p50 %v p99 %v, %d resyncs", round,
-			res.Sent, res.Duration.Round(time.Millisecond), out.Frames, out.Expected, out.FramesPerSec, out.P50, out.P99, out.Resyncs)
+		out := collect(subs, beforeFrames, int64(res.Sent), begin, 30*time.Second, res.Acked)
+		r.logf("fan-out round %d: %d updates in %v, %d/%d frames, %.0f frames/s, from send p50 %v p99 %v, from the API server's answer p50 %v p99 %v, %d resyncs", round,
+			res.Sent, res.Duration.Round(time.Millisecond), out.Frames, out.Expected, out.FramesPerSec, out.P50, out.P99,
+			out.AckP50, out.AckP99, out.Resyncs)
 		fps = append(fps, out.FramesPerSec)
 		p99 = append(p99, ms(out.P99))
-		notes = append(notes, fmt.Sprintf("%d/%d frames, %d resyncs, the API server took %.0f updates/s",
-			out.Frames, out.Expected, out.Resyncs, float64(res.Sent)/res.Duration.Seconds()))
+		ackP99 = append(ackP99, ms(out.AckP99))
+		notes = append(notes, fmt.Sprintf("%d/%d frames, %d resyncs, the API server took %.0f updates/s, p99 from send %.0f ms",
+			out.Frames, out.Expected, out.Resyncs, float64(res.Sent)/res.Duration.Seconds(), ms(out.P99)))
 		if out.Resyncs > 0 {
 			break // those subscriptions have ended
 		}
@@ -456,8 +482,9 @@ func (r *runner) fanOut(ctx context.Context) error {
 	f = absFigure("stream fan-out frames/s", "frames/s", ">= 100000", fps, func(v float64) bool { return v >= 100000 })
 	f.Note = offered + strings.Join(notes, "; ")
 	r.add(f)
-	f = absFigure("stream event-to-client p99", "ms", "<= 100 ms", p99, func(v float64) bool { return v <= 100 })
-	f.Note = "from the update's send (API server write included) to the client's read"
+	f = absFigure("stream event-to-client p99", "ms", "<= 100 ms", ackP99, func(v float64) bool { return v <= 100 })
+	f.Note = fmt.Sprintf("from the API server's answer to the update (the write committed: the event exists) to the client's read; "+
+		"from the update's send, the API server's queueing and write included, the rounds' p99 were %v ms", p99)
 	r.add(f)
 	return nil
 }

@@ -23,7 +23,7 @@ type subscriber struct {
 	frames   atomic.Int64 // ADDED/MODIFIED/DELETED frames
 	resyncs  atomic.Int64
 	mu       sync.Mutex
-	latency  []time.Duration
+	seen     []stamped    // churn events received: send stamp, arrival
 	lastSeen atomic.Int64 // unix nanoseconds of the last event frame
 	done     chan struct{}
 	err      error
@@ -103,7 +103,7 @@ func (s *subscriber) read() {
 				if j := bytes.IndexByte(rest, '"'); j > 0 {
 					if sent, err := strconv.ParseInt(string(rest[:j]), 10, 64); err == nil {
 						s.mu.Lock()
-						s.latency = append(s.latency, now.Sub(time.Unix(0, sent)))
+						s.seen = append(s.seen, stamped{sent, now.UnixNano()})
 						s.mu.Unlock()
 					}
 				}
@@ -121,19 +121,29 @@ func closeAll(subs []*subscriber) {
 	}
 }
 
+// stamped is one churn update as someone saw it: its send stamp (Unix
+// nanoseconds, the key) and when it arrived.
+type stamped struct{ sent, at int64 }
+
 // fanOut is one round's delivery figures.
 type fanOut struct {
 	Frames       int64
 	FramesPerSec float64
-	P99, P50     time.Duration
-	Resyncs      int64
-	Expected     int64
+	// From the update's send, before the API server's write, to the
+	// client's read.
+	P99, P50 time.Duration
+	// From the API server's answer to the update (the event exists once
+	// the write is committed) to the client's read: the delay that is
+	// kubeindex's, not the API server's.
+	AckP99, AckP50 time.Duration
+	Resyncs        int64
+	Expected       int64
 }
 
 // collect waits until every subscriber has received `want` more event
 // frames than it had at `before` (or until timeout), then sums up. Frames
 // per second count from the churn's start to the last frame delivered.
-func collect(subs []*subscriber, before []int64, want int64, begin time.Time, timeout time.Duration) fanOut {
+func collect(subs []*subscriber, before []int64, want int64, begin time.Time, timeout time.Duration, acked map[int64]int64) fanOut {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		all := true
@@ -150,14 +160,19 @@ func collect(subs []*subscriber, before []int64, want int64, begin time.Time, ti
 	}
 	var out fanOut
 	var last int64
-	var lat []time.Duration
+	var lat, ack []time.Duration
 	for i, s := range subs {
 		out.Frames += s.frames.Load() - before[i]
 		out.Resyncs += s.resyncs.Load()
 		last = max(last, s.lastSeen.Load())
 		s.mu.Lock()
-		lat = append(lat, s.latency...)
-		s.latency = s.latency[:0]
+		for _, e := range s.seen {
+			lat = append(lat, time.Duration(e.at-e.sent))
+			if at, ok := acked[e.sent]; ok {
+				ack = append(ack, time.Duration(e.at-at))
+			}
+		}
+		s.seen = s.seen[:0]
 		s.mu.Unlock()
 	}
 	out.Expected = want * int64(len(subs))
@@ -165,7 +180,9 @@ func collect(subs []*subscriber, before []int64, want int64, begin time.Time, ti
 		out.FramesPerSec = float64(out.Frames) / el.Seconds()
 	}
 	slices.Sort(lat)
+	slices.Sort(ack)
 	out.P50, out.P99 = percentile(lat, 0.50), percentile(lat, 0.99)
+	out.AckP50, out.AckP99 = percentile(ack, 0.50), percentile(ack, 0.99)
 	return out
 }
 

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -36,8 +37,12 @@ func run() error {
 	flag.IntVar(&o.UpkeepEvents, "upkeep-events", 3000, "pod updates per index upkeep round")
 	flag.StringVar(&o.Dir, "dir", "", "cluster state directory, kept (a rerun with the same -pods skips seeding); default a fresh temporary one")
 	flag.StringVar(&o.Out, "out", "bench/results.json", "where to write the results as JSON")
+	figures := flag.String("figures", "", "comma-separated figures besides the initial sync (rate, latency, heap, fanout, upkeep); default all")
 	flag.Parse()
 	o.Log = os.Stderr
+	if *figures != "" {
+		o.Figures = strings.Split(*figures, ",")
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
