@@ -15,6 +15,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/kubeindex/kubeindex/indexers"
+	"github.com/kubeindex/kubeindex/internal/jsonscan"
 )
 
 // nsIndex is the internal namespace index. Its name cannot collide with a
@@ -224,15 +225,15 @@ func namespaceIndexFunc(obj any) ([]string, error) {
 
 // objectIndexFunc runs f on the member root of each object (see
 // indexers.Spec.Rooted), or on the whole object when root is "".
-func objectIndexFunc(root string, f indexers.Func) toolscache.IndexFunc {
+func objectIndexFunc(root string, f indexers.DocFunc) toolscache.IndexFunc {
 	return func(obj any) ([]string, error) {
 		o, ok := obj.(*Object)
 		if !ok {
 			return nil, nil
 		}
 		if root == "" {
-			return f(o.raw), nil
+			return f(jsonscan.Doc{Raw: o.raw}), nil
 		}
-		return f(o.member(root)), nil
+		return f(o.doc(root)), nil
 	}
 }

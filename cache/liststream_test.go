@@ -69,9 +69,19 @@ func sameItems(t testing.TB, got *objectList, want []map[string]any) {
 		if !reflect.DeepEqual(m, want[i]) {
 			t.Fatalf("item %d:\n got %s\nwant %v", i, o.Raw(), want[i])
 		}
-		for _, name := range sectionNames {
-			if got, want := o.member(name), jsonscan.Member(o.Raw(), name); !bytes.Equal(got, want) {
-				t.Fatalf("item %d: recorded %s is %.40q, want %.40q", i, name, got, want)
+		for j, name := range sectionNames {
+			d := o.doc(name)
+			if want := jsonscan.Member(o.Raw(), name); !bytes.Equal(d.Raw, want) {
+				t.Fatalf("item %d: recorded %s is %.40q, want %.40q", i, name, d.Raw, want)
+			}
+			var keys [2]string
+			if knownMembers[j] != nil {
+				keys = *knownMembers[j]
+			}
+			for _, k := range keys {
+				if got, want := d.Member(k), jsonscan.Member(d.Raw, k); !bytes.Equal(got, want) {
+					t.Fatalf("item %d: recorded %s.%s is %.40q, want %.40q", i, name, k, got, want)
+				}
 			}
 		}
 		meta := want[i]["metadata"].(map[string]any)
@@ -184,6 +194,7 @@ func FuzzDecodeList(f *testing.F) {
 	f.Add([]byte(`{"items":[{"metadata":{"managedFields":[],"name":"a\u0041"}}],"metadata":{}}`))
 	f.Add([]byte(`{"items":null}`))
 	f.Add([]byte(`{"items":[{"spec":{"a":1},"metadata":{"managedFields":[1],"name":"x","managedFields":2},"status":[],"spec":3}]}`))
+	f.Add([]byte(`{"items":[{"metadata":{"name":"x"},"spec":{"nodeName":"n","containers":[],"nodeName":"m"},"status":{"podI\u0050":"1.2.3.4","podIPs":null}}]}`))
 	lw := &listWatch{res: &Resource{Plural: "pods"}, shape: Shape{APIVersion: "v1", Kind: "Pod"}}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		got, err := lw.decodeList(iotest.HalfReader(bytes.NewReader(body)))

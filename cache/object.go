@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -27,24 +28,45 @@ type Object struct {
 	resourceVersion string
 	uid             string
 	// where in raw the values of metadata, spec and status are (to == 0:
-	// absent or unknown), so that index functions go straight to them.
+	// absent or unknown), so that index functions go straight to them;
+	// and, within spec and status, the members the built-in indexes read
+	// (see knownMembers).
 	sections [3]struct{ from, to uint32 }
+	known    [3][2]jsonscan.Span // relative to the section; valid when walked
+	walked   [3]bool
 }
 
 // sectionNames are the top-level members whose place Build records.
 var sectionNames = [3]string{"metadata", "spec", "status"}
 
+// knownMembers are, per section, the members whose place Build records
+// on the way through: those the built-in indexes read, deep in the
+// section (a pod's nodeName comes after its volumes and containers).
+var knownMembers = [3]*[2]string{nil, {"nodeName", "containers"}, {"podIP", "podIPs"}}
+
 // member returns the value of the top-level member key, or nil.
 func (o *Object) member(key string) []byte {
+	d := o.doc(key)
+	return d.Raw
+}
+
+// doc returns the top-level member key with what Build learnt about it.
+func (o *Object) doc(key string) jsonscan.Doc {
 	for i, name := range sectionNames {
-		if name == key {
-			if sec := o.sections[i]; sec.to != 0 {
-				return o.raw[sec.from:sec.to]
-			}
+		if name != key {
+			continue
+		}
+		sec := o.sections[i]
+		if sec.to == 0 {
 			break
 		}
+		d := jsonscan.Doc{Raw: o.raw[sec.from:sec.to]}
+		if o.walked[i] {
+			d.Keys, d.Spans = knownMembers[i], o.known[i]
+		}
+		return d
 	}
-	return jsonscan.Member(o.raw, key)
+	return jsonscan.Doc{Raw: jsonscan.Member(o.raw, key)}
 }
 
 // Raw returns the object's JSON. The caller must not modify it.
@@ -163,15 +185,20 @@ func (s Shape) build(b []byte) (*Object, int, error) {
 			}
 			continue
 		}
-		end, err := r.Skip()
+		i := slices.Index(sectionNames[1:], string(r.Key)) + 1
+		if i == 0 || sections[i].to != 0 {
+			if _, err := r.Skip(); err != nil {
+				return nil, 0, err
+			}
+			continue
+		}
+		end, known, walked, err := walkSection(b, r.ValAt, knownMembers[i])
 		if err != nil {
 			return nil, 0, err
 		}
-		for i, name := range sectionNames[1:] {
-			if string(r.Key) == name && sections[i+1].to == 0 {
-				sections[i+1] = span{r.ValAt, end}
-			}
-		}
+		r.Done(end)
+		sections[i] = span{r.ValAt, end}
+		o.known[i], o.walked[i] = known, walked
 	}
 	if o.name == "" {
 		return nil, 0, errNotObject
@@ -225,12 +252,47 @@ func (s Shape) build(b []byte) (*Object, int, error) {
 			}
 		}
 	}
+	if len(s.Drop) > 0 || len(o.raw) > math.MaxUint32 {
+		o.walked = [3]bool{}
+	}
 	for _, path := range s.Drop { // redactions move things: sections stay unknown
 		if o.raw, err = removePath(o.raw, path); err != nil {
 			return nil, 0, err
 		}
 	}
 	return o, end, nil
+}
+
+// walkSection passes over the value at b[at:], as Skip would, and when it
+// is an object records where its members named in keys are (relative to
+// at; the first of each). walked is false when it is not an object.
+func walkSection(b []byte, at int, keys *[2]string) (end int, known [2]jsonscan.Span, walked bool, err error) {
+	r, err := jsonscan.OpenObject(b, at)
+	if err == jsonscan.ErrNotObject {
+		n, err := jsonscan.Value(b[at:])
+		return at + n, known, false, err
+	}
+	if err != nil {
+		return 0, known, false, err
+	}
+	for {
+		more, err := r.Next()
+		if err != nil {
+			return 0, known, false, err
+		}
+		if !more {
+			return r.End(), known, true, nil
+		}
+		end, err := r.Skip()
+		if err != nil {
+			return 0, known, false, err
+		}
+		for i, k := range keys {
+			if known[i].To == 0 && jsonscan.KeyIs(r.Key, k) {
+				known[i] = jsonscan.Span{From: uint32(r.ValAt - at), To: uint32(end - at)}
+			}
+		}
+	}
 }
 
 // span is a range of bytes, [from, to).

@@ -34,12 +34,17 @@ func (s Spec) Func() Func {
 	return func([]byte) []string { return nil }
 }
 
+// DocFunc computes index values from one member of an object (see
+// Spec.Rooted).
+type DocFunc func(member jsonscan.Doc) []string
+
 // Rooted returns the top-level member of the object the index reads, and
-// the index function over that member's value: f(value of root) equals
+// the index function over that member: f(value of root) equals
 // Func()(object). A cache that knows where an object's metadata, spec and
-// status are can then skip straight to them. root is "" when the index
-// may read anywhere; f is then Func().
-func (s Spec) Rooted() (root string, f Func) {
+// status are, and where some of their members are, can then skip straight
+// to them. root is "" when the index may read anywhere; f then reads the
+// whole object.
+func (s Spec) Rooted() (root string, f DocFunc) {
 	s = s.Normalized()
 	switch s.Type {
 	case PodIP:
@@ -51,12 +56,16 @@ func (s Spec) Rooted() (root string, f Func) {
 	case Label:
 		return "metadata", labelIn(s.Label)
 	case Path:
-		if steps, ok := plainPath(s.Path); ok && steps[0] != "#" {
+		if steps, ok := plainPath(s.Path); ok && steps[0] != "#" && len(steps) > 1 {
 			return steps[0], walkValues(steps[1:])
 		}
 	}
-	return "", s.Func()
+	whole := s.Func()
+	return "", func(d jsonscan.Doc) []string { return whole(d.Raw) }
 }
+
+// doc is the Doc of b with nothing known about it.
+func doc(b []byte) jsonscan.Doc { return jsonscan.Doc{Raw: b} }
 
 // NormalizeValue turns a value from a query into the form the index stores,
 // so that "fd00::0001" finds an object indexed under "fd00::1". ok is false
@@ -91,10 +100,10 @@ func NormalizeIP(v string) (string, bool) {
 
 // podIPs reads status.podIPs[*].ip and status.podIP. The two usually agree
 // (podIP is podIPs[0]); values are deduplicated after normalisation.
-func podIPs(raw []byte) []string { return podIPsIn(jsonscan.Member(raw, "status")) }
+func podIPs(raw []byte) []string { return podIPsIn(doc(jsonscan.Member(raw, "status"))) }
 
-func podIPsIn(status []byte) []string {
-	if status == nil {
+func podIPsIn(status jsonscan.Doc) []string {
+	if status.Raw == nil {
 		return nil
 	}
 	var out []string
@@ -117,8 +126,8 @@ func podIPsIn(status []byte) []string {
 		}
 		out = append(out, ip)
 	}
-	add(jsonscan.Member(status, "podIP"))
-	jsonscan.Elements(jsonscan.Member(status, "podIPs"), func(e []byte) bool {
+	add(status.Member("podIP"))
+	jsonscan.Elements(status.Member("podIPs"), func(e []byte) bool {
 		add(jsonscan.Member(e, "ip"))
 		return true
 	})
@@ -130,11 +139,11 @@ func podIPsIn(status []byte) []string {
 // stored object would keep that whole object alive.
 
 // owners yields, for every owner reference, its UID and "Kind/name".
-func owners(raw []byte) []string { return ownersIn(jsonscan.Member(raw, "metadata")) }
+func owners(raw []byte) []string { return ownersIn(doc(jsonscan.Member(raw, "metadata"))) }
 
-func ownersIn(metadata []byte) []string {
+func ownersIn(metadata jsonscan.Doc) []string {
 	var out []string
-	refs := jsonscan.Member(metadata, "ownerReferences")
+	refs := metadata.Member("ownerReferences")
 	jsonscan.Elements(refs, func(ref []byte) bool {
 		str := func(key string) string {
 			v := jsonscan.Member(ref, key)
@@ -159,12 +168,12 @@ func ownersIn(metadata []byte) []string {
 // a path, so keys with dots and slashes need no escaping.
 func labelValue(key string) Func {
 	in := labelIn(key)
-	return func(raw []byte) []string { return in(jsonscan.Member(raw, "metadata")) }
+	return func(raw []byte) []string { return in(doc(jsonscan.Member(raw, "metadata"))) }
 }
 
-func labelIn(key string) Func {
-	return func(metadata []byte) []string {
-		v := jsonscan.Member(jsonscan.Member(metadata, "labels"), key)
+func labelIn(key string) DocFunc {
+	return func(metadata jsonscan.Doc) []string {
+		v := jsonscan.Member(metadata.Member("labels"), key)
 		if v == nil {
 			return nil
 		}
@@ -197,16 +206,21 @@ func pathValues(path string) Func {
 			return dedupe(out)
 		}
 	}
-	return walkValues(steps)
+	f := walkValues(steps)
+	return func(raw []byte) []string { return f(doc(raw)) }
 }
 
-// walkValues is pathValues for steps plainPath accepted.
-func walkValues(steps []string) Func {
-	return func(raw []byte) []string {
+// walkValues is pathValues for steps plainPath accepted, on a Doc: the
+// first step may be a member whose place is known.
+func walkValues(steps []string) DocFunc {
+	return func(d jsonscan.Doc) []string {
 		var out []string
-		walkPath(raw, steps, func(v []byte) {
-			flatten(gjson.ParseBytes(v), &out, 0)
-		})
+		found := func(v []byte) { flatten(gjson.ParseBytes(v), &out, 0) }
+		if i := jsonscan.SkipSpace(d.Raw, 0); i < len(d.Raw) && d.Raw[i] == '{' {
+			walkPath(d.Member(steps[0]), steps[1:], found) // as walkPath does for an object
+		} else {
+			walkPath(d.Raw, steps, found)
+		}
 		return dedupe(out)
 	}
 }

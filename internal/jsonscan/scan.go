@@ -363,3 +363,32 @@ func Elements(arr []byte, fn func(elem []byte) bool) {
 		i = SkipSpace(arr, i+1)
 	}
 }
+
+// Span is a range of bytes, [From, To).
+type Span struct{ From, To uint32 }
+
+// Doc is a JSON object, and where some of its members are when someone
+// walking it earlier wrote that down: Member then answers for those
+// without scanning.
+type Doc struct {
+	Raw []byte
+	// Keys names the members Spans places; nil when none are known. A
+	// known member whose Span is empty (To == 0) is absent.
+	Keys  *[2]string
+	Spans [2]Span
+}
+
+// Member returns the value of the first member named key, or nil.
+func (d *Doc) Member(key string) []byte {
+	if d.Keys != nil {
+		for i, k := range d.Keys {
+			if k == key {
+				if s := d.Spans[i]; s.To != 0 {
+					return d.Raw[s.From:s.To]
+				}
+				return nil
+			}
+		}
+	}
+	return Member(d.Raw, key)
+}
