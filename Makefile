@@ -47,8 +47,9 @@ bench: ## Run the side-by-side benchmark (N=50000 pods by default)
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME each (default 20s).
 	@set -e; for t in \
-	  indexers:FuzzParse indexers:FuzzIndexFuncs cache:FuzzNewObject cache:FuzzDiffs \
+	  indexers:FuzzParse indexers:FuzzIndexFuncs indexers:FuzzFuncsMatchGJSON indexers:FuzzNormalizeIP \
+	  internal/jsonscan:FuzzValue cache:FuzzNewObject cache:FuzzDecodeList cache:FuzzDiffs \
 	  server:FuzzListQuery server:FuzzLabelSelector server:FuzzIndexValue server:FuzzRoutes \
-	  server:FuzzTakeToken server:FuzzParseClientMessage auth:FuzzParseStaticTokens \
+	  server:FuzzTakeToken server:FuzzParseClientMessage server:FuzzIPLookupEncoding auth:FuzzParseStaticTokens \
 	  cmd/kubeindex:FuzzConfigFile; do \
 	  echo "== $$t"; $(GO) test -run XXX -fuzz="^$${t#*:}\$$" -fuzztime=$(FUZZTIME) ./$${t%%:*}; done

@@ -2,7 +2,6 @@ package cache
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
@@ -233,22 +232,7 @@ func TestCompressionOption(t *testing.T) {
 				h.ServeHTTP(w, r)
 			})
 		}(srv.Config.Handler)
-		pods := Resource{Name: "pods", Version: "v1", Plural: "pods", Kind: "Pod", Namespaced: true}
-		c, err := New(&rest.Config{Host: srv.URL}, []Configured{{Resource: pods, Spec: Spec{Resource: "pods"}}}, Options{Compression: compress})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan struct{})
-		go func() { c.Start(ctx); close(done) }()
-		if !c.WaitForSync(ctx) {
-			t.Fatal("not synced")
-		}
-		if st, _ := c.ResourceStatus("pods"); st.Count != 50 {
-			t.Errorf("compression %t: %d pods, want 50", compress, st.Count)
-		}
-		cancel()
-		<-done
+		syncPods(t, &rest.Config{Host: srv.URL}, Spec{Resource: "pods"}, Options{Compression: compress}, 50)
 		want := "identity"
 		if compress {
 			want = "gzip"
@@ -282,19 +266,7 @@ func TestHTTPVersionOption(t *testing.T) {
 		srv.StartTLS()
 		cfg := &rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{
 			CAData: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})}}
-		pods := Resource{Name: "pods", Version: "v1", Plural: "pods", Kind: "Pod", Namespaced: true}
-		c, err := New(cfg, []Configured{{Resource: pods, Spec: Spec{Resource: "pods"}}}, Options{HTTP2: h2})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan struct{})
-		go func() { c.Start(ctx); close(done) }()
-		if !c.WaitForSync(ctx) {
-			t.Fatal("not synced")
-		}
-		cancel()
-		<-done
+		syncPods(t, cfg, Spec{Resource: "pods"}, Options{HTTP2: h2}, 20)
 		srv.Close()
 		want := "HTTP/1.1"
 		if h2 {

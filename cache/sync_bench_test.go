@@ -97,7 +97,7 @@ func BenchmarkInitialSync(b *testing.B) {
 	const n = 4000
 	body := podListFixture(b, n)
 	srv := listServer(b, body)
-	pods := Resource{Name: "pods", Version: "v1", Plural: "pods", Kind: "Pod", Namespaced: true}
+	pods := podsResource
 	for _, compress := range []bool{true, false} {
 		cfg := &rest.Config{Host: srv.URL, DisableCompression: !compress}
 		b.Run(fmt.Sprintf("decode/gzip=%t", compress), func(b *testing.B) {
@@ -121,21 +121,7 @@ func BenchmarkInitialSync(b *testing.B) {
 			b.SetBytes(int64(len(body)))
 			cpu := processCPU()
 			for b.Loop() {
-				c, err := New(cfg, []Configured{{Resource: pods, Spec: Spec{Resource: "pods", Indexes: benchIndexes()}}}, Options{Compression: compress})
-				if err != nil {
-					b.Fatal(err)
-				}
-				ctx, cancel := context.WithCancel(b.Context())
-				done := make(chan struct{})
-				go func() { c.Start(ctx); close(done) }()
-				if !c.WaitForSync(ctx) {
-					b.Fatal("not synced")
-				}
-				if st, _ := c.ResourceStatus("pods"); st.Count != n {
-					b.Fatalf("synced %d pods, want %d", st.Count, n)
-				}
-				cancel()
-				<-done
+				syncPods(b, cfg, Spec{Resource: "pods", Indexes: benchIndexes()}, Options{Compression: compress}, n)
 			}
 			reportPerPod(b, n, cpu)
 		})
@@ -183,5 +169,29 @@ func BenchmarkBuild(b *testing.B) {
 		if _, err := shape.Build(pod); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// podsResource is the pods resource as discovery resolves it.
+var podsResource = Resource{Name: "pods", Version: "v1", Plural: "pods", Kind: "Pod", Namespaced: true}
+
+// syncPods builds a cache of pods from the API server at cfg, runs it
+// until it has synced, checks it holds want pods, and stops it.
+func syncPods(tb testing.TB, cfg *rest.Config, spec Spec, opts Options, want int) {
+	tb.Helper()
+	c, err := New(cfg, []Configured{{Resource: podsResource, Spec: spec}}, opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(tb.Context())
+	defer cancel()
+	done := make(chan struct{})
+	go func() { c.Start(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	if !c.WaitForSync(ctx) {
+		tb.Fatal("not synced")
+	}
+	if st, _ := c.ResourceStatus("pods"); st.Count != int64(want) {
+		tb.Fatalf("synced %d pods, want %d", st.Count, want)
 	}
 }
