@@ -44,12 +44,6 @@ var sectionNames = [3]string{"metadata", "spec", "status"}
 // section (a pod's nodeName comes after its volumes and containers).
 var knownMembers = [3]*[2]string{nil, {"nodeName", "containers"}, {"podIP", "podIPs"}}
 
-// member returns the value of the top-level member key, or nil.
-func (o *Object) member(key string) []byte {
-	d := o.doc(key)
-	return d.Raw
-}
-
 // doc returns the top-level member key with what Build learnt about it.
 func (o *Object) doc(key string) jsonscan.Doc {
 	for i, name := range sectionNames {
