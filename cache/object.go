@@ -32,7 +32,7 @@ type Object struct {
 	// and, within spec and status, the members the built-in indexes read
 	// (see knownMembers).
 	sections [3]struct{ from, to uint32 }
-	known    [3][2]jsonscan.Span // relative to the section; valid when walked
+	known    [3][3]jsonscan.Span // relative to the section; valid when walked
 	walked   [3]bool
 }
 
@@ -40,9 +40,10 @@ type Object struct {
 var sectionNames = [3]string{"metadata", "spec", "status"}
 
 // knownMembers are, per section, the members whose place Build records
-// on the way through: those the built-in indexes read, deep in the
-// section (a pod's nodeName comes after its volumes and containers).
-var knownMembers = [3]*[2]string{nil, {"nodeName", "containers"}, {"podIP", "podIPs"}}
+// on the way through: those the built-in indexes and the by-IP answer
+// read, deep in the section (a pod's nodeName comes after its volumes and
+// containers).
+var knownMembers = [3]*[3]string{nil, {"nodeName", "containers", "hostNetwork"}, {"podIP", "podIPs", "phase"}}
 
 // doc returns the top-level member key with what Build learnt about it.
 func (o *Object) doc(key string) jsonscan.Doc {
@@ -260,7 +261,7 @@ func (s Shape) build(b []byte) (*Object, int, error) {
 // walkSection passes over the value at b[at:], as Skip would, and when it
 // is an object records where its members named in keys are (relative to
 // at; the first of each). walked is false when it is not an object.
-func walkSection(b []byte, at int, keys *[2]string) (end int, known [2]jsonscan.Span, walked bool, err error) {
+func walkSection(b []byte, at int, keys *[3]string) (end int, known [3]jsonscan.Span, walked bool, err error) {
 	r, err := jsonscan.OpenObject(b, at)
 	if err == jsonscan.ErrNotObject {
 		n, err := jsonscan.Value(b[at:])

@@ -4,12 +4,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
-	"weak"
-
-	"github.com/tidwall/gjson"
 
 	"github.com/kubeindex/kubeindex/indexers"
+	"github.com/kubeindex/kubeindex/internal/jsonscan"
 )
 
 // Match says what an IP address turned out to belong to.
@@ -87,7 +84,7 @@ func (c *Cache) LookupIP(ip string) (IPLookup, error) {
 	out.Pods, out.Items = make([]IPPod, len(found)), make([]*Object, len(found))
 	for i, it := range found {
 		out.Items[i] = it.(*Object)
-		out.Pods[i] = podSummaries.get(out.Items[i])
+		out.Pods[i] = summarisePod(out.Items[i])
 	}
 	if len(found) > 1 {
 		sortPods(out.Pods, out.Items)
@@ -126,44 +123,20 @@ func (c *Cache) podIPIndex() (*resourceCache, string, error) {
 	return nil, "", fmt.Errorf("%w: IP lookups need the pods resource with an index of type podIP", ErrUnknownIndex)
 }
 
-// podSummaries memoises summarisePod. Its three fields lie deep in the
-// object, and reading them walks most of its bytes: microseconds for a
-// typical pod, several times the rest of a lookup. A cached object is
-// immutable, so its summary never changes. Entries are keyed by the object
-// through a weak pointer, which keeps no object alive and never matches
-// another object, whichever cache it belongs to; the table is emptied when
-// it is full, which bounds it (about 2 MB) without bookkeeping.
-var podSummaries = summaryMemo{max: 1 << 14}
-
-// summaryMemo is safe for concurrent use.
-type summaryMemo struct {
-	max int
-	mu  sync.RWMutex
-	m   map[weak.Pointer[Object]]IPPod
-}
-
-func (s *summaryMemo) get(o *Object) IPPod {
-	key := weak.Make(o)
-	s.mu.RLock()
-	p, ok := s.m[key]
-	s.mu.RUnlock()
-	if ok {
-		return p
-	}
-	p = summarisePod(o)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.m == nil || len(s.m) >= s.max {
-		s.m = make(map[weak.Pointer[Object]]IPPod)
-	}
-	s.m[key] = p
-	return p
-}
-
+// summarisePod reads the three fields an IP answer gives besides the keys.
+// Build noted where they are, so no part of the pod is scanned.
 func summarisePod(o *Object) IPPod {
-	f := gjson.GetManyBytes(o.raw, "status.phase", "spec.nodeName", "spec.hostNetwork")
+	spec, status := o.doc("spec"), o.doc("status")
+	str := func(v []byte) string {
+		if len(v) == 0 || v[0] != '"' {
+			return ""
+		}
+		s, _ := jsonscan.String(v)
+		return s
+	}
 	p := IPPod{Namespace: o.namespace, Name: o.name, UID: o.uid,
-		Phase: f[0].Str, NodeName: f[1].Str, HostNetwork: f[2].Bool()}
+		Phase: str(status.Member("phase")), NodeName: str(spec.Member("nodeName")),
+		HostNetwork: string(spec.Member("hostNetwork")) == "true"}
 	p.Active = p.Phase != "Succeeded" && p.Phase != "Failed"
 	return p
 }

@@ -1,8 +1,11 @@
 package cache
 
 import (
+	"bytes"
 	"fmt"
 	"testing"
+
+	"github.com/tidwall/gjson"
 )
 
 func podObject(t *testing.T, name, phase string, hostNetwork bool) *Object {
@@ -16,28 +19,40 @@ func podObject(t *testing.T, name, phase string, hostNetwork bool) *Object {
 	return o
 }
 
-// TestPodSummaryMemo checks that memoised summaries are those of the very
-// object asked about: an update is a new object, and is summarised anew.
-func TestPodSummaryMemo(t *testing.T) {
-	memo := summaryMemo{max: 2}
-	running := podObject(t, "web-0", "Running", false)
-	for range 2 {
-		if got, want := memo.get(running), summarisePod(running); got != want {
-			t.Fatalf("memoised %+v; expect %+v", got, want)
+// TestPodSummary: the summary read through the places Build noted is what
+// reading the fields from the whole object gives, for pods shaped every
+// way that matters (fields absent, out of order, escaped, not strings).
+func TestPodSummary(t *testing.T) {
+	objs := []*Object{
+		podObject(t, "web-0", "Running", false),
+		podObject(t, "done", "Succeeded", false),
+		podObject(t, "proxy", "Running", true),
+	}
+	for _, raw := range []string{
+		`{"metadata":{"name":"a"},"status":{"phase":"Fail\u0065d"},"spec":{"hostNetwork":false,"nodeName":"n"}}`,
+		`{"metadata":{"name":"b"},"spec":{"nodeName":null,"hostNetwork":"true"}}`,
+		`{"metadata":{"name":"c"},"spec":[],"status":{"phase":7}}`,
+		`{"metadata":{"name":"d"}}`,
+	} {
+		o, err := NewObject([]byte(raw), "v1", "Pod")
+		if err != nil {
+			t.Fatal(err)
 		}
+		objs = append(objs, o)
 	}
-	done := podObject(t, "web-0", "Succeeded", false) // the same pod, updated
-	if got := memo.get(done); got.Phase != "Succeeded" || got.Active {
-		t.Errorf("after an update: %+v; expect the new phase, inactive", got)
+	list, err := (&listWatch{res: &Resource{Plural: "pods"}, shape: Shape{APIVersion: "v1", Kind: "Pod"}}).
+		decodeList(bytes.NewReader(podListFixture(t, 3)))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got := memo.get(running); got.Phase != "Running" || !got.Active {
-		t.Errorf("the old object: %+v; expect its own summary", got)
-	}
-	host := podObject(t, "proxy", "Running", true)
-	if got := memo.get(host); !got.HostNetwork || got.NodeName != "node-1" || got.UID != "u-proxy" {
-		t.Errorf("%+v; expect hostNetwork on node-1", got)
-	}
-	if len(memo.m) > memo.max {
-		t.Errorf("%d entries; the memo holds at most %d", len(memo.m), memo.max)
+	objs = append(objs, list.Items...)
+	for _, o := range objs {
+		f := gjson.GetManyBytes(o.Raw(), "status.phase", "spec.nodeName", "spec.hostNetwork")
+		want := IPPod{Namespace: o.Namespace(), Name: o.Name(), UID: o.UID(),
+			Phase: f[0].Str, NodeName: f[1].Str, HostNetwork: f[2].Type == gjson.True}
+		want.Active = want.Phase != "Succeeded" && want.Phase != "Failed"
+		if got := summarisePod(o); got != want {
+			t.Errorf("%s: %+v; expect %+v", o.Raw(), got, want)
+		}
 	}
 }

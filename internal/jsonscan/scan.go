@@ -374,8 +374,8 @@ type Doc struct {
 	Raw []byte
 	// Keys names the members Spans places; nil when none are known. A
 	// known member whose Span is empty (To == 0) is absent.
-	Keys  *[2]string
-	Spans [2]Span
+	Keys  *[3]string
+	Spans [3]Span
 }
 
 // Member returns the value of the first member named key, or nil.
