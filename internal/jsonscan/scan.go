@@ -71,7 +71,7 @@ func Value(b []byte) (int, error) {
 	}
 	switch b[0] {
 	case '"':
-		return StringEnd(b)
+		return stringEnd(b)
 	case '{', '[':
 		var s Scanner
 		return s.Composite(b)
@@ -90,8 +90,8 @@ func Value(b []byte) (int, error) {
 	return 0, ErrShort
 }
 
-// StringEnd returns the length of the string b starts with (b[0] == '"').
-func StringEnd(b []byte) (int, error) {
+// stringEnd returns the length of the string b starts with (b[0] == '"').
+func stringEnd(b []byte) (int, error) {
 	i := 1
 	for {
 		i = inString(b, i)
@@ -245,7 +245,7 @@ func (r *Object) Next() (bool, error) {
 	if b[i] != '"' {
 		return false, SyntaxError(b, i, "expected a key")
 	}
-	n, err := StringEnd(b[i:])
+	n, err := stringEnd(b[i:])
 	if err != nil {
 		return false, err
 	}
