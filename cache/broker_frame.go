@@ -64,11 +64,24 @@ type Message struct {
 	obj  *Object // snapshot item
 	ev   *event
 	diff Diff
+	live bool // an event taken from the queue as it happened
 }
 
 // Snapshot reports whether m is an item of the initial snapshot. A stream
 // cannot be resumed from the middle of its snapshot.
 func (m *Message) Snapshot() bool { return m.obj != nil }
+
+// Published returns when the broker published the event m carries, on the
+// cache's clock, for an event delivered live; ok is false for snapshot
+// items, events replayed on resume (published before the subscription
+// asked for them), bookmarks and control messages. It times how long an
+// event takes to reach a subscriber.
+func (m *Message) Published() (at time.Time, ok bool) {
+	if !m.live || m.ev == nil {
+		return time.Time{}, false
+	}
+	return m.ev.at, true
+}
 
 // Terminal reports whether the subscription ends with m.
 func (m *Message) Terminal() bool { return m.Type == ResyncRequired }

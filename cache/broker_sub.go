@@ -251,7 +251,9 @@ func (s *Subscription) Next() (m Message, ok bool) {
 		return Message{Type: Synced, ResourceVersion: s.syncRV}, true
 	}
 	if d, ok := s.queue.pop(); ok {
-		return s.message(d), true
+		m := s.message(d)
+		m.live = m.ev != nil
+		return m, true
 	}
 	return Message{}, false
 }

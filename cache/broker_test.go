@@ -349,3 +349,52 @@ func TestLabelsParse(t *testing.T) {
 		t.Errorf("labels %v", got)
 	}
 }
+
+// Published marks the events a subscriber receives as they happen, with
+// the time the broker published them, and nothing else: not snapshot
+// items, not events replayed on resume, not control messages. The
+// delivery metric counts exactly these.
+func TestBrokerPublishedOnlyForLiveEvents(t *testing.T) {
+	tb := newTestBroker(t, StreamOptions{BookmarkInterval: time.Second})
+	tb.apply("ns", "a", nil)
+	tb.apply("ns", "b", nil)
+	live, _ := tb.subscribe(WatchQuery{Snapshot: true})
+	var kinds []string
+	next := func(s *Subscription) {
+		for {
+			m, ok := s.Next()
+			if !ok {
+				return
+			}
+			at, isLive := m.Published()
+			kinds = append(kinds, fmt.Sprintf("%s:%v", m.Type, isLive))
+			if isLive && !at.Equal(tb.clock.Now()) {
+				t.Errorf("%s published at %v; the clock read %v", m.Type, at, tb.clock.Now())
+			}
+		}
+	}
+	next(live) // the snapshot of a and b, then SYNCED
+	tb.clock.Advance(time.Minute)
+	tb.apply("ns", "a", map[string]string{"x": "1"})
+	tb.delete("ns", "b")
+	next(live)
+	tb.b.bookmark() // the subscription received events since the last round: none
+	tb.b.bookmark()
+	next(live)
+	want := "[ADDED:false ADDED:false SYNCED:false MODIFIED:true DELETED:true BOOKMARK:false]"
+	if fmt.Sprint(kinds) != want {
+		t.Errorf("live subscription: got %v; expect %v", kinds, want)
+	}
+
+	// Resumed from before a's update: the update and the delete are
+	// replayed, not live; an event after the resume is.
+	kinds = nil
+	resumed, _ := tb.subscribe(WatchQuery{ResourceVersion: "2"})
+	next(resumed)
+	tb.apply("ns", "c", nil)
+	next(resumed)
+	want = "[MODIFIED:false DELETED:false SYNCED:false ADDED:true]"
+	if fmt.Sprint(kinds) != want {
+		t.Errorf("resumed subscription: got %v; expect %v", kinds, want)
+	}
+}

@@ -11,6 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/kubeindex/kubeindex/cache"
 )
 
 // metrics owns a private registry: nothing registers globally, so several
@@ -19,6 +21,10 @@ type metrics struct {
 	registry *prometheus.Registry
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
+	// delivery times live stream events from their publication to the end
+	// of the write that carried them, by transport.
+	delivery                *prometheus.HistogramVec
+	deliveryWS, deliverySSE prometheus.Observer
 }
 
 func newMetrics(r Reader) *metrics {
@@ -33,8 +39,17 @@ func newMetrics(r Reader) *metrics {
 			Help:    "HTTP request latency by route pattern (streams excluded).",
 			Buckets: []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1},
 		}, []string{"route"}),
+		delivery: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "kubeindex_stream_delivery_seconds",
+			Help: "Seconds from an event's publication to the end of the write that carried it to a subscriber, " +
+				"by transport (websocket covers per-resource and multiplexed sockets). Live events only: " +
+				"snapshots and events replayed on resume are not counted.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"transport"}),
 	}
-	m.registry.MustRegister(m.requests, m.latency, &cacheCollector{r: r},
+	m.deliveryWS = m.delivery.WithLabelValues("websocket")
+	m.deliverySSE = m.delivery.WithLabelValues("sse")
+	m.registry.MustRegister(m.requests, m.latency, m.delivery, &cacheCollector{r: r},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -133,3 +148,45 @@ func boolFloat(b bool) float64 {
 	}
 	return 0
 }
+
+// deliveryTimer times the live events of one stream: add notes an event's
+// publication as it joins a batch, written observes every noted event once
+// the batch is out. Not safe for concurrent use; the zero value (no
+// observer) times nothing.
+type deliveryTimer struct {
+	obs     prometheus.Observer
+	pending []time.Time
+}
+
+// maxKeptPending bounds the notes an idle stream keeps room for: a batch
+// of many events (a burst, a small object kind) leaves no large slice
+// behind on a socket that then goes quiet.
+const maxKeptPending = 8
+
+func (d *deliveryTimer) add(m *cache.Message) {
+	if d.obs == nil {
+		return
+	}
+	if at, ok := m.Published(); ok {
+		d.pending = append(d.pending, at)
+	}
+}
+
+// written observes the noted events as delivered now.
+func (d *deliveryTimer) written() {
+	if len(d.pending) == 0 {
+		return
+	}
+	now := time.Now()
+	for _, at := range d.pending {
+		d.obs.Observe(now.Sub(at).Seconds())
+	}
+	if cap(d.pending) > maxKeptPending {
+		d.pending = nil
+	} else {
+		d.pending = d.pending[:0]
+	}
+}
+
+// dropped forgets the noted events: their batch was not written.
+func (d *deliveryTimer) dropped() { d.pending = d.pending[:0] }

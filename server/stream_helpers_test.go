@@ -339,3 +339,16 @@ func (l smallBuffers) Accept() (net.Conn, error) {
 	}
 	return c, err
 }
+
+func (r *replica) isSynced() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.synced
+}
+
+// eventCount is how many events the replica applied after SYNCED.
+func (r *replica) eventCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.events)
+}

@@ -44,7 +44,8 @@ func (s *Server) watchSSE(c echo.Context, resource string, q cache.WatchQuery) e
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no") // proxies must not hold events back
 	w.WriteHeader(http.StatusOK)
-	out := &sseWriter{conn: sseConn{rc: http.NewResponseController(w), w: w, timeout: s.streams.opts.WriteTimeout}}
+	out := &sseWriter{conn: sseConn{rc: http.NewResponseController(w), w: w, timeout: s.streams.opts.WriteTimeout},
+		delivery: deliveryTimer{obs: s.metrics.deliverySSE}}
 	defer out.conn.rc.SetWriteDeadline(time.Time{}) // the connection may serve another request
 	if err := s.pumpSSE(c.Request().Context(), sub, notify, out); err != nil {
 		s.log.Debug("event stream ended", "resource", resource, "err", err)
@@ -93,8 +94,9 @@ var sseBuffers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 32<
 // sseWriter writes messages in batches: through a buffer from sseBuffers
 // until flush gives it back.
 type sseWriter struct {
-	conn sseConn
-	bw   *bufio.Writer // nil between batches
+	conn     sseConn
+	bw       *bufio.Writer // nil between batches
+	delivery deliveryTimer // the batch's live events
 }
 
 // sseConn is the response, each write bounded by the write timeout.
@@ -130,12 +132,16 @@ func (w *sseWriter) write(m *cache.Message) error {
 	if _, err := m.WriteTo(sseData{w.bw}); err != nil {
 		return err
 	}
-	_, err := w.bw.WriteString("\n\n")
-	return err
+	if _, err := w.bw.WriteString("\n\n"); err != nil {
+		return err
+	}
+	w.delivery.add(m)
+	return nil
 }
 
 // release gives the buffer back, dropping what it holds.
 func (w *sseWriter) release() {
+	w.delivery.dropped()
 	if w.bw != nil {
 		w.bw.Reset(nil)
 		sseBuffers.Put(w.bw)
@@ -149,11 +155,14 @@ func (w *sseWriter) flush() error {
 		return nil
 	}
 	err := w.bw.Flush()
-	w.release()
-	if err != nil {
-		return err
+	if err == nil {
+		err = w.conn.rc.Flush() // within the deadline the last write set
 	}
-	return w.conn.rc.Flush() // within the deadline the last write set
+	if err == nil {
+		w.delivery.written()
+	}
+	w.release()
+	return err
 }
 
 // sseData keeps a message on "data:" lines: a line break (only possible as

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -486,4 +487,90 @@ func simPods(ss *streamServer) map[string]string {
 		out[m[0].Str+"/"+m[1].Str] = m[2].Str
 	}
 	return out
+}
+
+// kubeindex_stream_delivery_seconds observes each live event once per
+// subscriber that received it, under its transport, and nothing a
+// subscriber was handed from the past: not the snapshot, not the events
+// replayed on resume.
+func TestStreamDeliveryMetric(t *testing.T) {
+	ss := startStreams(t, Options{})
+	ws, sse := newReplica(nil), newReplica(nil)
+	followWS(dialWS(t, ss.wsURL("/api/v1/pods?watch=true"), nil), ws)
+	openSSE(t, ss.url+"/api/v1/pods?watch=true", nil).follow(sse)
+	cachetest.Eventually(t, "both streams are synced", func() bool { return ws.isSynced() && sse.isSynced() })
+	if w, s := deliveries(t, ss); w.count != 0 || s.count != 0 {
+		t.Fatalf("snapshots observed as deliveries: websocket %v, sse %v", w.count, s.count)
+	}
+
+	churn(t, ss, 20)
+	state := func() map[string]string { return cachetest.State(t, ss.f.Cache, "pods", cache.ListQuery{}) }
+	cachetest.Eventually(t, "the cache equals the API server", func() bool { return maps.Equal(state(), simPods(ss)) })
+	ws.waitEqual(t, "the WebSocket client catches up", state)
+	sse.waitEqual(t, "the SSE client catches up", state)
+	var w, s histogram
+	cachetest.Eventually(t, "one observation per event received", func() bool {
+		w, s = deliveries(t, ss)
+		return w.count == float64(ws.eventCount()) && s.count == float64(sse.eventCount())
+	})
+	if w.count == 0 || s.count == 0 {
+		t.Fatalf("no event observed: websocket %v, sse %v", w.count, s.count)
+	}
+	for name, h := range map[string]histogram{"websocket": w, "sse": s} {
+		if h.sum <= 0 || h.sum/h.count > 5 {
+			t.Errorf("%s: mean delivery %vs over %v events: not a delay", name, h.sum/h.count, h.count)
+		}
+	}
+
+	// A resumed stream replays what it missed: old events, not deliveries.
+	sse.mu.Lock()
+	from := strings.Split(sse.events[0], " ")[1]
+	sse.mu.Unlock()
+	resumed := openSSE(t, ss.url+"/api/v1/pods?watch=true", http.Header{"Last-Event-ID": {from}})
+	replayed := 0
+	for {
+		ev, ok := resumed.next(t)
+		if !ok {
+			t.Fatal("resumed stream ended")
+		}
+		if ev.event == "SYNCED" {
+			break
+		}
+		replayed++
+	}
+	if _, again := deliveries(t, ss); replayed == 0 || again.count != s.count {
+		t.Errorf("%d events replayed; sse deliveries went from %v to %v", replayed, s.count, again.count)
+	}
+}
+
+// histogram is a histogram's count and sum as /metrics shows them.
+type histogram struct{ count, sum float64 }
+
+// deliveries scrapes the delivery histogram of both transports.
+func deliveries(t *testing.T, ss *streamServer) (ws, sse histogram) {
+	t.Helper()
+	resp, err := http.Get(ss.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		name, value, ok := strings.Cut(sc.Text(), " ")
+		v, err := strconv.ParseFloat(value, 64)
+		if !ok || err != nil {
+			continue
+		}
+		switch name {
+		case `kubeindex_stream_delivery_seconds_count{transport="websocket"}`:
+			ws.count = v
+		case `kubeindex_stream_delivery_seconds_sum{transport="websocket"}`:
+			ws.sum = v
+		case `kubeindex_stream_delivery_seconds_count{transport="sse"}`:
+			sse.count = v
+		case `kubeindex_stream_delivery_seconds_sum{transport="sse"}`:
+			sse.sum = v
+		}
+	}
+	return ws, sse
 }

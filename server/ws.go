@@ -105,8 +105,9 @@ func (s *Server) openSocket(c echo.Context, header http.Header, mux bool, notify
 	}
 	return &wsConn{
 		hub: s.streams, opts: &s.streams.opts, r: s.r, log: s.log, conn: conn, mux: mux,
-		frames: frameWriter{conn: conn.NetConn(), timeout: s.streams.opts.WriteTimeout},
-		wake:   notify, cmds: make(chan *clientCmd, maxCommandsPerWake), pings: make(chan string, 1),
+		frames: frameWriter{conn: conn.NetConn(), timeout: s.streams.opts.WriteTimeout,
+			delivery: deliveryTimer{obs: s.metrics.deliveryWS}},
+		wake: notify, cmds: make(chan *clientCmd, maxCommandsPerWake), pings: make(chan string, 1),
 		done: make(chan struct{}), access: s.streamAccess(c),
 	}, nil
 }

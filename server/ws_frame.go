@@ -40,9 +40,10 @@ var frameBuffers = sync.Pool{New: func() any {
 //
 // Not safe for concurrent use.
 type frameWriter struct {
-	conn    net.Conn
-	timeout time.Duration // bounds each write
-	buf     *[]byte       // the batch; nil when there is none
+	conn     net.Conn
+	timeout  time.Duration // bounds each write
+	buf      *[]byte       // the batch; nil when there is none
+	delivery deliveryTimer // the batch's live events
 }
 
 // add appends m as one text frame. With a tag (`{"id":"…",`), the message
@@ -65,6 +66,7 @@ func (f *frameWriter) add(m *cache.Message, tag []byte) error {
 	} else {
 		b = m.AppendTo(b)
 	}
+	f.delivery.add(m)
 	return f.added(b)
 }
 
@@ -107,10 +109,15 @@ func (f *frameWriter) write() error {
 		return nil
 	}
 	if err := f.conn.SetWriteDeadline(time.Now().Add(f.timeout)); err != nil {
+		f.delivery.dropped()
 		return err
 	}
-	_, err := f.conn.Write(b)
-	return err
+	if _, err := f.conn.Write(b); err != nil {
+		f.delivery.dropped()
+		return err
+	}
+	f.delivery.written()
+	return nil
 }
 
 // flush writes what is batched and gives the buffer back.
