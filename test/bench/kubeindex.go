@@ -1,14 +1,18 @@
 package bench
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -137,4 +141,72 @@ func (k *kubeindex) liveHeap(after int) (float64, int) {
 		v = append(v, float64(mb))
 	}
 	return median(v), len(v)
+}
+
+// deliverySeries is the WebSocket delivery histogram's bucket series.
+const deliverySeries = `kubeindex_stream_delivery_seconds_bucket{transport="websocket",le="`
+
+// buckets is a cumulative Prometheus histogram: counts by upper bound.
+type buckets map[float64]float64
+
+// delivery scrapes kubeindex's own WebSocket delivery histogram (from an
+// event's publication to the end of the write that carried it).
+func (k *kubeindex) delivery(ctx context.Context) (buckets, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, k.base+"/metrics", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("/metrics: %s", resp.Status)
+	}
+	out := buckets{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), deliverySeries)
+		if !ok {
+			continue
+		}
+		le, count, ok := strings.Cut(rest, `"} `)
+		if !ok {
+			return nil, fmt.Errorf("/metrics: malformed bucket line %q", sc.Text())
+		}
+		bound, err1 := strconv.ParseFloat(le, 64) // "+Inf" parses too
+		n, err2 := strconv.ParseFloat(count, 64)
+		if err := firstErr(err1, err2); err != nil {
+			return nil, fmt.Errorf("/metrics: bucket line %q: %w", sc.Text(), err)
+		}
+		out[bound] = n
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("/metrics has no %s series", strings.TrimSuffix(deliverySeries, `,le="`))
+	}
+	return out, nil
+}
+
+// quantileBound returns the upper bound of the bucket holding quantile q of
+// the observations made between before and after (cumulative histograms of
+// one series), and how many there were: "at most this long" at the
+// histogram's resolution. +Inf when q falls past the last finite bound.
+func quantileBound(before, after buckets, q float64) (bound, total float64) {
+	bounds := make([]float64, 0, len(after))
+	for b := range after {
+		bounds = append(bounds, b)
+	}
+	slices.Sort(bounds)
+	if len(bounds) == 0 {
+		return math.NaN(), 0
+	}
+	total = after[bounds[len(bounds)-1]] - before[bounds[len(bounds)-1]]
+	for _, b := range bounds {
+		if after[b]-before[b] >= q*total {
+			return b, total
+		}
+	}
+	return math.Inf(1), total
 }

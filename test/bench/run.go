@@ -457,36 +457,108 @@ func (r *runner) fanOut(ctx context.Context) error {
 
 	count := r.o.ChurnRate * int(r.o.ChurnTime/time.Second)
 	var fps, p99, ackP99 []float64
-	var notes []string
+	var notes, own, shares []string
 	for round := range r.o.slowRounds() {
 		beforeFrames := frameCounts(subs)
+		before, err := r.fanOutMeter(ctx)
+		if err != nil {
+			return err
+		}
 		begin := time.Now()
 		res, err := churn(ctx, r.cs, r.p, round*count, count, r.o.ChurnRate)
 		if err != nil {
 			return err
 		}
 		out := collect(subs, beforeFrames, int64(res.Sent), begin, 30*time.Second, res.Acked)
+		after, err := r.fanOutMeter(ctx)
+		if err != nil {
+			return err
+		}
 		r.logf("fan-out round %d: %d updates in %v, %d/%d frames, %.0f frames/s, from send p50 %v p99 %v, from the API server's answer p50 %v p99 %v, %d resyncs", round,
 			res.Sent, res.Duration.Round(time.Millisecond), out.Frames, out.Expected, out.FramesPerSec, out.P50, out.P99,
 			out.AckP50, out.AckP99, out.Resyncs)
+		split := after.since(before, out.Frames)
+		r.logf("fan-out round %d: %s", round, split)
 		fps = append(fps, out.FramesPerSec)
 		p99 = append(p99, ms(out.P99))
 		ackP99 = append(ackP99, ms(out.AckP99))
 		notes = append(notes, fmt.Sprintf("%d/%d frames, %d resyncs, the API server took %.0f updates/s, p99 from send %.0f ms",
 			out.Frames, out.Expected, out.Resyncs, float64(res.Sent)/res.Duration.Seconds(), ms(out.P99)))
+		own = append(own, split.ownP99())
+		shares = append(shares, split.cores())
 		if out.Resyncs > 0 {
 			break // those subscriptions have ended
 		}
 	}
 	offered := fmt.Sprintf("%d subscribers, %d pod updates/s for %v offered (%d frames/s); ", len(subs), r.o.ChurnRate, r.o.ChurnTime, r.o.ChurnRate*len(subs))
 	f = absFigure("stream fan-out frames/s", "frames/s", ">= 100000", fps, func(v float64) bool { return v >= 100000 })
-	f.Note = offered + strings.Join(notes, "; ")
+	f.Note = offered + strings.Join(notes, "; ") + fmt.Sprintf("; CPU of the %d cores by round: %s", runtime.NumCPU(), strings.Join(shares, "; "))
 	r.add(f)
 	f = absFigure("stream event-to-client p99", "ms", "<= 100 ms", ackP99, func(v float64) bool { return v <= 100 })
 	f.Note = fmt.Sprintf("from the API server's answer to the update (the write committed: the event exists) to the client's read; "+
-		"from the update's send, the API server's queueing and write included, the rounds' p99 were %v ms", p99)
+		"from the update's send, the API server's queueing and write included, the rounds' p99 were %v ms; "+
+		"kubeindex's own share, from the event's arrival to the end of its write (kubeindex_stream_delivery_seconds), by round: %s",
+		p99, strings.Join(own, "; "))
 	r.add(f)
 	return nil
+}
+
+// fanOutMeter is what a fan-out round is measured against: kubeindex's
+// delivery histogram and the CPU time of each process on the machine.
+type fanOutMeter struct {
+	at                          time.Time
+	delivery                    buckets
+	kubeindex, cluster, clients time.Duration
+}
+
+func (r *runner) fanOutMeter(ctx context.Context) (fanOutMeter, error) {
+	m := fanOutMeter{at: time.Now()}
+	var errs [4]error
+	m.delivery, errs[0] = r.main.delivery(ctx)
+	m.kubeindex, errs[1] = r.main.cpu()
+	m.cluster, errs[2] = cpuOf(r.c.PID())
+	m.clients, errs[3] = cpuOf(os.Getpid())
+	return m, firstErr(errs[:]...)
+}
+
+// fanOutSplit is where a round's time went: the CPU each process used
+// (cores), kubeindex's CPU per frame delivered, and kubeindex's own
+// publication-to-write delay.
+type fanOutSplit struct {
+	kubeindex, cluster, clients float64 // cores
+	perFrame                    time.Duration
+	p50, p99, observed          float64 // seconds (bucket bounds), count
+}
+
+func (m fanOutMeter) since(before fanOutMeter, frames int64) fanOutSplit {
+	wall := m.at.Sub(before.at).Seconds()
+	s := fanOutSplit{
+		kubeindex: (m.kubeindex - before.kubeindex).Seconds() / wall,
+		cluster:   (m.cluster - before.cluster).Seconds() / wall,
+		clients:   (m.clients - before.clients).Seconds() / wall,
+	}
+	if frames > 0 {
+		s.perFrame = (m.kubeindex - before.kubeindex) / time.Duration(frames)
+	}
+	s.p50, s.observed = quantileBound(before.delivery, m.delivery, .50)
+	s.p99, _ = quantileBound(before.delivery, m.delivery, .99)
+	return s
+}
+
+func (s fanOutSplit) cores() string {
+	return fmt.Sprintf("API server and etcd %.2f, kubeindex %.2f (%.1f µs per frame), the harness's clients and churn %.2f",
+		s.cluster, s.kubeindex, float64(s.perFrame)/float64(time.Microsecond), s.clients)
+}
+
+func (s fanOutSplit) ownP99() string {
+	if s.observed == 0 {
+		return "no deliveries observed"
+	}
+	return fmt.Sprintf("p50 <= %g ms, p99 <= %g ms (%.0f deliveries)", s.p50*1000, s.p99*1000, s.observed)
+}
+
+func (s fanOutSplit) String() string {
+	return fmt.Sprintf("CPU: %s; kubeindex's own delivery %s", s.cores(), s.ownP99())
 }
 
 // upkeep runs a kubeindex without custom indexes beside the main one (five

@@ -262,6 +262,17 @@ func (c *Cluster) Running() bool {
 	}
 }
 
+// PID is the process ID of the API server and etcd (one process), or 0
+// when the cluster is not running: for measuring what they cost.
+func (c *Cluster) PID() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.proc == nil {
+		return 0
+	}
+	return c.proc.cmd.Process.Pid
+}
+
 // RESTConfig returns a new client config for the admin user.
 func (c *Cluster) RESTConfig() *rest.Config {
 	return &rest.Config{
