@@ -275,19 +275,30 @@ func (r *runner) requestRate(ctx context.Context) error {
 		}
 		var pairs [][2]float64
 		for round := range r.o.Rounds {
-			k, err := throughput(ctx, client, kind.urls, r.o.Concurrency, r.o.RoundTime)
-			if err != nil {
+			// Odd rounds run echo first, so that neither server always
+			// follows the other.
+			var k, e float64
+			var gcs int
+			measure := func(kubeindex bool) (err error) {
+				if !kubeindex {
+					e, err = throughput(ctx, client, echoURLs, r.o.Concurrency, r.o.RoundTime)
+					return err
+				}
+				gcs = len(r.main.gcs())
+				k, err = throughput(ctx, client, kind.urls, r.o.Concurrency, r.o.RoundTime)
+				gcs = len(r.main.gcs()) - gcs
 				return err
 			}
-			e, err := throughput(ctx, client, echoURLs, r.o.Concurrency, r.o.RoundTime)
-			if err != nil {
-				return err
+			for _, kubeindex := range []bool{round%2 == 0, round%2 == 1} {
+				if err := measure(kubeindex); err != nil {
+					return err
+				}
 			}
-			r.logf("%s round %d: kubeindex %.0f/s, echo %.0f/s (%d-byte bodies)", kind.name, round, k, e, size)
+			r.logf("%s round %d: kubeindex %.0f/s (%d GCs), echo %.0f/s (%d-byte bodies)", kind.name, round, k, gcs, e, size)
 			pairs = append(pairs, [2]float64{k, e})
 		}
 		f := pairFigure(kind.name+" requests/s", "req/s", "echo, same body size", "ratio >= 0.85", pairs, kOverC, func(x float64) bool { return x >= 0.85 })
-		f.Note = fmt.Sprintf("concurrency %d, %v rounds, keep-alive loopback, %d-byte bodies", r.o.Concurrency, r.o.RoundTime, size)
+		f.Note = fmt.Sprintf("concurrency %d, %v rounds, the servers' order alternating, keep-alive loopback, %d-byte bodies", r.o.Concurrency, r.o.RoundTime, size)
 		r.add(f)
 	}
 	client.CloseIdleConnections()
