@@ -68,7 +68,7 @@ func BenchmarkStreamFanout(b *testing.B) {
 	s := New(f.Cache, Options{
 		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Limits:  LimitOptions{MaxStreamsPerClient: 2 * fanoutClients, MaxConnections: 2 * fanoutClients},
-		Streams: StreamOptions{MaxSubscribers: 2 * fanoutClients},
+		Streams: StreamOptions{MaxSubscribers: 2 * fanoutClients, Coalesce: DefaultCoalesce}, // as the command runs
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -57,11 +57,13 @@ func (s *Server) watchSSE(c echo.Context, resource string, q cache.WatchQuery) e
 // goes away or the server shuts down.
 func (s *Server) pumpSSE(ctx context.Context, sub *cache.Subscription, notify <-chan struct{}, out *sseWriter) error {
 	for {
+		wrote := false
 		for n := 1; ; n++ {
 			m, ok := sub.Next()
 			if !ok {
 				break
 			}
+			wrote = true
 			if err := out.write(&m); err != nil {
 				out.release()
 				return err
@@ -76,6 +78,9 @@ func (s *Server) pumpSSE(ctx context.Context, sub *cache.Subscription, notify <-
 		}
 		if err := out.flush(); err != nil {
 			return err
+		}
+		if wrote && s.streams.opts.Coalesce > 0 {
+			time.Sleep(s.streams.opts.Coalesce) // what arrives meanwhile shares the next write
 		}
 		select {
 		case <-ctx.Done():

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -573,4 +574,116 @@ func deliveries(t *testing.T, ss *streamServer) (ws, sse histogram) {
 		}
 	}
 	return ws, sse
+}
+
+// With Coalesce, the events that arrive while a stream waits after a write
+// go out together, in one write; the first event after a quiet spell is
+// not held. Both transports.
+func TestStreamCoalescesEventsAfterAWrite(t *testing.T) {
+	const hold = 2 * time.Second
+	for _, transport := range []string{"websocket", "sse"} {
+		t.Run(transport, func(t *testing.T) {
+			t.Parallel()
+			f := cachetest.Start(t, cachetest.PodSpec())
+			s := New(f.Cache, Options{Streams: StreamOptions{Coalesce: hold}})
+			hs := httptest.NewUnstartedServer(s.Handler())
+			counted := &writeCounter{Listener: hs.Listener}
+			hs.Listener = counted
+			hs.Start()
+			t.Cleanup(func() {
+				s.streams.stop()
+				hs.Close()
+			})
+			ss := &streamServer{f: f, s: s, url: hs.URL}
+			got := make(chan string, 16) // "TYPE name" of each message
+			note := func(msg []byte) {
+				m := gjson.ParseBytes(msg)
+				got <- m.Get("type").Str + " " + m.Get("object.metadata.name").Str
+			}
+			const path = "/api/v1/pods?watch=true&snapshot=false"
+			if transport == "websocket" {
+				conn := dialWS(t, ss.wsURL(path), nil)
+				go func() {
+					for {
+						_, msg, err := conn.ReadMessage()
+						if err != nil {
+							return
+						}
+						note(msg)
+					}
+				}()
+			} else {
+				c := openSSE(t, ss.url+path, nil)
+				go func() {
+					for ev := range c.events {
+						note([]byte(ev.data))
+					}
+				}()
+			}
+			expect := func(want string, within time.Duration) {
+				t.Helper()
+				select {
+				case m := <-got:
+					if m != want {
+						t.Fatalf("got %q; expect %q", m, want)
+					}
+				case <-time.After(within):
+					t.Fatalf("no %q within %v", want, within)
+				}
+			}
+			apply := func(name string) {
+				t.Helper()
+				if err := ss.f.Sim.Apply("pods", probePod("probe", name, "node-1", "web")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			expect("SYNCED ", 15*time.Second)
+			time.Sleep(hold + hold/4) // a quiet spell: the wait after SYNCED is over
+
+			begin := time.Now()
+			apply("a")
+			expect("ADDED a", 15*time.Second)
+			if d := time.Since(begin); d >= hold/2 {
+				t.Errorf("the first event after a quiet spell took %v: held back", d)
+			}
+			// The stream now waits: b is held until c joins it.
+			writes := counted.writes.Load()
+			apply("b")
+			select {
+			case m := <-got:
+				t.Fatalf("%q arrived while the stream should hold it", m)
+			case <-time.After(hold / 4):
+			}
+			apply("c")
+			expect("ADDED b", 15*time.Second)
+			expect("ADDED c", 15*time.Second)
+			if n := counted.writes.Load() - writes; n != 1 {
+				t.Errorf("b and c took %d writes; expect them coalesced into 1", n)
+			}
+		})
+	}
+}
+
+// writeCounter counts the writes to every connection it accepts.
+type writeCounter struct {
+	net.Listener
+	writes atomic.Int64
+}
+
+func (l *writeCounter) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &countedConn{Conn: c, writes: &l.writes}, nil
+}
+
+type countedConn struct {
+	net.Conn
+	writes *atomic.Int64
+}
+
+func (c *countedConn) Write(p []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(p)
 }

@@ -44,6 +44,7 @@ type frameWriter struct {
 	timeout  time.Duration // bounds each write
 	buf      *[]byte       // the batch; nil when there is none
 	delivery deliveryTimer // the batch's live events
+	writes   uint64        // batches written so far
 }
 
 // add appends m as one text frame. With a tag (`{"id":"…",`), the message
@@ -112,6 +113,7 @@ func (f *frameWriter) write() error {
 		f.delivery.dropped()
 		return err
 	}
+	f.writes++
 	if _, err := f.conn.Write(b); err != nil {
 		f.delivery.dropped()
 		return err

@@ -28,8 +28,12 @@ func (w *wsConn) writer() {
 		signal(w.wake)
 	})
 	for range w.wake {
+		writes := w.frames.writes
 		if !w.serve(ping) {
 			break
+		}
+		if w.frames.writes != writes && w.opts.Coalesce > 0 {
+			time.Sleep(w.opts.Coalesce) // what arrives meanwhile shares the next write
 		}
 	}
 	ping.Stop()

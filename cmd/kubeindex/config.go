@@ -17,6 +17,7 @@ import (
 
 	"github.com/kubeindex/kubeindex/cache"
 	"github.com/kubeindex/kubeindex/indexers"
+	"github.com/kubeindex/kubeindex/server"
 )
 
 // defaultResources is what kubeindex caches when nothing is configured.
@@ -37,11 +38,14 @@ type Config struct {
 	APICompression bool
 	// --api-http2: speak HTTP/2 to the API server (off: HTTP/1.1, far
 	// cheaper for large lists)
-	APIHTTP2  bool
-	LogLevel  string // --log-level: debug, info, warn, error
-	LogFormat string // --log-format: text or json
-	Resources []ResourceConfig
-	Security  SecurityConfig
+	APIHTTP2 bool
+	// --stream-coalesce: after writing events to a stream, wait this long
+	// so that the events arriving meanwhile share one write
+	StreamCoalesce time.Duration
+	LogLevel       string // --log-level: debug, info, warn, error
+	LogFormat      string // --log-format: text or json
+	Resources      []ResourceConfig
+	Security       SecurityConfig
 }
 
 // SecurityConfig is who may read what, and the limits on clients.
@@ -91,6 +95,7 @@ var envNames = map[string]string{
 	"watch-idle-timeout": "KUBEINDEX_WATCH_IDLE_TIMEOUT",
 	"api-compression":    "KUBEINDEX_API_COMPRESSION",
 	"api-http2":          "KUBEINDEX_API_HTTP2",
+	"stream-coalesce":    "KUBEINDEX_STREAM_COALESCE",
 	"log-level":          "KUBEINDEX_LOG_LEVEL",
 	"log-format":         "KUBEINDEX_LOG_FORMAT",
 
@@ -123,6 +128,7 @@ func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 	fs.DurationVar(&cfg.WatchIdle, "watch-idle-timeout", 3*time.Minute, "restart a watch that sent nothing, not even a bookmark, for this long (detects hung connections)")
 	fs.BoolVar(&cfg.APIHTTP2, "api-http2", false, "speak HTTP/2 to the API server (one connection for every watch) instead of HTTP/1.1 (a connection per watch; far less CPU for large lists)")
 	fs.BoolVar(&cfg.APICompression, "api-compression", false, "ask the API server to gzip list responses: less traffic, much more CPU on both sides (for slow links to a remote cluster)")
+	fs.DurationVar(&cfg.StreamCoalesce, "stream-coalesce", server.DefaultCoalesce, "after writing events to a stream, wait this long so that events arriving meanwhile go out in one write (the first event after a quiet spell is never held); 0 to 1s, 0 writes each at once")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "log format: text or json")
 	cfg.Security.flags(fs)
@@ -251,6 +257,9 @@ func (cfg *Config) Validate() error {
 	}
 	if cfg.StaleAfter <= 0 {
 		errs = append(errs, fmt.Errorf("--stale-after must be positive, got %s", cfg.StaleAfter))
+	}
+	if cfg.StreamCoalesce < 0 || cfg.StreamCoalesce > server.MaxCoalesce {
+		errs = append(errs, fmt.Errorf("--stream-coalesce must be between 0 and %s, got %s", server.MaxCoalesce, cfg.StreamCoalesce))
 	}
 	if cfg.WatchIdle < time.Second {
 		errs = append(errs, fmt.Errorf("--watch-idle-timeout must be at least 1s, got %s", cfg.WatchIdle))

@@ -190,3 +190,32 @@ func TestHelp(t *testing.T) {
 		}
 	}
 }
+
+func TestStreamCoalesceSetting(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		env     map[string]string
+		want    time.Duration
+		invalid string // the error Validate must give, if any
+	}{
+		{nil, nil, 20 * time.Millisecond, ""},
+		{[]string{"--stream-coalesce=0"}, nil, 0, ""},
+		{nil, map[string]string{"KUBEINDEX_STREAM_COALESCE": "50ms"}, 50 * time.Millisecond, ""},
+		{[]string{"--stream-coalesce=5ms"}, map[string]string{"KUBEINDEX_STREAM_COALESCE": "50ms"}, 5 * time.Millisecond, ""},
+		{[]string{"--stream-coalesce=2s"}, nil, 2 * time.Second, "--stream-coalesce must be between 0 and 1s, got 2s"},
+		{[]string{"--stream-coalesce=-1ms"}, nil, -time.Millisecond, "--stream-coalesce must be between 0 and 1s, got -1ms"},
+	} {
+		cfg, err := parseConfig(tc.args, env(tc.env), io.Discard)
+		if err != nil || cfg.StreamCoalesce != tc.want {
+			t.Errorf("%v %v: stream-coalesce %s, %v; want %s", tc.args, tc.env, cfg.StreamCoalesce, err, tc.want)
+			continue
+		}
+		err = cfg.Validate()
+		if tc.invalid == "" && err != nil || tc.invalid != "" && (err == nil || !strings.Contains(err.Error(), tc.invalid)) {
+			t.Errorf("%v %v: Validate: %v; want %q", tc.args, tc.env, err, tc.invalid)
+		}
+	}
+	if _, err := parseConfig([]string{"--stream-coalesce=soon"}, env(nil), io.Discard); err == nil || !strings.Contains(err.Error(), "stream-coalesce") {
+		t.Errorf("a value that is not a duration: %v; expect an error naming the flag", err)
+	}
+}
