@@ -24,3 +24,12 @@ func TestQuantileBound(t *testing.T) {
 		t.Errorf("no observations between equal scrapes; got %v", total)
 	}
 }
+
+// A ratio just under its target must not print as the target itself.
+func TestRatioText(t *testing.T) {
+	for v, want := range map[float64]string{0.846: "0.846", 0.85: "0.850", 1.2: "1.200", 218.46: "218.5", math.NaN(): "n/a"} {
+		if got := ratioText(v); got != want {
+			t.Errorf("ratioText(%v) = %q; expect %q", v, got, want)
+		}
+	}
+}

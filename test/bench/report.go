@@ -90,7 +90,7 @@ func (r *Report) Print(w io.Writer) {
 		cmp, ratio := "—", "—"
 		if f.Against != "" {
 			cmp = fmt.Sprintf("%s %s (%s)", num(f.Comparison), f.Unit, f.Against)
-			ratio = num(f.Ratio)
+			ratio = ratioText(f.Ratio)
 		}
 		met := "MISSED"
 		if f.Met {
@@ -105,6 +105,15 @@ func (r *Report) Print(w io.Writer) {
 		}
 	}
 	fmt.Fprintf(w, "elapsed %s\n", r.Elapsed)
+}
+
+// ratioText shows a ratio to three decimals below 10, so that one just
+// under its target (0.846 against >= 0.85) does not print as the target.
+func ratioText(v float64) string {
+	if a := math.Abs(v); a < 10 && !math.IsNaN(v) {
+		return fmt.Sprintf("%.3f", v)
+	}
+	return num(v)
 }
 
 func num(v float64) string {

@@ -153,7 +153,7 @@ func (r *runner) add(f *Figure) {
 		r.logf("figure %q: kubeindex %s %s (%s)", f.Name, num(f.Kubeindex), f.Unit, f.Target)
 		return
 	}
-	r.logf("figure %q: kubeindex %s %s, %s %s, ratio %s (%s)", f.Name, num(f.Kubeindex), f.Unit, f.Against, num(f.Comparison), num(f.Ratio), f.Target)
+	r.logf("figure %q: kubeindex %s %s, %s %s, ratio %s (%s)", f.Name, num(f.Kubeindex), f.Unit, f.Against, num(f.Comparison), ratioText(f.Ratio), f.Target)
 }
 
 // initialSync starts kubeindex and a typed informer, one after the other,
