@@ -189,15 +189,6 @@ func (p *proc) stop() {
 	}
 }
 
-func (p *proc) alive() bool {
-	select {
-	case <-p.exited:
-		return false
-	default:
-		return true
-	}
-}
-
 // clockTicks is USER_HZ, which is 100 on every Linux this runs on.
 const clockTicks = 100
 

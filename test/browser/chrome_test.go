@@ -20,7 +20,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
 	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/runtime"
@@ -262,14 +261,6 @@ func (p *page) setValue(sel, value string) {
 	p.t.Helper()
 	p.mustEval(`(() => { const el = document.querySelector(`+jsString(sel)+`); el.value = `+jsString(value)+`;
 		el.dispatchEvent(new Event('input', {bubbles: true})); })()`, nil)
-}
-
-// nodes waits for a selector and returns the matching nodes.
-func (p *page) nodes(sel string) []*cdp.Node {
-	p.t.Helper()
-	var ns []*cdp.Node
-	p.run("finding "+sel, chromedp.Nodes(sel, &ns, chromedp.ByQueryAll))
-	return ns
 }
 
 func sanitize(s string) string {

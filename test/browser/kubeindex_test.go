@@ -275,5 +275,3 @@ func kubeindexBinary(t *testing.T) string {
 	}
 	return bin
 }
-
-var repoRoot = kubeindexbin.RepoRoot
