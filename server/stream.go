@@ -101,6 +101,14 @@ type streamHub struct {
 	conns    sync.WaitGroup // WebSocket connections: http.Server.Shutdown does not wait for hijacked ones
 }
 
+// afterWrite is what a stream does once it has written events: it waits
+// Coalesce, so that the events arriving meanwhile share its next write.
+func (h *streamHub) afterWrite() {
+	if d := h.opts.Coalesce; d > 0 {
+		time.Sleep(d)
+	}
+}
+
 func newStreamHub(o StreamOptions) *streamHub {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &streamHub{opts: o.withDefaults(), ctx: ctx, cancel: cancel}

@@ -79,8 +79,8 @@ func (s *Server) pumpSSE(ctx context.Context, sub *cache.Subscription, notify <-
 		if err := out.flush(); err != nil {
 			return err
 		}
-		if wrote && s.streams.opts.Coalesce > 0 {
-			time.Sleep(s.streams.opts.Coalesce) // what arrives meanwhile shares the next write
+		if wrote {
+			s.streams.afterWrite()
 		}
 		select {
 		case <-ctx.Done():

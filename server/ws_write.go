@@ -32,8 +32,8 @@ func (w *wsConn) writer() {
 		if !w.serve(ping) {
 			break
 		}
-		if w.frames.writes != writes && w.opts.Coalesce > 0 {
-			time.Sleep(w.opts.Coalesce) // what arrives meanwhile shares the next write
+		if w.frames.writes != writes {
+			w.hub.afterWrite()
 		}
 	}
 	ping.Stop()
