@@ -275,22 +275,24 @@ func (r *runner) requestRate(ctx context.Context) error {
 		}
 		var pairs [][2]float64
 		for round := range r.o.Rounds {
-			// Odd rounds run echo first, so that neither server always
-			// follows the other.
 			var k, e float64
 			var gcs int
-			measure := func(kubeindex bool) (err error) {
-				if !kubeindex {
-					e, err = throughput(ctx, client, echoURLs, r.o.Concurrency, r.o.RoundTime)
-					return err
-				}
+			kubeindex := func() (err error) {
 				gcs = len(r.main.gcs())
 				k, err = throughput(ctx, client, kind.urls, r.o.Concurrency, r.o.RoundTime)
 				gcs = len(r.main.gcs()) - gcs
 				return err
 			}
-			for _, kubeindex := range []bool{round%2 == 0, round%2 == 1} {
-				if err := measure(kubeindex); err != nil {
+			echo := func() (err error) {
+				e, err = throughput(ctx, client, echoURLs, r.o.Concurrency, r.o.RoundTime)
+				return err
+			}
+			order := []func() error{kubeindex, echo}
+			if round%2 == 1 {
+				order[0], order[1] = echo, kubeindex // neither server always follows the other
+			}
+			for _, measure := range order {
+				if err := measure(); err != nil {
 					return err
 				}
 			}
@@ -495,7 +497,7 @@ func (r *runner) fanOut(ctx context.Context) error {
 		ackP99 = append(ackP99, ms(out.AckP99))
 		notes = append(notes, fmt.Sprintf("%d/%d frames, %d resyncs, the API server took %.0f updates/s, p99 from send %.0f ms",
 			out.Frames, out.Expected, out.Resyncs, float64(res.Sent)/res.Duration.Seconds(), ms(out.P99)))
-		own = append(own, split.ownP99())
+		own = append(own, split.own())
 		shares = append(shares, split.cores())
 		if out.Resyncs > 0 {
 			break // those subscriptions have ended
@@ -561,7 +563,8 @@ func (s fanOutSplit) cores() string {
 		s.cluster, s.kubeindex, float64(s.perFrame)/float64(time.Microsecond), s.clients)
 }
 
-func (s fanOutSplit) ownP99() string {
+// own is kubeindex's own delivery delay, as histogram bucket bounds.
+func (s fanOutSplit) own() string {
 	if s.observed == 0 {
 		return "no deliveries observed"
 	}
@@ -569,7 +572,7 @@ func (s fanOutSplit) ownP99() string {
 }
 
 func (s fanOutSplit) String() string {
-	return fmt.Sprintf("CPU: %s; kubeindex's own delivery %s", s.cores(), s.ownP99())
+	return fmt.Sprintf("CPU: %s; kubeindex's own delivery %s", s.cores(), s.own())
 }
 
 // upkeep runs a kubeindex without custom indexes beside the main one (five
