@@ -49,6 +49,15 @@ func TestHarness(t *testing.T) {
 			t.Errorf("figure %q: ratio not computable: %+v", name, f)
 		}
 	}
+	// The fan-out says where its time went: the processes' CPU, and
+	// kubeindex's own delivery delay from its histogram, which must have
+	// seen the round's frames.
+	if f := got["stream fan-out frames/s"]; f != nil && !strings.Contains(f.Note, "µs per frame") {
+		t.Errorf("fan-out note lacks the CPU split: %s", f.Note)
+	}
+	if f := got["stream event-to-client p99"]; f != nil && (!strings.Contains(f.Note, " deliveries)") || strings.Contains(f.Note, "no deliveries")) {
+		t.Errorf("event-to-client note lacks kubeindex's own delivery delay: %s", f.Note)
+	}
 	if _, err := os.Stat(out); err != nil {
 		t.Errorf("results JSON: %v", err)
 	}
