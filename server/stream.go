@@ -42,12 +42,13 @@ type StreamOptions struct {
 	PingInterval time.Duration
 	// WriteTimeout bounds one write to a stream client. Default 10s.
 	WriteTimeout time.Duration
-	// Coalesce is how long a stream waits, after a write of events, before
-	// it writes again: the events that arrive meanwhile go out together,
-	// in one write, which costs the server and the client much less than
-	// a write (and a wake-up) each. The first event after a quiet spell
-	// goes out at once; under a steady flow, each waits at most Coalesce.
-	// Zero writes every event as soon as it is there. At most MaxCoalesce.
+	// Coalesce is the least time between two writes of a stream: the
+	// events that arrive meanwhile go out together, in one write, which
+	// costs the server and the client much less than a write (and a
+	// wake-up) each. An event that comes longer than Coalesce after the
+	// last write goes out at once; one that comes sooner waits at most
+	// that. Zero writes every event as soon as it is there. At most
+	// MaxCoalesce.
 	Coalesce time.Duration
 }
 
@@ -101,11 +102,48 @@ type streamHub struct {
 	conns    sync.WaitGroup // WebSocket connections: http.Server.Shutdown does not wait for hijacked ones
 }
 
-// afterWrite is what a stream does once it has written events: it waits
-// Coalesce, so that the events arriving meanwhile share its next write.
-func (h *streamHub) afterWrite() {
-	if d := h.opts.Coalesce; d > 0 {
-		time.Sleep(d)
+// pacer spaces one stream's writes at least Coalesce apart, so that the
+// events arriving in between share a write. It costs a timer only where
+// one saves wake-ups: a stream whose events come further apart than that
+// writes each as it comes and never sleeps; one whose events come closer
+// together sleeps right after each write, so that the next events wait
+// for it rather than each waking it.
+type pacer struct {
+	every time.Duration
+	last  time.Time // when the last write ended
+	busy  bool      // events are coming closer together than every
+	now   func() time.Time
+	sleep func(time.Duration)
+}
+
+func newPacer(every time.Duration) pacer {
+	return pacer{every: every, now: time.Now, sleep: time.Sleep}
+}
+
+// hold is called when the stream wakes to write: if its last write was
+// less than the interval ago, it waits out the rest, and the stream is
+// busy from then on.
+func (p *pacer) hold() {
+	if p.every <= 0 || p.last.IsZero() {
+		return
+	}
+	if d := p.every - p.now().Sub(p.last); d > 0 {
+		p.busy = true
+		p.sleep(d)
+	}
+}
+
+// wrote is called after a write. A busy stream sleeps the interval there
+// and then, and stays busy only if its wake-up channel was signalled
+// meanwhile.
+func (p *pacer) wrote(wake <-chan struct{}) {
+	if p.every <= 0 {
+		return
+	}
+	p.last = p.now()
+	if p.busy {
+		p.sleep(p.every)
+		p.busy = len(wake) > 0
 	}
 }
 

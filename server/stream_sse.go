@@ -56,7 +56,9 @@ func (s *Server) watchSSE(c echo.Context, resource string, q cache.WatchQuery) e
 // pumpSSE writes the subscription's messages until it ends, the client
 // goes away or the server shuts down.
 func (s *Server) pumpSSE(ctx context.Context, sub *cache.Subscription, notify <-chan struct{}, out *sseWriter) error {
+	pace := newPacer(s.streams.opts.Coalesce)
 	for {
+		pace.hold()
 		wrote := false
 		for n := 1; ; n++ {
 			m, ok := sub.Next()
@@ -80,7 +82,7 @@ func (s *Server) pumpSSE(ctx context.Context, sub *cache.Subscription, notify <-
 			return err
 		}
 		if wrote {
-			s.streams.afterWrite()
+			pace.wrote(notify)
 		}
 		select {
 		case <-ctx.Done():

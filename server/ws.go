@@ -107,7 +107,7 @@ func (s *Server) openSocket(c echo.Context, header http.Header, mux bool, notify
 		hub: s.streams, opts: &s.streams.opts, r: s.r, log: s.log, conn: conn, mux: mux,
 		frames: frameWriter{conn: conn.NetConn(), timeout: s.streams.opts.WriteTimeout,
 			delivery: deliveryTimer{obs: s.metrics.deliveryWS}},
-		wake: notify, cmds: make(chan *clientCmd, maxCommandsPerWake), pings: make(chan string, 1),
+		pace: newPacer(s.streams.opts.Coalesce), wake: notify, cmds: make(chan *clientCmd, maxCommandsPerWake), pings: make(chan string, 1),
 		done: make(chan struct{}), access: s.streamAccess(c),
 	}, nil
 }
@@ -128,6 +128,7 @@ type wsConn struct {
 	conn    *websocket.Conn
 	mux     bool
 	frames  frameWriter           // the writer's messages
+	pace    pacer                 // the writer's, between its writes
 	wake    chan struct{}         // the writer has something to do
 	cmds    chan *clientCmd       // reader → writer; closed when the reader stops
 	pings   chan string           // peer pings the writer must answer

@@ -28,12 +28,13 @@ func (w *wsConn) writer() {
 		signal(w.wake)
 	})
 	for range w.wake {
+		w.pace.hold()
 		writes := w.frames.writes
 		if !w.serve(ping) {
 			break
 		}
 		if w.frames.writes != writes {
-			w.hub.afterWrite()
+			w.pace.wrote(w.wake)
 		}
 	}
 	ping.Stop()
