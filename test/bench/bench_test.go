@@ -58,6 +58,13 @@ func TestHarness(t *testing.T) {
 	if f := got["stream event-to-client p99"]; f != nil && (!strings.Contains(f.Note, " deliveries)") || strings.Contains(f.Note, "no deliveries")) {
 		t.Errorf("event-to-client note lacks kubeindex's own delivery delay: %s", f.Note)
 	}
+	// It also times the light churn's rounds, off saturation.
+	if f := got["stream event-to-client p99"]; f != nil {
+		_, light, ok := strings.Cut(f.Note, "under a light churn")
+		if !ok || !strings.Contains(light, " deliveries)") || strings.Contains(light, "no deliveries") {
+			t.Errorf("event-to-client note lacks the light churn's rounds: %s", f.Note)
+		}
+	}
 	if _, err := os.Stat(out); err != nil {
 		t.Errorf("results JSON: %v", err)
 	}

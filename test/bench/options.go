@@ -35,7 +35,11 @@ type Options struct {
 	// ChurnRate is the pod updates per second sent during the fan-out.
 	// Default 150 (150,000 frames/s offered to 1,000 subscribers).
 	ChurnRate int
-	// ChurnTime is how long the fan-out churn lasts. Default 5s.
+	// LightChurnRate is the pod updates per second of the fan-out's light
+	// rounds, which time the event-to-client delay off saturation.
+	// Default 30.
+	LightChurnRate int
+	// ChurnTime is how long one fan-out churn round lasts. Default 5s.
 	ChurnTime time.Duration
 	// UpkeepEvents per round of the index upkeep figure. Default 3000.
 	UpkeepEvents int
@@ -64,6 +68,7 @@ func (o Options) withDefaults() Options {
 	def(&o.APIServerRequests, 30)
 	def(&o.Subscribers, 1000)
 	def(&o.ChurnRate, 150)
+	def(&o.LightChurnRate, 30)
 	def(&o.UpkeepEvents, 3000)
 	if o.RoundTime <= 0 {
 		o.RoundTime = 2 * time.Second

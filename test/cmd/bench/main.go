@@ -33,6 +33,7 @@ func run() error {
 	flag.DurationVar(&o.RoundTime, "round-time", 2*time.Second, "length of one requests/s round")
 	flag.IntVar(&o.Subscribers, "subscribers", 1000, "WebSocket subscribers of the fan-out")
 	flag.IntVar(&o.ChurnRate, "churn-rate", 150, "pod updates per second during the fan-out")
+	flag.IntVar(&o.LightChurnRate, "light-churn-rate", 30, "pod updates per second of the fan-out's light rounds (event-to-client delay off saturation)")
 	flag.DurationVar(&o.ChurnTime, "churn-time", 5*time.Second, "length of one fan-out churn round")
 	flag.IntVar(&o.UpkeepEvents, "upkeep-events", 3000, "pod updates per index upkeep round")
 	flag.StringVar(&o.Dir, "dir", "", "cluster state directory, kept (a rerun with the same -pods skips seeding); default a fresh temporary one")
