@@ -470,9 +470,9 @@ func (r *runner) fanOut(ctx context.Context) error {
 
 	var fps, p99, ackP99 []float64
 	var notes, own, shares []string
-	rounds, resynced := r.o.slowRounds(), false
+	rounds, resynced, next := r.o.slowRounds(), false, 0
 	for round := range rounds {
-		c, err := r.churnRound(ctx, subs, round, r.o.ChurnRate)
+		c, err := r.churnRound(ctx, subs, round, next, r.o.ChurnRate)
 		if err != nil {
 			return err
 		}
@@ -483,6 +483,7 @@ func (r *runner) fanOut(ctx context.Context) error {
 			c.out.Frames, c.out.Expected, c.out.Resyncs, float64(c.res.Sent)/c.res.Duration.Seconds(), ms(c.out.P99)))
 		own = append(own, c.split.own())
 		shares = append(shares, c.split.cores())
+		next += c.res.Sent
 		if resynced = c.out.Resyncs > 0; resynced {
 			break // those subscriptions have ended
 		}
@@ -491,15 +492,16 @@ func (r *runner) fanOut(ctx context.Context) error {
 	// idle most of the time: the delay a dashboard sees in ordinary
 	// operation, where the rounds above see a saturated machine.
 	var light []string
-	for round := range rounds {
-		if resynced {
-			light = append(light, "not measured: subscriptions were told to resync above")
-			break
-		}
-		c, err := r.churnRound(ctx, subs, rounds+round, r.o.LightChurnRate)
+	if resynced {
+		light = append(light, "not measured: subscriptions were told to resync above")
+	}
+	for round := 0; round < rounds && !resynced; round++ {
+		c, err := r.churnRound(ctx, subs, rounds+round, next, r.o.LightChurnRate)
 		if err != nil {
 			return err
 		}
+		next += c.res.Sent
+		resynced = c.out.Resyncs > 0
 		light = append(light, fmt.Sprintf("%d/%d frames, %d resyncs, p50 %.0f ms p99 %.0f ms, kubeindex's own %s, kubeindex %.2f cores (%.1f µs per frame)",
 			c.out.Frames, c.out.Expected, c.out.Resyncs, ms(c.out.AckP50), ms(c.out.AckP99), c.split.own(), c.split.kubeindex, float64(c.split.perFrame)/float64(time.Microsecond)))
 	}
@@ -525,9 +527,10 @@ type fanOutRound struct {
 	split fanOutSplit
 }
 
-// churnRound updates pods at rate per second for ChurnTime, each round
-// its own pods, and waits until every subscriber has every event.
-func (r *runner) churnRound(ctx context.Context, subs []*subscriber, round, rate int) (fanOutRound, error) {
+// churnRound updates pods at rate per second for ChurnTime, from the
+// start-th pod of the plan on, and waits until every subscriber has every
+// event.
+func (r *runner) churnRound(ctx context.Context, subs []*subscriber, round, start, rate int) (fanOutRound, error) {
 	count := rate * int(r.o.ChurnTime/time.Second)
 	beforeFrames := frameCounts(subs)
 	before, err := r.fanOutMeter(ctx)
@@ -535,7 +538,7 @@ func (r *runner) churnRound(ctx context.Context, subs []*subscriber, round, rate
 		return fanOutRound{}, err
 	}
 	begin := time.Now()
-	res, err := churn(ctx, r.cs, r.p, round*r.o.ChurnRate*int(r.o.ChurnTime/time.Second), count, rate)
+	res, err := churn(ctx, r.cs, r.p, start, count, rate)
 	if err != nil {
 		return fanOutRound{}, err
 	}
