@@ -79,13 +79,13 @@ func TestEveryRouteIsInTheSpecAndBack(t *testing.T) {
 			inSpec[method+" "+path] = op
 		}
 	}
-	routes := New(noCache{}, Options{Logger: quiet()}).Routes()
+	routes := New(noCache{}, Options{Logger: quiet()}).table()
 	if len(routes) == 0 {
 		t.Fatal("the route table is empty")
 	}
 	inTable := map[string]bool{}
 	for _, rt := range routes {
-		key := rt.Method + " " + specPath(t, rt.Path)
+		key := rt.method + " " + specPath(t, rt.path)
 		if inTable[key] {
 			t.Errorf("route %s is registered twice", key)
 		}
@@ -93,9 +93,9 @@ func TestEveryRouteIsInTheSpecAndBack(t *testing.T) {
 		op, ok := inSpec[key]
 		switch {
 		case !ok:
-			t.Errorf("route %s (%s) is not in openapi/openapi.json", key, rt.Path)
-		case op.Summary != rt.Summary:
-			t.Errorf("%s: summary in the spec %q; in the route table %q", key, op.Summary, rt.Summary)
+			t.Errorf("route %s (%s) is not in openapi/openapi.json", key, rt.path)
+		case op.Summary != rt.summary:
+			t.Errorf("%s: summary in the spec %q; in the route table %q", key, op.Summary, rt.summary)
 		}
 	}
 	for key := range inSpec {
