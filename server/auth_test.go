@@ -381,7 +381,7 @@ func TestStaticTokensWithoutAuthorization(t *testing.T) {
 		auth string
 		code int
 	}{{"", 401}, {"Bearer s3cret", 200}, {"bearer   s3cret ", 200}, {"Bearer s3cre", 401}, {"Basic czNjcmV0", 401}} {
-		req := httptest.NewRequest("GET", "/api/v1/pods?limit=1", nil)
+		req := localRequest("GET", "/api/v1/pods?limit=1", nil)
 		if tc.auth != "" {
 			req.Header.Set("Authorization", tc.auth)
 		}
@@ -395,7 +395,7 @@ func TestStaticTokensWithoutAuthorization(t *testing.T) {
 		}
 	}
 	// Without an authorizer, /metrics needs a token only.
-	req := httptest.NewRequest("GET", "/metrics", nil)
+	req := localRequest("GET", "/metrics", nil)
 	req.Header.Set("Authorization", "Bearer s3cret")
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)

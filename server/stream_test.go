@@ -467,7 +467,7 @@ func TestStreamRequestErrors(t *testing.T) {
 func TestNotSyncedStreamIs503(t *testing.T) {
 	f := cachetest.New(t, cachetest.PodSpec()) // never started
 	h := New(f.Cache, Options{}).Handler()
-	req := httptest.NewRequest(http.MethodGet, "/api/v1/pods?watch=true", nil)
+	req := localRequest(http.MethodGet, "/api/v1/pods?watch=true", nil)
 	req.Header.Set("Accept", "text/event-stream")
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)

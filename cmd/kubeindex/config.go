@@ -55,6 +55,7 @@ type SecurityConfig struct {
 	TokenAudiences             string        // --token-audiences: comma-separated, for --auth=tokenreview
 	Authz                      string        // --authz: none or rbac
 	AllowUnauthenticatedRemote bool          // --allow-unauthenticated-remote
+	AcceptHosts                string        // --accept-hosts: comma-separated Host names served with --auth=none
 	MaxConnections             int           // --max-connections
 	MaxStreamsPerClient        int           // --max-streams-per-client
 	RequestTimeout             time.Duration // --request-timeout
@@ -104,6 +105,7 @@ var envNames = map[string]string{
 	"token-audiences":              "KUBEINDEX_TOKEN_AUDIENCES",
 	"authz":                        "KUBEINDEX_AUTHZ",
 	"allow-unauthenticated-remote": "KUBEINDEX_ALLOW_UNAUTHENTICATED_REMOTE",
+	"accept-hosts":                 "KUBEINDEX_ACCEPT_HOSTS",
 	"max-connections":              "KUBEINDEX_MAX_CONNECTIONS",
 	"max-streams-per-client":       "KUBEINDEX_MAX_STREAMS_PER_CLIENT",
 	"request-timeout":              "KUBEINDEX_REQUEST_TIMEOUT",
