@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/tidwall/gjson"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -203,11 +202,11 @@ func (s Shape) build(b []byte) (*Object, int, error) {
 	size := len(raw)
 	if !hasKind && s.Kind != "" {
 		kind = s.Kind
-		size += len(`"kind":,`) + jsonStringLen(kind)
+		size += len(`"kind":,`) + jsonscan.StringLen(kind)
 	}
 	if !hasAPIVersion && s.APIVersion != "" {
 		apiVersion = s.APIVersion
-		size += len(`"apiVersion":,`) + jsonStringLen(apiVersion)
+		size += len(`"apiVersion":,`) + jsonscan.StringLen(apiVersion)
 	}
 	for _, c := range cuts.all() {
 		size -= c.to - c.from
@@ -216,11 +215,11 @@ func (s Shape) build(b []byte) (*Object, int, error) {
 	out = append(out, '{')
 	if kind != "" {
 		out = append(out, `"kind":`...)
-		out = append(gjson.AppendJSONString(out, kind), ',')
+		out = append(jsonscan.AppendString(out, kind), ',')
 	}
 	if apiVersion != "" {
 		out = append(out, `"apiVersion":`...)
-		out = append(gjson.AppendJSONString(out, apiVersion), ',')
+		out = append(jsonscan.AppendString(out, apiVersion), ',')
 	}
 	prefixLen := len(out) - 1
 	at := 1
@@ -334,16 +333,6 @@ func (s *spans) all() []span {
 	return s.first[:s.n]
 }
 
-// jsonStringLen is the length of s as gjson.AppendJSONString writes it.
-func jsonStringLen(s string) int {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < ' ' || c > '~' || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			return len(gjson.AppendJSONString(nil, s))
-		}
-	}
-	return len(s) + 2
-}
-
 // readMetadata reads the metadata object at b[at:]: the key fields into o,
 // all four in one allocation, and the spans that remove managedFields (each
 // with one adjacent comma) into cuts. It returns where the object ends.
@@ -449,10 +438,8 @@ func memberSpan(b []byte, keyAt, valEnd, keptEnd int) (span, error) {
 }
 
 func skipSpaceBack(b []byte, i int) int {
-	for i >= 0 && isSpace(b[i]) {
+	for i >= 0 && jsonscan.IsSpace(b[i]) {
 		i--
 	}
 	return i
 }
-
-func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\t' || c == '\r' }

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/kubeindex/kubeindex/internal/text"
 )
 
 // HostOptions decide which Host header values are served while
@@ -33,7 +35,7 @@ func (s *Server) checkHost(c echo.Context) error {
 	}
 	return echo.NewHTTPError(http.StatusForbidden, fmt.Sprintf(
 		"the Host %q is not served: with authentication off, kubeindex answers loopback addresses and localhost only; "+
-			"to serve this name, add it with --accept-hosts", truncate(c.Request().Host, 64)))
+			"to serve this name, add it with --accept-hosts", text.Truncate(c.Request().Host, 64)))
 }
 
 func (o HostOptions) accepts(hostport string) bool {

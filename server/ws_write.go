@@ -7,6 +7,8 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/labstack/echo/v4"
+
+	"github.com/kubeindex/kubeindex/cache"
 )
 
 const (
@@ -189,7 +191,7 @@ func (w *wsConn) handle(cmd *clientCmd) error {
 		}
 		w.removeAt(i)
 		b, _ := jsonString(m.ID)
-		return w.sendRaw(fmt.Appendf(nil, `{"id":%s,"type":"UNSUBSCRIBED"}`, b))
+		return w.sendRaw(fmt.Appendf(nil, `{"id":%s,"type":"%s"}`, b, cache.Unsubscribed))
 	}
 	if err := w.subscribe(m, cmd.namespaces); err != nil {
 		return w.sendRaw(errorMessage(m.ID, err))

@@ -27,7 +27,7 @@ type Fixture struct {
 // PodSpec is pods with the default indexes plus an image path index and an
 // app label index.
 func PodSpec() cache.Spec {
-	return cache.Spec{Resource: "pods", Indexes: append(indexers.Defaults("pods"),
+	return cache.Spec{Resource: "pods", Indexes: append(indexers.Defaults("", "pods"),
 		indexers.Spec{Name: "image", Path: "spec.containers.#.image"},
 		indexers.Spec{Name: "app", Label: "app"})}
 }
@@ -35,8 +35,11 @@ func PodSpec() cache.Spec {
 // DefaultSpecs is every resource the demo serves.
 func DefaultSpecs() []cache.Spec {
 	specs := []cache.Spec{PodSpec()}
-	for _, r := range []string{"services", "nodes", "deployments.apps", "replicasets", "namespaces"} {
-		specs = append(specs, cache.Spec{Resource: r, Indexes: indexers.Defaults(r)})
+	for _, r := range []struct{ name, group, plural string }{
+		{"services", "", "services"}, {"nodes", "", "nodes"}, {"deployments.apps", "apps", "deployments"},
+		{"replicasets", "apps", "replicasets"}, {"namespaces", "", "namespaces"},
+	} {
+		specs = append(specs, cache.Spec{Resource: r.name, Indexes: indexers.Defaults(r.group, r.plural)})
 	}
 	return specs
 }

@@ -53,7 +53,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return err
 	}
-	resources, err := resolve(restCfg, cfg.Resources)
+	resources, err := resolve(restCfg, cfg)
 	if err != nil {
 		return err
 	}
@@ -95,9 +95,9 @@ func clusterConfig(cfg *Config, getenv func(string) string) (*rest.Config, error
 	return rc, nil
 }
 
-// resolve maps every configured resource through discovery, reporting all
-// the names the API server does not serve at once.
-func resolve(rc *rest.Config, configured []ResourceConfig) ([]cache.Configured, error) {
+// resolve asks the API server what it serves and maps the configuration
+// onto it (configure).
+func resolve(rc *rest.Config, cfg *Config) ([]cache.Configured, error) {
 	dc, err := discovery.NewDiscoveryClientForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("discovery client: %w", err)
@@ -106,26 +106,7 @@ func resolve(rc *rest.Config, configured []ResourceConfig) ([]cache.Configured, 
 	if err != nil {
 		return nil, err
 	}
-	var out []cache.Configured
-	var resolved []cache.Resource
-	var errs []error
-	for _, r := range configured {
-		res, err := found.Resolve(r.Resource)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		resolved = append(resolved, res)
-		out = append(out, cache.Configured{Spec: r.spec()})
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	cache.NameResources(resolved)
-	for i := range out {
-		out[i].Resource = resolved[i]
-	}
-	return out, nil
+	return cfg.configure(found)
 }
 
 // startDemo serves the simulated cluster on a loopback port, and churns it,

@@ -190,7 +190,7 @@ func (s *Scanner) Composite(b []byte) (int, error) {
 }
 
 func SkipSpace(b []byte, i int) int {
-	for i < len(b) && isSpace(b[i]) {
+	for i < len(b) && IsSpace(b[i]) {
 		i++
 	}
 	return i
@@ -299,7 +299,8 @@ func String(s []byte) (string, error) {
 	return string(raw), nil
 }
 
-func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\t' || c == '\r' }
+// IsSpace reports whether c is JSON white space.
+func IsSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\t' || c == '\r' }
 
 // Member returns the value of the first member named key in the JSON
 // object obj, or nil when obj is not an object or has no such member.
