@@ -80,6 +80,10 @@ type Options struct {
 	// made up about a third of the CPU of reading a large list; over
 	// HTTP/1.1 each watch holds its own connection instead.
 	HTTP2 bool
+	// Streams bounds the event history kept for resuming streams and sets
+	// the bookmark interval, for every resource. The zero value takes
+	// StreamOptions' defaults.
+	Streams StreamOptions
 	// Simulated marks every status as coming from the --demo cluster.
 	Simulated bool
 	// Now is the clock; default time.Now. Tests replace it.

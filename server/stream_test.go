@@ -173,8 +173,7 @@ func TestSSEResumesWithLastEventID(t *testing.T) {
 }
 
 func TestResumeBeyondTheHistoryRequiresResync(t *testing.T) {
-	ss := startStreams(t, Options{})
-	ss.f.Cache.SetStreamOptions(cache.StreamOptions{HistorySize: 5})
+	ss := startStreamsWith(t, cachetest.Config{Options: cache.Options{Streams: cache.StreamOptions{HistorySize: 5}}}, Options{})
 	sse := openSSE(t, ss.url+"/api/v1/pods?watch=true&snapshot=false", nil)
 	ev, _ := sse.next(t)
 	if ev.event != "SYNCED" || !ev.hasID {
