@@ -283,12 +283,7 @@ func watchQuery(namespace, labelSelector, index, value, resourceVersion, snapsho
 		}
 		q.Snapshot = b
 	}
-	switch q.Diff {
-	case cache.NoDiff, cache.MergePatch, cache.JSONPatch:
-	default:
-		return q, fmt.Errorf("%w: diff must be %q (JSON merge patch) or %q (JSON Patch), got %q", errBadRequest, cache.MergePatch, cache.JSONPatch, diff)
-	}
-	return q, nil
+	return q, q.Diff.Validate()
 }
 
 func acceptsEventStream(r *http.Request) bool {

@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/kubeindex/kubeindex/cache"
+	"github.com/kubeindex/kubeindex/internal/jsonscan"
 )
 
 const (
@@ -190,8 +191,7 @@ func (w *wsConn) handle(cmd *clientCmd) error {
 			return w.sendRaw(errorMessage(m.ID, fmt.Errorf("%w: no subscription %q", errBadRequest, m.ID)))
 		}
 		w.removeAt(i)
-		b, _ := jsonString(m.ID)
-		return w.sendRaw(fmt.Appendf(nil, `{"id":%s,"type":"%s"}`, b, cache.Unsubscribed))
+		return w.sendRaw(fmt.Appendf(jsonscan.AppendString([]byte(`{"id":`), m.ID), `,"type":"%s"}`, cache.Unsubscribed))
 	}
 	if err := w.subscribe(m, cmd.namespaces); err != nil {
 		return w.sendRaw(errorMessage(m.ID, err))
