@@ -39,8 +39,11 @@ const goldenSteps = 150
 // the full JSON to compare two versions of the package.
 func TestScenarioGolden(t *testing.T) {
 	t.Parallel()
-	c := demo.New(demo.Options{Seed: 1, HistorySize: 100000, BookmarkInterval: 10 * time.Millisecond,
+	c, err := demo.NewTest(demo.Options{Seed: 1, HistorySize: 100000, BookmarkInterval: 10 * time.Millisecond,
 		Now: func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }})
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv := httptest.NewServer(c.Handler())
 	t.Cleanup(srv.Close)
 	resources := []string{"/api/v1/namespaces", "/api/v1/nodes", "/api/v1/pods", "/api/v1/services",
@@ -63,7 +66,9 @@ func TestScenarioGolden(t *testing.T) {
 	}
 	var ends []string
 	for i := range goldenSteps {
-		c.Step()
+		if err := c.Step(); err != nil {
+			t.Fatal(err)
+		}
 		ends = append(ends, fmt.Sprintf("step %d ends at rv=%s", i, c.ResourceVersion()))
 	}
 	final, _ := strconv.ParseUint(c.ResourceVersion(), 10, 64)
