@@ -22,7 +22,10 @@ func NewTest(opts Options) (*TestCluster, error) {
 
 // Apply creates or updates an object of resource (a plural such as "pods")
 // from its JSON; see [fakeapi.Server.Put]. Churn never changes it.
-func (c *TestCluster) Apply(resource string, obj []byte) error { return c.api.Put(resource, obj) }
+func (c *TestCluster) Apply(resource string, obj []byte) error {
+	_, err := c.api.Put(resource, obj)
+	return err
+}
 
 // Delete removes an object; namespace is "" for cluster-scoped resources.
 // It returns an error wrapping fakeapi.ErrNotFound for a missing object.

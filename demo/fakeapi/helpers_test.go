@@ -53,7 +53,10 @@ func newTestCluster(t *testing.T, opts Options) (*testCluster, *httptest.Server)
 }
 
 // Apply writes an object, as tests outside this package do.
-func (c *testCluster) Apply(resource string, obj []byte) error { return c.Put(resource, obj) }
+func (c *testCluster) Apply(resource string, obj []byte) error {
+	_, err := c.Put(resource, obj)
+	return err
+}
 
 // Step makes one churn step; a failure is a bug in the scenario.
 func (c *testCluster) Step() {

@@ -72,20 +72,21 @@ func (s *Server) ForgetHistory() {
 // metadata.generateName; an update keeps the stored uid and
 // creationTimestamp. Watches get ADDED or MODIFIED. Namespaced objects need
 // metadata.namespace; the namespace need not exist. apiVersion and kind
-// may be omitted. Objects are stored with their keys in sorted order.
-func (s *Server) Put(resource string, obj []byte) error {
+// may be omitted. Objects are stored with their keys in sorted order. It
+// returns the resourceVersion assigned.
+func (s *Server) Put(resource string, obj []byte) (rv uint64, err error) {
 	r, err := resourceByName(resource)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	var m map[string]any
 	dec := json.NewDecoder(bytes.NewReader(obj))
 	dec.UseNumber()
 	if err := dec.Decode(&m); err != nil || m == nil {
-		return fmt.Errorf("fakeapi: %s: not a JSON object: %v", resource, err)
+		return 0, fmt.Errorf("fakeapi: %s: not a JSON object: %v", resource, err)
 	}
 	if err := checkTypeMeta(r, m); err != nil {
-		return err
+		return 0, err
 	}
 	md, _ := m["metadata"].(map[string]any)
 	if md == nil {
@@ -94,7 +95,7 @@ func (s *Server) Put(resource string, obj []byte) error {
 	}
 	ns, _ := md["namespace"].(string)
 	if r.namespaced != (ns != "") {
-		return fmt.Errorf("fakeapi: %s: metadata.namespace %q: the resource is namespaced=%v", resource, ns, r.namespaced)
+		return 0, fmt.Errorf("fakeapi: %s: metadata.namespace %q: the resource is namespaced=%v", resource, ns, r.namespaced)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -104,7 +105,7 @@ func (s *Server) Put(resource string, obj []byte) error {
 		md["name"] = name
 	}
 	if name == "" {
-		return fmt.Errorf("fakeapi: %s: metadata.name is required", resource)
+		return 0, fmt.Errorf("fakeapi: %s: metadata.name is required", resource)
 	}
 	if old := s.objects[r.plural][key{ns, name}]; old != nil {
 		md["uid"], md["creationTimestamp"] = old.uid, old.created
@@ -116,7 +117,10 @@ func (s *Server) Put(resource string, obj []byte) error {
 			md["creationTimestamp"] = s.opts.Now().UTC().Format(time.RFC3339)
 		}
 	}
-	return s.put(r, m)
+	if err := s.put(r, m); err != nil {
+		return 0, err
+	}
+	return s.rv, nil
 }
 
 func checkTypeMeta(r *resource, m map[string]any) error {

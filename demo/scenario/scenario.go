@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,11 +28,11 @@ const (
 )
 
 // Store is where the scenario writes its objects and reads them back: an
-// API server's storage. Put creates or updates from JSON and assigns the
-// resourceVersion; Each visits the current objects of a resource in
+// API server's storage. Put creates or updates from JSON and returns the
+// resourceVersion it assigned; Each visits the current objects of a resource in
 // namespace/name order with the resourceVersion each is stored at.
 type Store interface {
-	Put(resource string, obj []byte) error
+	Put(resource string, obj []byte) (rv uint64, err error)
 	Delete(resource, namespace, name string) error
 	Each(resource string, fn func(rv uint64, obj []byte))
 }
@@ -90,15 +91,23 @@ func recoverStoreError(err *error) {
 	}
 }
 
-// put writes a generated object. s.mu must be held.
-func (s *Scenario) put(resource string, obj any) {
+// put writes a generated object and takes it: the next list hands it out
+// as the stored state instead of decoding what was written. s.mu must be
+// held.
+func (s *Scenario) put(resource string, obj metav1.Object) {
 	b, err := json.Marshal(obj)
+	var rv uint64
 	if err == nil {
-		err = s.store.Put(resource, b)
+		rv, err = s.store.Put(resource, b)
 	}
 	if err != nil {
 		panic(storeError{fmt.Errorf("scenario: writing %s: %w", resource, err)})
 	}
+	obj.SetResourceVersion(strconv.FormatUint(rv, 10))
+	if s.decoded[resource] == nil {
+		s.decoded[resource] = map[uint64]any{}
+	}
+	s.decoded[resource][rv] = obj
 }
 
 // remove deletes an object. s.mu must be held.

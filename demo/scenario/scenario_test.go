@@ -24,15 +24,15 @@ type memObject struct {
 	raw []byte
 }
 
-func (m *memStore) Put(resource string, obj []byte) error {
+func (m *memStore) Put(resource string, obj []byte) (uint64, error) {
 	if resource == m.failOn {
-		return errors.New("refused")
+		return 0, errors.New("refused")
 	}
 	var meta struct {
 		Metadata struct{ Namespace, Name string } `json:"metadata"`
 	}
 	if err := json.Unmarshal(obj, &meta); err != nil {
-		return err
+		return 0, err
 	}
 	if m.objects == nil {
 		m.objects = map[string]map[string]memObject{}
@@ -42,7 +42,7 @@ func (m *memStore) Put(resource string, obj []byte) error {
 	}
 	m.rv++
 	m.objects[resource][meta.Metadata.Namespace+"/"+meta.Metadata.Name] = memObject{m.rv, obj}
-	return nil
+	return m.rv, nil
 }
 
 func (m *memStore) Delete(resource, namespace, name string) error {
@@ -75,7 +75,7 @@ func TestChurnLeavesOtherObjectsAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	mine := []byte(`{"metadata":{"namespace":"shop","name":"mine","labels":{"app":"web"}},"spec":{"nodeName":"node-1"},"status":{"phase":"Pending"}}`)
-	if err := store.Put(pods, mine); err != nil {
+	if _, err := store.Put(pods, mine); err != nil {
 		t.Fatal(err)
 	}
 	for range 300 {
