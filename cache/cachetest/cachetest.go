@@ -20,7 +20,7 @@ import (
 
 // Fixture is a cache and the simulated cluster it watches.
 type Fixture struct {
-	Sim   *demo.Cluster
+	Sim   *demo.TestCluster
 	Cache *cache.Cache
 }
 
@@ -64,7 +64,10 @@ func New(t testing.TB, specs ...cache.Spec) *Fixture {
 // NewWith is New with a Config.
 func NewWith(t testing.TB, conf Config, specs ...cache.Spec) *Fixture {
 	t.Helper()
-	sim := demo.New(demo.Options{Seed: 7, BookmarkInterval: 200 * time.Millisecond, Now: FixedClock})
+	sim, err := demo.NewTest(demo.Options{Seed: 7, BookmarkInterval: 200 * time.Millisecond, Now: FixedClock})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var h http.Handler = sim.Handler()
 	if conf.Wrap != nil {
 		h = conf.Wrap(h)

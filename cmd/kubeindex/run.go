@@ -114,7 +114,10 @@ func resolve(rc *rest.Config, cfg *Config) ([]cache.Configured, error) {
 // here rather than with the other long-lived parts. wait blocks until both
 // have stopped.
 func startDemo(ctx context.Context, log *slog.Logger) (cfg *rest.Config, wait func(), err error) {
-	sim := demo.New(demo.Options{Seed: 1})
+	sim, err := demo.New(demo.Options{Seed: 1})
+	if err != nil {
+		return nil, nil, err
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, nil, fmt.Errorf("demo API server: %w", err)
@@ -123,7 +126,11 @@ func startDemo(ctx context.Context, log *slog.Logger) (cfg *rest.Config, wait fu
 		"fakeAPIServer", ln.Addr().String())
 	hs := &http.Server{Handler: sim.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	var wg sync.WaitGroup
-	wg.Go(func() { sim.Run(ctx) })
+	wg.Go(func() {
+		if err := sim.Run(ctx); err != nil {
+			log.Error("demo churn stopped", "err", err)
+		}
+	})
 	wg.Go(func() {
 		if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			log.Error("demo API server stopped", "err", err)

@@ -1,26 +1,28 @@
-package demo
+package fakeapi
 
 import (
+	"fmt"
 	"net/http"
 	"runtime"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilversion "k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apimachinery/pkg/version"
 )
-
-// GitVersion is what /version reports; the "-demo" suffix labels the
-// server as simulated wherever a client shows the server version.
-const GitVersion = "v1.37.0-demo"
 
 // serveDiscovery answers the discovery paths in their legacy JSON form and
 // reports whether path was one. The answer is plain application/json
 // whatever the Accept header asks: client-go's discovery client then falls
 // back from aggregated discovery to the legacy documents.
-func (c *Cluster) serveDiscovery(w http.ResponseWriter, r *http.Request, path string) bool {
+func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request, path string) bool {
 	switch path {
 	case "version":
+		var major, minor string
+		if v, err := utilversion.ParseGeneric(s.opts.GitVersion); err == nil {
+			major, minor = fmt.Sprint(v.Major()), fmt.Sprint(v.Minor())
+		}
 		writeJSON(w, http.StatusOK, version.Info{
-			Major: "1", Minor: "37", GitVersion: GitVersion,
+			Major: major, Minor: minor, GitVersion: s.opts.GitVersion,
 			GitCommit: "0000000000000000000000000000000000000000", GitTreeState: "clean",
 			BuildDate: "2026-01-01T00:00:00Z", GoVersion: runtime.Version(), Compiler: runtime.Compiler,
 			Platform: runtime.GOOS + "/" + runtime.GOARCH,

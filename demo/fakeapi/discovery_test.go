@@ -1,4 +1,4 @@
-package demo
+package fakeapi
 
 import (
 	"net/http"
@@ -11,7 +11,7 @@ import (
 
 func TestDiscoveryWithClientGo(t *testing.T) {
 	t.Parallel()
-	_, srv := newTestCluster(t, Options{})
+	_, srv := newTestCluster(t, Options{GitVersion: "v1.36.2-fake"})
 	dc, err := discovery.NewDiscoveryClientForConfig(&rest.Config{Host: srv.URL})
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +57,7 @@ func TestDiscoveryWithClientGo(t *testing.T) {
 		t.Errorf("found %d of %d resources", found, len(want))
 	}
 	v, err := dc.ServerVersion()
-	if err != nil || v.GitVersion != GitVersion {
+	if err != nil || v.GitVersion != "v1.36.2-fake" || v.Major != "1" || v.Minor != "36" {
 		t.Errorf("ServerVersion = %v, %v", v, err)
 	}
 }

@@ -1,7 +1,6 @@
-package demo
+package fakeapi
 
 import (
-	"fmt"
 	"net/http"
 	"time"
 
@@ -10,14 +9,14 @@ import (
 )
 
 // watcher is one open watch stream. Its fields other than ch and stop are
-// fixed at creation; stopped is guarded by Cluster.mu.
+// fixed at creation; stopped is guarded by Server.mu.
 type watcher struct {
 	res       *resource
 	namespace string // "" for all namespaces
 	ls        labels.Selector
 	fs        fields.Selector
 	after     uint64        // events at or before this resourceVersion are not sent
-	ch        chan frame    // bounded; sent to only under Cluster.mu
+	ch        chan frame    // bounded; sent to only under Server.mu
 	stop      chan struct{} // closed when the cluster ends the watch
 	stopped   bool
 }
@@ -56,9 +55,9 @@ func (w *watcher) filter(ev event) (frame, bool) {
 
 // broadcast hands ev to every interested watcher without blocking: a
 // watcher whose buffer is full is closed, so a slow client never holds up
-// a change. c.mu must be held.
-func (c *Cluster) broadcast(ev event) {
-	for w := range c.watchers {
+// a change. s.mu must be held.
+func (s *Server) broadcast(ev event) {
+	for w := range s.watchers {
 		f, ok := w.filter(ev)
 		if !ok {
 			continue
@@ -66,56 +65,36 @@ func (c *Cluster) broadcast(ev event) {
 		select {
 		case w.ch <- f:
 		default:
-			c.stopWatcher(w)
+			s.stopWatcher(w)
 		}
 	}
 }
 
-// DropWatches closes every open watch stream, as a dropped connection
-// would. Clients re-watch from their last resourceVersion.
-func (c *Cluster) DropWatches() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.stopAllWatchers()
-}
-
-func (c *Cluster) stopAllWatchers() {
-	for w := range c.watchers {
-		c.stopWatcher(w)
+func (s *Server) stopAllWatchers() {
+	for w := range s.watchers {
+		s.stopWatcher(w)
 	}
 }
 
-// stopWatcher ends w. c.mu must be held.
-func (c *Cluster) stopWatcher(w *watcher) {
+// stopWatcher ends w. s.mu must be held.
+func (s *Server) stopWatcher(w *watcher) {
 	if !w.stopped {
 		w.stopped = true
 		close(w.stop)
-		delete(c.watchers, w)
+		delete(s.watchers, w)
 	}
 }
 
 // openWatch registers a watcher and returns the events it must be sent
-// first, atomically, so that the stream has neither gap nor duplicate:
-// with sendInitialEvents, the current objects as ADDED and a bookmark
-// marking their end (the "watch-list" protocol client-go uses by
-// default); else the retained events after the requested resourceVersion
-// (none for "" and "0": from now).
-func (c *Cluster) openWatch(w *watcher, q *query) ([]frame, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// first, atomically, so that the stream has neither gap nor duplicate: the
+// retained events after the requested resourceVersion (none for "" and
+// "0": from now).
+func (s *Server) openWatch(w *watcher, q *query) ([]frame, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	var first []frame
-	switch {
-	case q.initialEvents:
-		for _, o := range c.sorted(c.objects[w.res.plural]) {
-			if (w.namespace == "" || o.namespace == w.namespace) && o.matches(w.ls, w.fs) {
-				first = append(first, frame{"ADDED", o.full})
-			}
-		}
-		first = append(first, frame{"BOOKMARK", fmt.Appendf(nil,
-			`{"kind":%q,"apiVersion":%q,"metadata":{"resourceVersion":"%d","annotations":{"k8s.io/initial-events-end":"true"}}}`,
-			w.res.kind, w.res.apiVersion(), c.rv)})
-	case q.rv != 0:
-		later, err := c.since(q.rv)
+	if q.rv != 0 {
+		later, err := s.since(q.rv)
 		if err != nil {
 			return nil, err
 		}
@@ -125,26 +104,26 @@ func (c *Cluster) openWatch(w *watcher, q *query) ([]frame, error) {
 			}
 		}
 	}
-	c.watchers[w] = struct{}{}
+	s.watchers[w] = struct{}{}
 	return first, nil
 }
 
 // bookmarkRV returns the resourceVersion a bookmark may carry now: the
 // current one, if every event up to it has been taken from w.ch (events
-// are sent under c.mu, so an empty channel seen under c.mu means none is
+// are sent under s.mu, so an empty channel seen under s.mu means none is
 // pending). ok is false while events are still queued, or once the watch
 // is stopped, since events may then have been dropped.
-func (c *Cluster) bookmarkRV(w *watcher) (rv uint64, ok bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.rv, !w.stopped && len(w.ch) == 0
+func (s *Server) bookmarkRV(w *watcher) (rv uint64, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rv, !w.stopped && len(w.ch) == 0
 }
 
 // serveWatch streams events for one watch request until the client goes
 // away, the timeout passes or the cluster closes the watch.
-func (c *Cluster) serveWatch(rw http.ResponseWriter, req *http.Request, w *watcher, q *query) {
+func (s *Server) serveWatch(rw http.ResponseWriter, req *http.Request, w *watcher, q *query) {
 	out := newFrameWriter(rw)
-	replay, err := c.openWatch(w, q)
+	replay, err := s.openWatch(w, q)
 	if err != nil {
 		// A real API server accepts the watch, then reports 410 in-stream.
 		out.start()
@@ -152,9 +131,9 @@ func (c *Cluster) serveWatch(rw http.ResponseWriter, req *http.Request, w *watch
 		return
 	}
 	defer func() {
-		c.mu.Lock()
-		c.stopWatcher(w)
-		c.mu.Unlock()
+		s.mu.Lock()
+		s.stopWatcher(w)
+		s.mu.Unlock()
 	}()
 	out.start()
 	for _, f := range replay {
@@ -169,7 +148,7 @@ func (c *Cluster) serveWatch(rw http.ResponseWriter, req *http.Request, w *watch
 		timeout = t.C
 	}
 	if q.bookmarks {
-		t := time.NewTicker(c.opts.BookmarkInterval)
+		t := time.NewTicker(s.opts.BookmarkInterval)
 		defer t.Stop()
 		bookmarks = t.C
 	}
@@ -186,7 +165,7 @@ func (c *Cluster) serveWatch(rw http.ResponseWriter, req *http.Request, w *watch
 				return
 			}
 		case <-bookmarks:
-			if rv, ok := c.bookmarkRV(w); ok && !out.event("BOOKMARK", bookmarkObject(w.res, rv)) {
+			if rv, ok := s.bookmarkRV(w); ok && !out.event("BOOKMARK", bookmarkObject(w.res, rv)) {
 				return
 			}
 		}

@@ -1,4 +1,4 @@
-package demo
+package fakeapi
 
 import (
 	"fmt"
@@ -26,7 +26,7 @@ func (r *resource) apiVersion() string {
 	return r.group + "/" + r.version
 }
 
-// Resource names as used by Apply, Delete and Objects.
+// Resource names as Put, Delete, Each and the test controls take them.
 const (
 	Pods        = "pods"
 	Services    = "services"
@@ -76,20 +76,11 @@ func lookupResource(group, version, plural string) *resource {
 	return nil
 }
 
-// mustResource returns a resource this package serves.
-func mustResource(plural string) *resource {
-	r, err := resourceByName(plural)
-	if err != nil {
-		panic(err)
-	}
-	return r
-}
-
 func resourceByName(plural string) (*resource, error) {
 	if r := lookupResource("*", "", plural); r != nil {
 		return r, nil
 	}
-	return nil, fmt.Errorf("demo: unknown resource %q", plural)
+	return nil, fmt.Errorf("fakeapi: unknown resource %q", plural)
 }
 
 // apiResourceList is the legacy discovery document of one group version.

@@ -1,10 +1,11 @@
-package demo
+package fakeapi
 
 import (
 	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -188,14 +189,21 @@ func TestWatchBookmarks(t *testing.T) {
 			break
 		}
 	}
+	// A watch without allowWatchBookmarks gets none, though a bookmark
+	// interval passes while it is open: the bookmarking watch sees one.
 	noBookmarks := openWatch(t, srv.URL+"/api/v1/nodes?watch=true")
-	time.Sleep(120 * time.Millisecond)
+	waitWatchers(t, c, 2)
+	for range 2 { // the second is a whole interval after noBookmarks opened
+		if e, _ := w.next(t); e.Type != "BOOKMARK" {
+			t.Fatalf("got %s, want BOOKMARK", e.Type)
+		}
+	}
 	noBookmarks.quiet(t)
 }
 
 func TestSlowWatcherIsClosedNotWaitedFor(t *testing.T) {
 	t.Parallel()
-	c := New(Options{Seed: 1, WatchBuffer: 4, Now: fixedClock})
+	c := newCluster(t, Options{Seed: 1, WatchBuffer: 4})
 	w := &watcher{res: mustResource(Pods), ch: make(chan frame, 4), stop: make(chan struct{})}
 	if _, err := c.openWatch(w, &query{}); err != nil {
 		t.Fatal(err)
@@ -233,9 +241,9 @@ func rvNum(t *testing.T, rv string) uint64 {
 }
 
 // waitWatchers waits until the cluster has n open watches.
-func waitWatchers(t *testing.T, c *Cluster, n int) {
+func waitWatchers(t *testing.T, c *testCluster, n int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for {
 		c.mu.Lock()
 		got := len(c.watchers)
@@ -250,30 +258,31 @@ func waitWatchers(t *testing.T, c *Cluster, n int) {
 	}
 }
 
-func TestWatchListSendsInitialEventsThenBookmark(t *testing.T) {
-	t.Parallel()
-	c, srv := newTestCluster(t, Options{Seed: 1})
-	want := objectNames(c.Objects(Pods), func(o gjson.Result) bool { return o.Get("metadata.namespace").Str == "kube-system" })
-	w := openWatch(t, srv.URL+"/api/v1/namespaces/kube-system/pods?watch=true&sendInitialEvents=true"+
-		"&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true")
-	var got []string
-	for _, e := range w.collect(t, len(want)+1) {
-		if e.Type == "BOOKMARK" {
-			if gjson.GetBytes(e.Object, `metadata.annotations.k8s\.io/initial-events-end`).Str != "true" || e.rv() != c.ResourceVersion() {
-				t.Errorf("end bookmark %s", e.Object)
-			}
-			continue
+// waitChanges waits until the cluster has made n more changes.
+func waitChanges(t *testing.T, c *testCluster, n uint64) {
+	t.Helper()
+	from := rvNum(t, c.ResourceVersion())
+	deadline := time.Now().Add(10 * time.Second)
+	for rvNum(t, c.ResourceVersion()) < from+n {
+		if time.Now().After(deadline) {
+			t.Fatalf("fewer than %d changes after resourceVersion %d", n, from)
 		}
-		got = append(got, "kube-system/"+e.name())
+		time.Sleep(5 * time.Millisecond)
 	}
-	if !slices.Equal(got, want) {
-		t.Errorf("initial events %v, want %v", got, want)
-	}
-	_ = c.Apply(Pods, podJSON("kube-system", "later", nil))
-	if e, _ := w.next(t); e.Type != "ADDED" || e.name() != "later" {
-		t.Errorf("after the initial events: %s %s", e.Type, e.name())
-	}
-	if code, _ := get(t, srv.URL+"/api/v1/pods?sendInitialEvents=true"); code != 400 {
-		t.Errorf("sendInitialEvents on a list: %d, want 400", code)
+}
+
+// TestWatchListIsRefused: the streaming watch-list protocol is not served,
+// and a client that asks for it is told so rather than silently given a
+// watch without its initial events.
+func TestWatchListIsRefused(t *testing.T) {
+	t.Parallel()
+	_, srv := newTestCluster(t, Options{Seed: 1})
+	for _, q := range []string{"watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true",
+		"watch=true&sendInitialEvents=false", "sendInitialEvents=true"} {
+		code, body := get(t, srv.URL+"/api/v1/pods?"+q)
+		if code != http.StatusBadRequest || gjson.GetBytes(body, "reason").Str != "BadRequest" ||
+			!strings.Contains(gjson.GetBytes(body, "message").Str, "sendInitialEvents") {
+			t.Errorf("%s: %d %s, want 400 naming sendInitialEvents", q, code, body)
+		}
 	}
 }

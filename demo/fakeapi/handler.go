@@ -1,4 +1,4 @@
-package demo
+package fakeapi
 
 import (
 	"net/http"
@@ -6,24 +6,24 @@ import (
 	"strings"
 )
 
-// Handler returns the fake API server. It serves GET (and HEAD) only:
+// Handler returns the HTTP API. It serves GET (and HEAD) only:
 // discovery, lists, watches and single objects, all as JSON. It is safe
 // for any number of concurrent requests, also while the cluster churns.
-func (c *Cluster) Handler() http.Handler { return http.HandlerFunc(c.serveHTTP) }
+func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
 
-func (c *Cluster) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	if c.isUnavailable() {
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.isUnavailable() {
 		writeError(w, &apiError{code: http.StatusServiceUnavailable, reason: "ServiceUnavailable",
-			message: "the simulated API server is unavailable (demo outage)"})
+			message: "the API server is unavailable (a simulated outage)"})
 		return
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		writeError(w, &apiError{code: http.StatusMethodNotAllowed, reason: "MethodNotAllowed",
-			message: "the simulated API server is read-only"})
+			message: "the fake API server is read-only"})
 		return
 	}
 	path := strings.Trim(r.URL.Path, "/")
-	if c.serveDiscovery(w, r, path) {
+	if s.serveDiscovery(w, r, path) {
 		return
 	}
 	p, err := parsePath(path)
@@ -32,7 +32,7 @@ func (c *Cluster) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if p.name != "" {
-		c.serveGet(w, p)
+		s.serveGet(w, p)
 		return
 	}
 	q, err := parseQuery(p.res, r.URL.Query())
@@ -41,13 +41,13 @@ func (c *Cluster) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if q.watch {
-		c.serveWatch(w, r, &watcher{
+		s.serveWatch(w, r, &watcher{
 			res: p.res, namespace: p.namespace, ls: q.ls, fs: q.fs, after: q.rv,
-			ch: make(chan frame, c.opts.WatchBuffer), stop: make(chan struct{}),
+			ch: make(chan frame, s.opts.WatchBuffer), stop: make(chan struct{}),
 		}, q)
 		return
 	}
-	c.serveList(w, p, q)
+	s.serveList(w, p, q)
 }
 
 // resourcePath is a parsed resource URL.
@@ -100,10 +100,10 @@ func parsePath(path string) (resourcePath, error) {
 
 // serveGet answers one object; a subresource GET answers the whole object,
 // as the API server does for status.
-func (c *Cluster) serveGet(w http.ResponseWriter, p resourcePath) {
-	c.mu.Lock()
-	o := c.objects[p.res.plural][key{p.namespace, p.name}]
-	c.mu.Unlock()
+func (s *Server) serveGet(w http.ResponseWriter, p resourcePath) {
+	s.mu.Lock()
+	o := s.objects[p.res.plural][key{p.namespace, p.name}]
+	s.mu.Unlock()
 	if o == nil {
 		writeError(w, notFound(p.res, p.name))
 		return

@@ -1,4 +1,4 @@
-package demo
+package fakeapi
 
 import (
 	"bytes"
@@ -20,11 +20,7 @@ type object struct {
 	name      string
 	rv        uint64
 	uid       string
-	ownerKind string // of the first owner reference
-	ownerName string
-	ownerUID  string
-	deleting  bool // has a deletionTimestamp
-	simulated bool // carries SimulatedAnnotation: churn may change it
+	created   string // metadata.creationTimestamp
 	labels    labels.Set
 	fields    fields.Set
 	body      []byte // JSON without apiVersion and kind, as list items are
@@ -64,9 +60,7 @@ func newObject(r *resource, m map[string]any) (*object, error) {
 	md := top["metadata"]
 	o := &object{res: r, body: body,
 		namespace: md.Get("namespace").Str, name: md.Get("name").Str, uid: md.Get("uid").Str,
-		ownerKind: md.Get("ownerReferences.0.kind").Str, ownerName: md.Get("ownerReferences.0.name").Str,
-		ownerUID: md.Get("ownerReferences.0.uid").Str, deleting: md.Get("deletionTimestamp").Exists(),
-		simulated: md.Get(`annotations.kubeindex\.dev/simulated`).Str == "true",
+		created: md.Get("creationTimestamp").Str,
 	}
 	o.rv, _ = strconv.ParseUint(md.Get("resourceVersion").Str, 10, 64)
 	o.labels = labels.Set{}
@@ -98,13 +92,10 @@ func (o *object) decode() map[string]any {
 	dec := json.NewDecoder(bytes.NewReader(o.body))
 	dec.UseNumber()
 	if err := dec.Decode(&m); err != nil {
-		panic(fmt.Sprintf("demo: stored %s %s/%s does not decode: %v", o.res.singular, o.namespace, o.name, err))
+		panic(fmt.Sprintf("fakeapi: stored %s %s/%s does not decode: %v", o.res.singular, o.namespace, o.name, err))
 	}
 	return m
 }
-
-// get returns the gjson value at path in the object.
-func (o *object) get(path string) gjson.Result { return gjson.GetBytes(o.body, path) }
 
 // matches reports whether the object passes both selectors (nil matches all).
 func (o *object) matches(ls labels.Selector, fs fields.Selector) bool {
@@ -113,6 +104,3 @@ func (o *object) matches(ls labels.Selector, fs fields.Selector) bool {
 	}
 	return (ls == nil || ls.Matches(o.labels)) && (fs == nil || fs.Matches(o.fields))
 }
-
-// copyBytes returns a copy that a caller may change.
-func copyBytes(b []byte) []byte { return append([]byte(nil), b...) }

@@ -1,4 +1,4 @@
-package demo
+package fakeapi
 
 import (
 	"bytes"
@@ -24,10 +24,7 @@ type query struct {
 	exact     bool   // resourceVersionMatch=Exact
 	watch     bool
 	bookmarks bool
-	// initialEvents (sendInitialEvents=true) starts a watch with the
-	// current objects, as the watch-list protocol does.
-	initialEvents bool
-	timeout       time.Duration
+	timeout   time.Duration
 }
 
 func parseQuery(r *resource, v url.Values) (*query, error) {
@@ -49,11 +46,11 @@ func parseQuery(r *resource, v url.Values) (*query, error) {
 	if q.bookmarks, err = boolParam(v, "allowWatchBookmarks"); err != nil {
 		return nil, err
 	}
-	if q.initialEvents, err = boolParam(v, "sendInitialEvents"); err != nil {
-		return nil, err
-	}
-	if q.initialEvents && !q.watch {
-		return nil, badRequest("sendInitialEvents is only supported for watch requests")
+	if v.Has("sendInitialEvents") {
+		// The streaming "watch-list" protocol is not served: kubeindex
+		// lists, then watches. A client that asks for it is told at once
+		// rather than given a watch without its initial events.
+		return nil, badRequest("sendInitialEvents is not supported: list, then watch from the list's resourceVersion")
 	}
 	if q.limit, err = intParam(v, "limit"); err != nil {
 		return nil, err
@@ -153,30 +150,30 @@ type listPage struct {
 // list selects a page. A continued list is served from the snapshot its
 // first page came from, as etcd does; when that snapshot has left the
 // history the answer is 410 Expired and the client must list again.
-func (c *Cluster) list(p resourcePath, q *query) (*listPage, error) {
-	c.mu.Lock()
-	at := c.rv
+func (s *Server) list(p resourcePath, q *query) (*listPage, error) {
+	s.mu.Lock()
+	at := s.rv
 	switch {
 	case q.cont != nil:
 		at = q.cont.RV
-	case q.rv > c.rv:
-		c.mu.Unlock()
+	case q.rv > s.rv:
+		s.mu.Unlock()
 		return nil, &apiError{code: http.StatusGatewayTimeout, reason: "Timeout",
-			message: fmt.Sprintf("Too large resource version: %d, current: %d", q.rv, c.rv)}
+			message: fmt.Sprintf("Too large resource version: %d, current: %d", q.rv, s.rv)}
 	case q.exact && q.rv != 0:
 		at = q.rv
 	}
-	objs, err := c.objectsAt(p.res, at)
+	objs, err := s.objectsAt(p.res, at)
 	if err != nil {
-		c.mu.Unlock()
+		s.mu.Unlock()
 		if q.cont != nil {
 			err = &apiError{code: http.StatusGone, reason: "Expired", message: "The provided continue parameter is too old " +
 				"to display a consistent list result. You can start a new list without the continue parameter."}
 		}
 		return nil, err
 	}
-	all := c.sorted(objs)
-	c.mu.Unlock()
+	all := sorted(objs)
+	s.mu.Unlock()
 
 	var sel []*object
 	for _, o := range all {
@@ -200,8 +197,8 @@ func (c *Cluster) list(p resourcePath, q *query) (*listPage, error) {
 
 // serveList writes a list in the API server's typed-list shape: items
 // without apiVersion and kind.
-func (c *Cluster) serveList(w http.ResponseWriter, p resourcePath, q *query) {
-	page, err := c.list(p, q)
+func (s *Server) serveList(w http.ResponseWriter, p resourcePath, q *query) {
+	page, err := s.list(p, q)
 	if err != nil {
 		writeError(w, err)
 		return

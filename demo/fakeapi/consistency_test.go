@@ -1,4 +1,4 @@
-package demo
+package fakeapi
 
 import (
 	"context"
@@ -116,7 +116,7 @@ func (m *mirror) apply(e wevent) error {
 	return nil
 }
 
-func oracle(c *Cluster, resource string) map[string][]byte {
+func oracle(c *testCluster, resource string) map[string][]byte {
 	out := map[string][]byte{}
 	for _, b := range c.Objects(resource) {
 		out[keyOf(b)] = b
@@ -126,7 +126,7 @@ func oracle(c *Cluster, resource string) map[string][]byte {
 
 // follow applies events to m until it has the versions of the oracle,
 // then checks the objects are the same.
-func follow(t *testing.T, c *Cluster, resource string, m mirror, w *watchStream) {
+func follow(t *testing.T, c *testCluster, resource string, m mirror, w *watchStream) {
 	t.Helper()
 	want := oracle(c, resource)
 	wantVersions := versions(want)
@@ -207,12 +207,12 @@ func client(base string, limit int, done <-chan struct{}) (mirror, error) {
 // checks every client ends with the cluster's state.
 func TestConcurrentChurnListsAndWatches(t *testing.T) {
 	t.Parallel()
-	c, srv := newTestCluster(t, Options{Seed: 33, ChurnInterval: 5 * time.Millisecond,
+	c, srv := newTestCluster(t, Options{Seed: 33,
 		BookmarkInterval: 20 * time.Millisecond, HistorySize: 200})
 	ctx, stop := context.WithCancel(context.Background())
 	churned := make(chan struct{})
 	go func() {
-		c.Run(ctx)
+		c.run(ctx, 5*time.Millisecond)
 		close(churned)
 	}()
 	done := make(chan struct{})

@@ -1,12 +1,14 @@
-package demo
+package scenario
 
 import (
 	"fmt"
 	"net/netip"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
-// node is what the simulation remembers of a node: where pods go and
-// which addresses they get.
+// node is what the scenario remembers of a node: where pods go and which
+// addresses they get.
 type node struct {
 	name  string
 	index int    // 1-based; the third octet of its pod CIDR
@@ -54,17 +56,18 @@ func (n node) podAddrs(h int) []string {
 // range, as host-local IPAM does. An address is taken while a pod that is
 // not hostNetwork and has not completed holds it: completed pods keep
 // their status.podIP, so their address is handed out again, which is how
-// a Succeeded pod and a Running pod come to share an IP. c.mu must be held.
-func (c *Cluster) allocPodIPs(n node) []string {
+// a Succeeded pod and a Running pod come to share an IP. Every pod in the
+// store counts, generated or not. s.mu must be held.
+func (s *Scenario) allocPodIPs(n node) []string {
 	used := map[string]bool{}
-	for _, o := range c.objects[Pods] {
-		if o.fields["spec.nodeName"] != n.name || o.fields["spec.hostNetwork"] == "true" {
+	for _, p := range list[corev1.Pod](s, pods) {
+		if p.Spec.NodeName != n.name || p.Spec.HostNetwork {
 			continue
 		}
-		if ph := o.fields["status.phase"]; ph == "Succeeded" || ph == "Failed" {
+		if ph := p.Status.Phase; ph == corev1.PodSucceeded || ph == corev1.PodFailed {
 			continue
 		}
-		if ip := o.fields["status.podIP"]; ip != "" {
+		if ip := p.Status.PodIP; ip != "" {
 			used[ip] = true
 		}
 	}
@@ -73,15 +76,15 @@ func (c *Cluster) allocPodIPs(n node) []string {
 			return ips
 		}
 	}
-	panic(fmt.Sprintf("demo: pod range of %s exhausted", n.name))
+	panic(storeError{fmt.Errorf("scenario: pod range of %s exhausted", n.name)})
 }
 
-// pickNode returns a random node. c.mu must be held.
-func (c *Cluster) pickNode() node { return c.sim.nodes[c.rng.IntN(len(c.sim.nodes))] }
+// pickNode returns a random node. s.mu must be held.
+func (s *Scenario) pickNode() node { return s.nodes[s.rng.IntN(len(s.nodes))] }
 
-// nodeByName finds a node of the simulation.
-func (c *Cluster) nodeByName(name string) (node, bool) {
-	for _, n := range c.sim.nodes {
+// nodeByName finds a node of the scenario.
+func (s *Scenario) nodeByName(name string) (node, bool) {
+	for _, n := range s.nodes {
 		if n.name == name {
 			return n, true
 		}
@@ -90,9 +93,9 @@ func (c *Cluster) nodeByName(name string) (node, bool) {
 }
 
 // nextServiceIP returns the next free ClusterIP (and its IPv6 twin).
-// c.mu must be held.
-func (c *Cluster) nextServiceIP() (string, string) {
-	c.sim.serviceIPs++
-	n := c.sim.serviceIPs + 10 // 10.96.0.1 and .10 are kubernetes and kube-dns
+// s.mu must be held.
+func (s *Scenario) nextServiceIP() (string, string) {
+	s.serviceIPs++
+	n := s.serviceIPs + 10 // 10.96.0.1 and .10 are kubernetes and kube-dns
 	return fmt.Sprintf("10.96.%d.%d", n/250, n%250+1), fmt.Sprintf("fd00:10:96::%x", n)
 }

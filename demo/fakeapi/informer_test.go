@@ -1,4 +1,4 @@
-package demo
+package fakeapi
 
 import (
 	"context"
@@ -27,13 +27,13 @@ import (
 // httpListWatch is a client-go ListerWatcher over plain HTTP that decodes
 // into unstructured objects, as client-go's dynamic client does.
 type httpListWatch struct {
-	base            string // collection URL
-	watchListOptOut bool
+	base string // collection URL
 }
 
-// IsWatchListSemanticsUnSupported makes the reflector list then watch
-// when true, and use the streaming watch-list protocol when false.
-func (lw *httpListWatch) IsWatchListSemanticsUnSupported() bool { return lw.watchListOptOut }
+// IsWatchListSemanticsUnSupported makes the reflector list then watch, as
+// kubeindex's own ListerWatcher does: the server refuses the streaming
+// watch-list protocol.
+func (lw *httpListWatch) IsWatchListSemanticsUnSupported() bool { return true }
 
 func (lw *httpListWatch) get(ctx context.Context, opts metav1.ListOptions, watching bool) (*http.Response, error) {
 	q := url.Values{}
@@ -52,9 +52,6 @@ func (lw *httpListWatch) get(ctx context.Context, opts metav1.ListOptions, watch
 	if watching {
 		q.Set("watch", "true")
 		q.Set("allowWatchBookmarks", fmt.Sprint(opts.AllowWatchBookmarks))
-		if opts.SendInitialEvents != nil {
-			q.Set("sendInitialEvents", fmt.Sprint(*opts.SendInitialEvents))
-		}
 		if opts.TimeoutSeconds != nil {
 			q.Set("timeoutSeconds", fmt.Sprint(*opts.TimeoutSeconds))
 		}
@@ -107,23 +104,21 @@ func (watchEventDecoder) Decode(data []byte, _ *schema.GroupVersionKind, into ru
 	return into, &schema.GroupVersionKind{}, jsonUnmarshal(data, into)
 }
 
-// TestClientGoInformer runs client-go's own reflector (list then watch, or
-// the watch-list protocol; bookmarks; re-watch after a drop; relist after
-// 410) against the server while it churns, and checks each informer's
-// store converges on Objects.
+// TestClientGoInformer runs client-go's own reflector (list then watch;
+// bookmarks; re-watch after a drop; relist after 410) against the server
+// while it churns, and checks each informer's store converges on Objects.
 func TestClientGoInformer(t *testing.T) {
 	t.Parallel()
-	c, srv := newTestCluster(t, Options{Seed: 8, ChurnInterval: 5 * time.Millisecond, BookmarkInterval: 50 * time.Millisecond})
+	c, srv := newTestCluster(t, Options{Seed: 8, BookmarkInterval: 50 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	informers := map[string]cache.SharedIndexInformer{}
 	var mu sync.Mutex
 	var watchErrs []string
 	for name, lw := range map[string]*httpListWatch{
-		"pods list+watch":    {base: srv.URL + "/api/v1/pods", watchListOptOut: true},
-		"pods watch-list":    {base: srv.URL + "/api/v1/pods"},
-		"nodes list+watch":   {base: srv.URL + "/api/v1/nodes", watchListOptOut: true},
-		"deploys list+watch": {base: srv.URL + "/apis/apps/v1/namespaces/shop/deployments", watchListOptOut: true},
-		"replicasets wl":     {base: srv.URL + "/apis/apps/v1/replicasets"},
+		"pods":         {base: srv.URL + "/api/v1/pods"},
+		"nodes":        {base: srv.URL + "/api/v1/nodes"},
+		"shop deploys": {base: srv.URL + "/apis/apps/v1/namespaces/shop/deployments"},
+		"replicasets":  {base: srv.URL + "/apis/apps/v1/replicasets"},
 	} {
 		inf := cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, cache.Indexers{})
 		_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
@@ -149,26 +144,27 @@ func TestClientGoInformer(t *testing.T) {
 	churn, stopChurn := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
-		c.Run(churn)
+		c.run(churn, 5*time.Millisecond)
 		close(done)
 	}()
-	time.Sleep(100 * time.Millisecond)
+	waitChanges(t, c, 20)
 	c.DropWatches()
-	time.Sleep(100 * time.Millisecond)
+	waitWatchers(t, c, len(informers)) // each re-watched from its last resourceVersion
+	waitChanges(t, c, 20)
 	c.CompactHistory()
-	c.DropWatches() // a re-watch may now get 410: the reflector relists
-	time.Sleep(100 * time.Millisecond)
+	c.DropWatches() // a re-watch now gets 410: the reflector relists
+	waitWatchers(t, c, len(informers))
+	waitChanges(t, c, 20)
 	stopChurn()
 	<-done
 
 	want := map[string]map[string]string{
-		"pods list+watch": versions(oracle(c, Pods)), "pods watch-list": versions(oracle(c, Pods)),
-		"nodes list+watch": versions(oracle(c, Nodes)), "replicasets wl": versions(oracle(c, ReplicaSets)),
-		"deploys list+watch": {},
+		"pods": versions(oracle(c, Pods)), "nodes": versions(oracle(c, Nodes)),
+		"replicasets": versions(oracle(c, ReplicaSets)), "shop deploys": {},
 	}
 	for k, v := range versions(oracle(c, Deployments)) {
 		if k[:5] == "shop/" {
-			want["deploys list+watch"][k] = v
+			want["shop deploys"][k] = v
 		}
 	}
 	mu.Lock()
