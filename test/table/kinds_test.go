@@ -10,6 +10,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/apitesting/fuzzer"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,6 +34,7 @@ var builtins = []struct {
 	{schema.GroupResource{Resource: "serviceaccounts"}, corev1.SchemeGroupVersion.WithKind("ServiceAccount")},
 	{schema.GroupResource{Resource: "persistentvolumeclaims"}, corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim")},
 	{schema.GroupResource{Resource: "events"}, corev1.SchemeGroupVersion.WithKind("Event")},
+	{schema.GroupResource{Group: "events.k8s.io", Resource: "events"}, eventsv1.SchemeGroupVersion.WithKind("Event")},
 	{schema.GroupResource{Group: "apps", Resource: "deployments"}, appsv1.SchemeGroupVersion.WithKind("Deployment")},
 	{schema.GroupResource{Group: "apps", Resource: "replicasets"}, appsv1.SchemeGroupVersion.WithKind("ReplicaSet")},
 	{schema.GroupResource{Group: "apps", Resource: "statefulsets"}, appsv1.SchemeGroupVersion.WithKind("StatefulSet")},
@@ -101,6 +103,19 @@ func retime(r *rand.Rand, obj runtime.Object) {
 		}
 		if !o.LastTimestamp.IsZero() {
 			o.LastTimestamp = ago(randomAge(r))
+		}
+		if !o.EventTime.IsZero() {
+			o.EventTime = micro()
+		}
+		if o.Series != nil {
+			o.Series.LastObservedTime = micro()
+		}
+	case *eventsv1.Event:
+		if !o.DeprecatedFirstTimestamp.IsZero() {
+			o.DeprecatedFirstTimestamp = ago(randomAge(r))
+		}
+		if !o.DeprecatedLastTimestamp.IsZero() {
+			o.DeprecatedLastTimestamp = ago(randomAge(r))
 		}
 		if !o.EventTime.IsZero() {
 			o.EventTime = micro()
