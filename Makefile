@@ -24,6 +24,8 @@ lint: ## gofmt, go vet and go mod tidy (both modules) must leave nothing to chan
 	cd test && $(GO) vet ./...
 	$(GO) mod tidy -diff
 	cd test && $(GO) mod tidy -diff
+	cd test/table && $(GO) vet ./...
+	cd test/table && $(GO) mod tidy -diff
 
 .PHONY: test-unit
 test-unit: ## Unit tests (client-go fakes, the demo API server), with -race.
@@ -32,6 +34,7 @@ test-unit: ## Unit tests (client-go fakes, the demo API server), with -race.
 .PHONY: test-e2e
 test-e2e: ## End-to-end tests against a real kube-apiserver + etcd built from Go modules.
 	cd test && $(GO) test -race -count=1 -timeout 40m ./...
+	cd test/table && $(GO) test -race -count=1 ./...
 
 .PHONY: test
 test: lint test-unit test-e2e ## Everything that proves the project: lint, unit, end-to-end.
