@@ -85,6 +85,7 @@ func (lw *listWatch) ListWithContext(ctx context.Context, opts metav1.ListOption
 		lw.conn.failed(err)
 		return nil, fmt.Errorf("reading %s list: %w", lw.res.Plural, err)
 	}
+	lw.conn.heard()
 	return list, nil
 }
 
@@ -220,6 +221,7 @@ func (d *watchDecoder) Decode() (watch.EventType, runtime.Object, error) {
 	frame, err := d.stream.value()
 	if err == nil {
 		d.idle.Reset(d.idleTimeout)
+		d.conn.heard() // bookmarks too: they are the liveness signal of a quiet watch
 	}
 	var typ watch.EventType
 	var object []byte
@@ -308,19 +310,25 @@ func (errorReporter) AsObject(err error) runtime.Object {
 		Reason: metav1.StatusReasonInternalError, Code: 500}
 }
 
-// connState tracks whether the watch of one informer is open. It is safe for
-// concurrent use.
+// connState tracks whether the watch of one informer is open, and when the
+// API server was last heard from. It is safe for concurrent use.
 type connState struct {
 	mu        sync.Mutex
 	connected bool
 	since     time.Time // when connected last changed
+	// lastHeard is when a list completed, a watch was answered or a watch
+	// frame (an event or a bookmark) arrived: the API server was alive and
+	// the cache up to date then. A watch that carries nothing, not even the
+	// bookmark the API server sends about every minute, is presumed hung.
+	lastHeard time.Time
 	lastError string
 	restarts  int64
 	now       func() time.Time
 }
 
 func newConnState(now func() time.Time) *connState {
-	return &connState{since: now(), now: now}
+	t := now()
+	return &connState{since: t, lastHeard: t, now: now}
 }
 
 func (c *connState) opened() {
@@ -329,7 +337,16 @@ func (c *connState) opened() {
 	if !c.connected {
 		c.connected, c.since = true, c.now()
 	}
+	c.lastHeard = c.now()
 	c.restarts++
+}
+
+// heard records that the API server sent something just now.
+func (c *connState) heard() {
+	t := c.now()
+	c.mu.Lock()
+	c.lastHeard = t
+	c.mu.Unlock()
 }
 
 func (c *connState) closed(err error) {
@@ -355,6 +372,7 @@ func (c *connState) failed(err error) {
 type connSnapshot struct {
 	Connected bool
 	Since     time.Time
+	LastHeard time.Time
 	LastError string
 	Restarts  int64
 }
@@ -362,5 +380,5 @@ type connSnapshot struct {
 func (c *connState) snapshot() connSnapshot {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return connSnapshot{c.connected, c.since, c.lastError, c.restarts}
+	return connSnapshot{c.connected, c.since, c.lastHeard, c.lastError, c.restarts}
 }
