@@ -145,3 +145,36 @@ func (w *stallingWriter) Write(p []byte) (int, error) {
 }
 
 func (w *stallingWriter) Flush() { w.ResponseWriter.(http.Flusher).Flush() }
+
+// TestReconnectsSoonAfterAnOutage: the API server drops every connection
+// for eight attempts in a row, then comes back. The cache must be back
+// within a couple of seconds of the last failure; client-go's reflector
+// alone would by then wait tens of seconds between attempts.
+func TestReconnectsSoonAfterAnOutage(t *testing.T) {
+	var failing atomic.Int64
+	f := cachetest.StartWith(t, cachetest.Config{
+		Wrap: func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if n := failing.Load(); n > 0 && failing.CompareAndSwap(n, n-1) {
+					conn, _, err := w.(http.Hijacker).Hijack()
+					if err == nil {
+						conn.Close() // no answer at all, as a cut network
+					}
+					return
+				}
+				next.ServeHTTP(w, r)
+			})
+		},
+	}, cache.Spec{Resource: "nodes"})
+
+	failing.Store(8)
+	f.Sim.DropWatches()
+	f.Sim.Apply("nodes", []byte(`{"metadata":{"name":"node-after-outage"}}`))
+	cachetest.Eventually(t, "the cache to catch up after the outage", func() bool {
+		_, _, err := f.Cache.Get("nodes", "", "node-after-outage")
+		return err == nil
+	})
+	if n := failing.Load(); n > 0 {
+		t.Fatalf("caught up with %d failures still to come: the outage was not exercised", n)
+	}
+}
