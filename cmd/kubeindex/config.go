@@ -68,6 +68,7 @@ type SecurityConfig struct {
 	AcceptHosts                string        // --accept-hosts: comma-separated Host names served with --auth=none
 	MaxConnections             int           // --max-connections
 	MaxStreamsPerClient        int           // --max-streams-per-client
+	TokenReviewsPerClient      float64       // --token-reviews-per-client: TokenReviews a second per client address
 	RequestTimeout             time.Duration // --request-timeout
 }
 
@@ -118,6 +119,7 @@ var envNames = map[string]string{
 	"accept-hosts":                 "KUBEINDEX_ACCEPT_HOSTS",
 	"max-connections":              "KUBEINDEX_MAX_CONNECTIONS",
 	"max-streams-per-client":       "KUBEINDEX_MAX_STREAMS_PER_CLIENT",
+	"token-reviews-per-client":     "KUBEINDEX_TOKEN_REVIEWS_PER_CLIENT",
 	"request-timeout":              "KUBEINDEX_REQUEST_TIMEOUT",
 }
 
