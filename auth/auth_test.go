@@ -2,6 +2,8 @@ package auth_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -260,4 +262,71 @@ func FuzzParseStaticTokens(f *testing.F) {
 			t.Fatal("the empty token authenticated")
 		}
 	})
+}
+
+// TestTokenFloodLeavesKnownUsersAlone: random bearer tokens, from many
+// addresses and then in a flood from one, while alice keeps asking from
+// her own. Bad tokens must not evict her cached answer, the flooding
+// address must be held to its review budget, and every one of alice's
+// requests must be answered, including after her answer expires.
+func TestTokenFloodLeavesKnownUsersAlone(t *testing.T) {
+	api := authtest.New(t, map[string]auth.User{"alice-token": alice})
+	clock := newClock()
+	tr, err := auth.NewTokenReviewerForConfig(api.Config(), auth.TokenReviewOptions{
+		Cache: auth.CacheOptions{Now: clock.now, MaxEntries: 64}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	aliceCtx := auth.WithClientAddr(context.Background(), "10.0.0.7")
+	aliceAsks := func(when string) {
+		t.Helper()
+		if u, ok, err := tr.AuthenticateToken(aliceCtx, "alice-token"); err != nil || !ok || u.Name != "alice" {
+			t.Fatalf("%s: alice answered %+v %v %v", when, u, ok, err)
+		}
+	}
+	aliceAsks("before the flood")
+
+	// 150 distinct bad tokens, within each address's budget: all reviewed,
+	// all denied, more than the 64 entries of the cache, faster than alice
+	// asks again.
+	for i := range 150 {
+		ctx := auth.WithClientAddr(context.Background(), fmt.Sprintf("10.1.0.%d", i/10))
+		if _, ok, err := tr.AuthenticateToken(ctx, fmt.Sprintf("random-%d", i)); ok || err != nil {
+			t.Fatalf("random token %d: %v %v", i, ok, err)
+		}
+	}
+	aliceAsks("after 150 bad tokens")
+	if reviews, _ := api.Reviews(); reviews != 151 {
+		t.Fatalf("%d reviews, want 151: alice's answer was evicted by denials", reviews)
+	}
+
+	// One address floods: it gets its burst (20), then 429s.
+	flood := auth.WithClientAddr(context.Background(), "10.2.0.1")
+	refused := 0
+	for i := range 1000 {
+		_, ok, err := tr.AuthenticateToken(flood, fmt.Sprintf("flood-%d", i))
+		switch {
+		case errors.Is(err, auth.ErrTooManyReviews):
+			refused++
+		case err != nil || ok:
+			t.Fatalf("flood token %d: %v %v", i, ok, err)
+		}
+		if i%100 == 0 {
+			aliceAsks(fmt.Sprintf("during the flood, %d", i))
+		}
+	}
+	if reviews, _ := api.Reviews(); reviews != 171 || refused != 980 {
+		t.Fatalf("%d reviews and %d refused for a flood of 1000 from one address; want 171 and 980", reviews, refused)
+	}
+
+	// Alice's answer expires while the flood goes on: her own address's
+	// budget pays for her review.
+	clock.add(11 * time.Second)
+	for i := range 100 {
+		tr.AuthenticateToken(flood, fmt.Sprintf("flood-again-%d", i))
+	}
+	aliceAsks("after her answer expired, during the flood")
+	if reviews, _ := api.Reviews(); reviews > 171+20+1 {
+		t.Fatalf("%d reviews: the flooding address got more than its budget of 5/s over 11s", reviews)
+	}
 }

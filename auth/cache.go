@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,8 +19,13 @@ type CacheOptions struct {
 	AllowTTL time.Duration
 	// DenyTTL is how long a negative answer is reused.
 	DenyTTL time.Duration
-	// MaxEntries bounds the cache; the least recently used answer goes first.
+	// MaxEntries bounds the positive answers; the least recently used goes
+	// first.
 	MaxEntries int
+	// MaxDenied bounds the negative answers, kept apart: a flood of
+	// questions that are denied (random tokens) never evicts an allowed
+	// answer. Default a quarter of MaxEntries.
+	MaxDenied int
 	// StaleGrace is how long past its TTL an answer may still be used when
 	// the review itself fails (the API server is down), so that an outage
 	// does not lock out callers who were just allowed. Negative disables it.
@@ -39,6 +45,9 @@ func (o CacheOptions) withDefaults(allow, deny time.Duration, entries int, grace
 	}
 	if o.MaxEntries <= 0 {
 		o.MaxEntries = entries
+	}
+	if o.MaxDenied <= 0 {
+		o.MaxDenied = max(1, o.MaxEntries/4)
 	}
 	switch {
 	case o.StaleGrace == 0:
@@ -62,11 +71,14 @@ func (c clock) Now() time.Time { return c() }
 // decisionCache remembers answers by a hashed key (raw tokens are never
 // kept as keys), asks the backend once for concurrent identical questions,
 // and falls back to a recently expired answer when the backend fails.
-// Errors are never cached. Safe for concurrent use.
+// Errors are never cached. Allowed and denied answers are kept in two
+// LRUs, each with its own bound, so that denials cannot push out the
+// answers of known callers. Safe for concurrent use.
 type decisionCache[V any] struct {
 	opts    CacheOptions
 	allowed func(V) bool
-	lru     *utilcache.LRUExpireCache
+	lru     *utilcache.LRUExpireCache // allowed answers
+	denied  *utilcache.LRUExpireCache
 
 	mu       sync.Mutex
 	inflight map[[32]byte]*flight[V]
@@ -88,6 +100,7 @@ type flight[V any] struct {
 func newDecisionCache[V any](o CacheOptions, allowed func(V) bool) *decisionCache[V] {
 	return &decisionCache[V]{opts: o, allowed: allowed,
 		lru:      utilcache.NewLRUExpireCacheWithClock(o.MaxEntries, clock(o.Now)),
+		denied:   utilcache.NewLRUExpireCacheWithClock(o.MaxDenied, clock(o.Now)),
 		inflight: map[[32]byte]*flight[V]{}}
 }
 
@@ -119,7 +132,10 @@ func (c *decisionCache[V]) get(ctx context.Context, key [32]byte, review func(co
 	c.misses.Add(1)
 	v, err := c.ask(ctx, key, review)
 	if err != nil {
-		if found { // expired, but within the grace kept in the LRU's own TTL
+		// Expired, but within the grace kept in the LRU's own TTL; not for
+		// a caller refused for asking too much, who could otherwise keep a
+		// revoked token alive by flooding.
+		if found && !errors.Is(err, ErrTooManyReviews) {
 			c.stale.Add(1)
 			c.count(prev.v)
 			return prev.v, nil
@@ -134,9 +150,23 @@ func (c *decisionCache[V]) get(ctx context.Context, key [32]byte, review func(co
 func (c *decisionCache[V]) lookup(key [32]byte) (cached[V], bool) {
 	e, ok := c.lru.Get(key)
 	if !ok {
+		e, ok = c.denied.Get(key)
+	}
+	if !ok {
 		return cached[V]{}, false
 	}
 	return e.(cached[V]), true
+}
+
+// store keeps an answer in its LRU, and drops an older answer to the same
+// question from the other (a token revoked, a role granted).
+func (c *decisionCache[V]) store(key [32]byte, v V) {
+	ttl, into, other := c.opts.DenyTTL, c.denied, c.lru
+	if c.allowed(v) {
+		ttl, into, other = c.opts.AllowTTL, c.lru, c.denied
+	}
+	other.Remove(key)
+	into.Add(key, cached[V]{v: v, fresh: c.opts.Now().Add(ttl)}, ttl+c.opts.StaleGrace)
 }
 
 // ask runs review once for all concurrent callers with the same key.
@@ -153,11 +183,7 @@ func (c *decisionCache[V]) ask(ctx context.Context, key [32]byte, review func(co
 		f.v, f.err = review(rctx)
 		cancel()
 		if f.err == nil {
-			ttl := c.opts.DenyTTL
-			if c.allowed(f.v) {
-				ttl = c.opts.AllowTTL
-			}
-			c.lru.Add(key, cached[V]{v: f.v, fresh: c.opts.Now().Add(ttl)}, ttl+c.opts.StaleGrace)
+			c.store(key, f.v)
 		}
 		c.mu.Lock()
 		delete(c.inflight, key)

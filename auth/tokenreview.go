@@ -17,9 +17,19 @@ type TokenReviewOptions struct {
 	// Audiences the token must be meant for. Empty: the API server's own
 	// (any token the API server itself accepts).
 	Audiences []string
-	// Cache defaults: valid tokens 10s, invalid ones 2s, 4096 entries, a
-	// stale grace of 5 minutes.
+	// Cache defaults: valid tokens 10s, invalid ones 2s, 4096 valid
+	// tokens and, apart, 1024 invalid ones, a stale grace of 5 minutes.
 	Cache CacheOptions
+	// ReviewsPerSecond and ReviewBurst bound the reviews one client
+	// address may cause: each token the cache does not know costs one.
+	// Defaults 5/s and 20: ~50 users behind one address, each reviewed
+	// once per AllowTTL. Beyond, AuthenticateToken fails with
+	// ErrTooManyReviews without asking the API server.
+	ReviewsPerSecond float64
+	ReviewBurst      int
+	// ClientAddresses is how many addresses' budgets are remembered.
+	// Default 16384.
+	ClientAddresses int
 }
 
 // TokenReviewer authenticates bearer tokens with the Kubernetes TokenReview
@@ -30,6 +40,7 @@ type TokenReviewer struct {
 	client    authnclient.TokenReviewInterface
 	audiences []string
 	cache     *decisionCache[review]
+	limits    *addrLimiter
 }
 
 type review struct {
@@ -39,8 +50,18 @@ type review struct {
 // NewTokenReviewer builds a TokenReviewer on a client of the API server.
 func NewTokenReviewer(client authnclient.TokenReviewInterface, o TokenReviewOptions) *TokenReviewer {
 	co := o.Cache.withDefaults(10*time.Second, 2*time.Second, 4096, 5*time.Minute)
+	if o.ReviewsPerSecond <= 0 {
+		o.ReviewsPerSecond = 5
+	}
+	if o.ReviewBurst <= 0 {
+		o.ReviewBurst = 20
+	}
+	if o.ClientAddresses <= 0 {
+		o.ClientAddresses = 16384
+	}
 	return &TokenReviewer{client: client, audiences: o.Audiences,
-		cache: newDecisionCache(co, func(r review) bool { return r.user != nil })}
+		cache:  newDecisionCache(co, func(r review) bool { return r.user != nil }),
+		limits: newAddrLimiter(o.ReviewsPerSecond, o.ReviewBurst, o.ClientAddresses, co.Now)}
 }
 
 // NewTokenReviewerForConfig builds a TokenReviewer that uses the same
@@ -62,12 +83,18 @@ func reviewConfig(cfg *rest.Config) *rest.Config {
 	return c
 }
 
-// AuthenticateToken implements Authenticator.
+// AuthenticateToken implements Authenticator. A token the cache does not
+// know costs a review from the budget of the client's address
+// (WithClientAddr); a known one costs nothing, whatever else is asked.
 func (t *TokenReviewer) AuthenticateToken(ctx context.Context, token string) (*User, bool, error) {
 	if token == "" {
 		return nil, false, nil
 	}
+	addr := ClientAddr(ctx)
 	r, err := t.cache.get(ctx, cacheKey(token), func(ctx context.Context) (review, error) {
+		if !t.limits.allow(addr) {
+			return review{}, ErrTooManyReviews
+		}
 		return t.review(ctx, token)
 	})
 	if err != nil {

@@ -64,17 +64,25 @@ func (lw *listWatch) Watch(opts metav1.ListOptions) (watch.Interface, error) {
 // an API server serving from its watch cache ignores limit and sends the
 // whole collection at once (hundreds of megabytes for 50,000 pods), and
 // memory then holds the objects, never the whole response as well. A
-// response that sends nothing for listTimeout is abandoned as hung.
+// response that sends nothing for listTimeout is abandoned as hung. A
+// request that gets no answer is retried on the retry schedule until it
+// does or ctx ends; a response cut short is not (its cost is the server's).
 func (lw *listWatch) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	u := lw.client.collectionURL(lw.res, lw.namespace, listQuery(opts, lw.labelSelector, lw.fieldSelector))
+	return retrying(ctx, func() (runtime.Object, bool, error) { return lw.listOnce(ctx, u) })
+}
+
+// listOnce makes one list request; it reports whether a failure is worth
+// retrying.
+func (lw *listWatch) listOnce(ctx context.Context, u string) (runtime.Object, bool, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	idle := time.AfterFunc(lw.listTimeout, cancel)
 	defer idle.Stop()
-	u := lw.client.collectionURL(lw.res, lw.namespace, listQuery(opts, lw.labelSelector, lw.fieldSelector))
 	resp, err := lw.client.get(ctx, u)
 	if err != nil {
 		lw.conn.failed(err)
-		return nil, err
+		return nil, transient(err), err
 	}
 	defer resp.Body.Close()
 	list, err := lw.decodeList(&idleReader{r: resp.Body, timer: idle, d: lw.listTimeout})
@@ -83,9 +91,10 @@ func (lw *listWatch) ListWithContext(ctx context.Context, opts metav1.ListOption
 			err = fmt.Errorf("nothing received for %s: %w", lw.listTimeout, err)
 		}
 		lw.conn.failed(err)
-		return nil, fmt.Errorf("reading %s list: %w", lw.res.Plural, err)
+		return nil, false, fmt.Errorf("reading %s list: %w", lw.res.Plural, err)
 	}
-	return list, nil
+	lw.conn.heard()
+	return list, false, nil
 }
 
 // idleReader pushes a deadline back each time bytes arrive.
@@ -171,10 +180,20 @@ func (lw *listWatch) decodeItems(s *jsonStream, list *objectList) error {
 }
 
 // WatchWithContext opens a watch stream. The stream is decoded frame by frame
-// by watchDecoder; client-go's StreamWatcher turns it into events.
+// by watchDecoder; client-go's StreamWatcher turns it into events. A request
+// that gets no answer is retried on the retry schedule until it does or ctx
+// ends: the reflector's own backoff is slow to notice a server come back.
 func (lw *listWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	q := listQuery(opts, lw.labelSelector, lw.fieldSelector)
 	q.Set("watch", "true")
+	u := lw.client.collectionURL(lw.res, lw.namespace, q)
+	return retrying(ctx, func() (watch.Interface, bool, error) {
+		w, err := lw.watchOnce(ctx, u)
+		return w, err != nil && transient(err), err
+	})
+}
+
+func (lw *listWatch) watchOnce(ctx context.Context, u string) (watch.Interface, error) {
 	// The idle timer runs from the request on: a connection that never
 	// answers the request is as hung as one that stops mid-stream.
 	ctx, cancel := context.WithCancel(ctx)
@@ -183,7 +202,7 @@ func (lw *listWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptio
 		d.timedOut.Store(true)
 		cancel()
 	})
-	resp, err := lw.client.get(ctx, lw.client.collectionURL(lw.res, lw.namespace, q))
+	resp, err := lw.client.get(ctx, u)
 	if err != nil {
 		d.idle.Stop()
 		cancel()
@@ -220,6 +239,7 @@ func (d *watchDecoder) Decode() (watch.EventType, runtime.Object, error) {
 	frame, err := d.stream.value()
 	if err == nil {
 		d.idle.Reset(d.idleTimeout)
+		d.conn.heard() // bookmarks too: they are the liveness signal of a quiet watch
 	}
 	var typ watch.EventType
 	var object []byte
@@ -228,7 +248,11 @@ func (d *watchDecoder) Decode() (watch.EventType, runtime.Object, error) {
 	}
 	if err != nil {
 		if d.timedOut.Load() {
-			err = fmt.Errorf("%s watch sent nothing for %s: closed as hung", d.res.Plural, d.idleTimeout)
+			// Ended as if the server had closed it: the reflector then
+			// watches again from its resource version at once, where an
+			// error would cost a relist after its growing backoff.
+			d.end(fmt.Errorf("%s watch sent nothing for %s: closed as hung", d.res.Plural, d.idleTimeout))
+			return "", nil, io.EOF
 		}
 		d.end(err)
 		return "", nil, err
@@ -308,19 +332,25 @@ func (errorReporter) AsObject(err error) runtime.Object {
 		Reason: metav1.StatusReasonInternalError, Code: 500}
 }
 
-// connState tracks whether the watch of one informer is open. It is safe for
-// concurrent use.
+// connState tracks whether the watch of one informer is open, and when the
+// API server was last heard from. It is safe for concurrent use.
 type connState struct {
 	mu        sync.Mutex
 	connected bool
 	since     time.Time // when connected last changed
+	// lastHeard is when a list completed, a watch was answered or a watch
+	// frame (an event or a bookmark) arrived: the API server was alive and
+	// the cache up to date then. A watch that carries nothing, not even the
+	// bookmark the API server sends about every minute, is presumed hung.
+	lastHeard time.Time
 	lastError string
 	restarts  int64
 	now       func() time.Time
 }
 
 func newConnState(now func() time.Time) *connState {
-	return &connState{since: now(), now: now}
+	t := now()
+	return &connState{since: t, lastHeard: t, now: now}
 }
 
 func (c *connState) opened() {
@@ -329,7 +359,16 @@ func (c *connState) opened() {
 	if !c.connected {
 		c.connected, c.since = true, c.now()
 	}
+	c.lastHeard = c.now()
 	c.restarts++
+}
+
+// heard records that the API server sent something just now.
+func (c *connState) heard() {
+	t := c.now()
+	c.mu.Lock()
+	c.lastHeard = t
+	c.mu.Unlock()
 }
 
 func (c *connState) closed(err error) {
@@ -355,6 +394,7 @@ func (c *connState) failed(err error) {
 type connSnapshot struct {
 	Connected bool
 	Since     time.Time
+	LastHeard time.Time
 	LastError string
 	Restarts  int64
 }
@@ -362,5 +402,5 @@ type connSnapshot struct {
 func (c *connState) snapshot() connSnapshot {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return connSnapshot{c.connected, c.since, c.lastError, c.restarts}
+	return connSnapshot{c.connected, c.since, c.lastHeard, c.lastError, c.restarts}
 }

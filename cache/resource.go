@@ -66,9 +66,12 @@ type Options struct {
 	StaleAfter time.Duration
 	// ListTimeout bounds one list request. Default 60s.
 	ListTimeout time.Duration
-	// WatchIdleTimeout restarts a watch that delivered nothing, not even a
-	// bookmark, for this long. Default 3m (API servers send bookmarks about
-	// every minute).
+	// WatchIdleTimeout is how long a watch may deliver nothing, not even a
+	// bookmark, before it is presumed hung: answers are marked stale and
+	// the watch is replaced. Default 80s: the API server sends a bookmark
+	// on every watch about once a minute (and 2s before a watch's timeout),
+	// so a quiet cluster never stays silent that long, and a hang is
+	// reported within 80s.
 	WatchIdleTimeout time.Duration
 	// Compression asks the API server to gzip its responses. Off by default:
 	// compressing a large list costs the API server more CPU and time than
@@ -91,6 +94,9 @@ type Options struct {
 	Now func() time.Time
 }
 
+// DefaultWatchIdleTimeout is Options.WatchIdleTimeout's default.
+const DefaultWatchIdleTimeout = 80 * time.Second
+
 func (o Options) withDefaults() Options {
 	if o.StaleAfter <= 0 {
 		o.StaleAfter = 30 * time.Second
@@ -99,7 +105,7 @@ func (o Options) withDefaults() Options {
 		o.ListTimeout = 60 * time.Second
 	}
 	if o.WatchIdleTimeout <= 0 {
-		o.WatchIdleTimeout = 3 * time.Minute
+		o.WatchIdleTimeout = DefaultWatchIdleTimeout
 	}
 	if o.Now == nil {
 		o.Now = time.Now

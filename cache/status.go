@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"fmt"
 	"strconv"
 	"time"
 
@@ -129,10 +130,18 @@ func (r *resourceCache) status() Status {
 }
 
 // freshness folds the shards: connected only if all are, the latest event,
-// the highest resource version, the longest outage.
+// the highest resource version, the longest outage, the longest silence.
+//
+// Answers are stale when a watch has been down longer than StaleAfter, or
+// when nothing (no event, no bookmark, no answer to a watch or list) came
+// for longer than WatchIdleTimeout: a connection whose bytes stopped while
+// its socket stays open never reports an error, and the API server's
+// bookmarks, about one a minute on every watch, are what tells a quiet
+// cluster from a hung connection.
 func (r *resourceCache) freshness() Freshness {
 	f := Freshness{Synced: r.synced(), WatchConnected: true, Simulated: r.opts.Simulated}
 	now := r.opts.Now()
+	var silence time.Duration
 	for _, sh := range r.shards {
 		rv := sh.informer.LastSyncResourceVersion()
 		if newerRV(rv, f.ResourceVersion) {
@@ -144,6 +153,7 @@ func (r *resourceCache) freshness() Freshness {
 			}
 		}
 		cs := sh.conn.snapshot()
+		silence = max(silence, now.Sub(cs.LastHeard))
 		if cs.LastError != "" {
 			f.LastError = cs.LastError
 		}
@@ -157,7 +167,12 @@ func (r *resourceCache) freshness() Freshness {
 	if f.WatchConnected {
 		f.LastError = ""
 	}
-	f.Stale = !f.Synced || (!f.WatchConnected && now.Sub(f.DisconnectedSince) > r.opts.StaleAfter)
+	silent := silence > r.opts.WatchIdleTimeout
+	if silent && f.LastError == "" {
+		f.LastError = fmt.Sprintf("nothing received from the API server for %s, not even a bookmark: connection presumed hung",
+			silence.Round(time.Second))
+	}
+	f.Stale = !f.Synced || silent || (!f.WatchConnected && now.Sub(f.DisconnectedSince) > r.opts.StaleAfter)
 	return f
 }
 

@@ -75,10 +75,14 @@ func (s *Server) authenticate(c echo.Context, rt *route, stream bool) error {
 	if token == "" {
 		return s.unauthorized(c, "this server requires a bearer token: send the header Authorization: Bearer <token>")
 	}
-	ctx, cancel := context.WithTimeout(c.Request().Context(), s.opts.Auth.Timeout)
+	ctx, cancel := context.WithTimeout(auth.WithClientAddr(c.Request().Context(), remoteHost(c.Request())), s.opts.Auth.Timeout)
 	u, ok, err := s.opts.Auth.Authenticator.AuthenticateToken(ctx, token)
 	cancel()
 	switch {
+	case errors.Is(err, auth.ErrTooManyReviews):
+		c.Response().Header().Set("Retry-After", "1")
+		return echo.NewHTTPError(http.StatusTooManyRequests,
+			"too many unknown bearer tokens from this address; known tokens are still answered, new ones later")
 	case err != nil:
 		s.log.Warn("authentication failed", "err", err)
 		return retryLater("the bearer token could not be checked (the API server did not answer); try again")

@@ -416,3 +416,32 @@ func TestStaticTokensWithoutAuthorization(t *testing.T) {
 		t.Errorf("/metrics with a token: %d", rec.Code)
 	}
 }
+
+// TestAuthTokenFloodIsRefusedNotReviewed: an address that sends new bearer
+// tokens beyond its review budget gets 429 without a review, while a known
+// token from that same address is still answered from the cache.
+func TestAuthTokenFloodIsRefusedNotReviewed(t *testing.T) {
+	e := startAuth(t, Options{})
+	if resp, _ := e.get(t, "/api/v1/pods", "alice-token"); resp.StatusCode != http.StatusOK {
+		t.Fatalf("alice before the flood: %d", resp.StatusCode)
+	}
+	before, _ := e.api.Reviews()
+	codes := map[int]int{}
+	for i := range 60 {
+		resp, _ := e.get(t, "/api/v1/pods", fmt.Sprintf("random-%d", i))
+		codes[resp.StatusCode]++
+		if resp.StatusCode == http.StatusTooManyRequests && resp.Header.Get("Retry-After") == "" {
+			t.Fatal("a 429 without Retry-After")
+		}
+		if i%10 == 9 {
+			if resp, body := e.get(t, "/api/v1/pods", "alice-token"); resp.StatusCode != http.StatusOK {
+				t.Fatalf("alice during the flood: %d %s", resp.StatusCode, body)
+			}
+		}
+	}
+	after, _ := e.api.Reviews()
+	// The budget is 20 at once, plus 5/s for however long this took.
+	if codes[http.StatusTooManyRequests] == 0 || after-before > 40 || codes[http.StatusUnauthorized] != int(after-before) {
+		t.Fatalf("60 random tokens: answers %v, %d TokenReviews; want 429s beyond the budget, a review per 401", codes, after-before)
+	}
+}

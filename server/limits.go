@@ -181,11 +181,16 @@ func clientKey(c echo.Context) string {
 	if u := userOf(c); u != nil {
 		return "user:" + u.Name
 	}
-	host, _, err := net.SplitHostPort(c.Request().RemoteAddr)
+	return "ip:" + remoteHost(c.Request())
+}
+
+// remoteHost is the address the connection comes from, without the port.
+func remoteHost(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
-		host = c.Request().RemoteAddr
+		return r.RemoteAddr
 	}
-	return "ip:" + host
+	return host
 }
 
 func (l *limiter) openStream(client string) bool {

@@ -68,6 +68,7 @@ type SecurityConfig struct {
 	AcceptHosts                string        // --accept-hosts: comma-separated Host names served with --auth=none
 	MaxConnections             int           // --max-connections
 	MaxStreamsPerClient        int           // --max-streams-per-client
+	TokenReviewsPerClient      float64       // --token-reviews-per-client: TokenReviews a second per client address
 	RequestTimeout             time.Duration // --request-timeout
 }
 
@@ -118,6 +119,7 @@ var envNames = map[string]string{
 	"accept-hosts":                 "KUBEINDEX_ACCEPT_HOSTS",
 	"max-connections":              "KUBEINDEX_MAX_CONNECTIONS",
 	"max-streams-per-client":       "KUBEINDEX_MAX_STREAMS_PER_CLIENT",
+	"token-reviews-per-client":     "KUBEINDEX_TOKEN_REVIEWS_PER_CLIENT",
 	"request-timeout":              "KUBEINDEX_REQUEST_TIMEOUT",
 }
 
@@ -137,7 +139,7 @@ func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 	fs.StringVar(&resources, "resources", strings.Join(defaultResources, ","), "comma-separated resources to cache, as kubectl names them (ignored with --config)")
 	fs.Var(&extraIndexes, "index", "add an index, repeatable: resource:name=type[:arg], e.g. pods:app=label:app or pods:image=path:spec.containers.#.image")
 	fs.DurationVar(&cfg.StaleAfter, "stale-after", 30*time.Second, "how long a watch may be down before answers are marked stale")
-	fs.DurationVar(&cfg.WatchIdle, "watch-idle-timeout", 3*time.Minute, "restart a watch that sent nothing, not even a bookmark, for this long (detects hung connections)")
+	fs.DurationVar(&cfg.WatchIdle, "watch-idle-timeout", cache.DefaultWatchIdleTimeout, "mark answers stale and restart a watch that sent nothing, not even a bookmark (about one a minute), for this long (detects hung connections)")
 	fs.BoolVar(&cfg.APIHTTP2, "api-http2", false, "speak HTTP/2 to the API server (one connection for every watch) instead of HTTP/1.1 (a connection per watch; far less CPU for large lists)")
 	fs.BoolVar(&cfg.APICompression, "api-compression", false, "ask the API server to gzip list responses: less traffic, much more CPU on both sides (for slow links to a remote cluster)")
 	fs.DurationVar(&cfg.StreamCoalesce, "stream-coalesce", server.DefaultCoalesce, "after writing events to a stream, wait this long so that events arriving meanwhile go out in one write (the first event after a quiet spell is never held); 0 to 1s, 0 writes each at once")

@@ -23,6 +23,7 @@ func (sc *SecurityConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&sc.AcceptHosts, "accept-hosts", "", "with --auth=none, comma-separated Host names served besides loopback addresses and localhost (* for any), as kubectl proxy's --accept-hosts: other names are refused, so a web page that rebinds its DNS name to this address reads nothing")
 	fs.IntVar(&sc.MaxConnections, "max-connections", 4096, "open client connections at most; the next is answered 503")
 	fs.IntVar(&sc.MaxStreamsPerClient, "max-streams-per-client", 32, "open streams per client (user, or IP address without authentication)")
+	fs.Float64Var(&sc.TokenReviewsPerClient, "token-reviews-per-client", 5, "with --auth=tokenreview, TokenReviews a second one client address may cause (each token not in the cache costs one; bursts of four times as many); beyond, new tokens get 429")
 	fs.DurationVar(&sc.RequestTimeout, "request-timeout", 60*time.Second, "bound on a REST request, writing the response included (streams are exempt)")
 }
 
@@ -39,6 +40,9 @@ func (sc *SecurityConfig) validate(listen string, demo bool) []error {
 	}
 	if (sc.Auth == "token") != (sc.TokenFile != "") {
 		errs = append(errs, fmt.Errorf("--token-file goes with --auth=token, and --auth=token needs it"))
+	}
+	if !(sc.TokenReviewsPerClient > 0) || sc.TokenReviewsPerClient > 1e6 {
+		errs = append(errs, fmt.Errorf("--token-reviews-per-client must be positive, at most 1e6, got %v", sc.TokenReviewsPerClient))
 	}
 	if sc.TokenAudiences != "" && sc.Auth != "tokenreview" {
 		errs = append(errs, fmt.Errorf("--token-audiences applies to --auth=tokenreview only"))
@@ -96,7 +100,8 @@ func (sc *SecurityConfig) serverAuth(rc *rest.Config) (server.AuthOptions, error
 		}
 		o.Authenticator = st
 	case "tokenreview":
-		tr, err := auth.NewTokenReviewerForConfig(rc, auth.TokenReviewOptions{Audiences: splitList(sc.TokenAudiences)})
+		tr, err := auth.NewTokenReviewerForConfig(rc, auth.TokenReviewOptions{Audiences: splitList(sc.TokenAudiences),
+			ReviewsPerSecond: sc.TokenReviewsPerClient, ReviewBurst: max(1, int(4*sc.TokenReviewsPerClient))})
 		if err != nil {
 			return o, err
 		}

@@ -46,6 +46,8 @@ func TestSecurityFlags(t *testing.T) {
 		{"an accepted host as a URL", []string{"--accept-hosts=http://a.example"}, nil, `--accept-hosts "http://a.example"`},
 		{"no connections", []string{"--max-connections=0"}, nil, "--max-connections must be positive"},
 		{"no streams", []string{"--max-streams-per-client=-1"}, nil, "--max-streams-per-client must be positive"},
+		{"no token reviews", []string{"--token-reviews-per-client=0"}, nil, "--token-reviews-per-client must be positive"},
+		{"NaN token reviews", []string{"--token-reviews-per-client=NaN"}, nil, "--token-reviews-per-client must be positive"},
 		{"no time", []string{"--request-timeout=0s"}, nil, "--request-timeout must be positive"},
 	}
 	for _, tt := range tests {
