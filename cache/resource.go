@@ -82,6 +82,8 @@ type Options struct {
 	HTTP2 bool
 	// Simulated marks every status as coming from the --demo cluster.
 	Simulated bool
+	// IPHistory bounds the history of who held which address.
+	IPHistory IPHistoryOptions
 	// Now is the clock; default time.Now. Tests replace it.
 	Now func() time.Time
 }

@@ -210,25 +210,46 @@ func (s *Server) authorizeClusterList(c echo.Context, resource string) error {
 	return s.accessFor(c).allow(auth.VerbList, res, "", "")
 }
 
-// restrictIP keeps the pods of an IP lookup the caller may list.
+// restrictIP keeps the holders of an IP lookup the caller may list: per
+// kind (pods, Services, Nodes), everything when allowed cluster-wide,
+// else the namespaces where it is allowed.
 func (s *Server) restrictIP(c echo.Context, l cache.IPLookup) (cache.IPLookup, error) {
 	if !s.authorizing() {
 		return l, nil
 	}
-	a := s.accessFor(c)
-	all, err := a.decide(auth.Attributes{Verb: auth.VerbList, Group: l.Resource.Group, Resource: l.Resource.Plural})
-	if err != nil || all {
-		return l, err
+	return restrictIPFor(s.accessFor(c), l)
+}
+
+func restrictIPFor(a access, l cache.IPLookup) (cache.IPLookup, error) {
+	type kindAccess struct {
+		all        bool
+		namespaces []string
 	}
-	var namespaces []string
-	for _, p := range l.Pods {
-		namespaces = append(namespaces, p.Namespace)
+	decided := map[string]*kindAccess{}
+	for _, h := range l.Holders() {
+		if h.Resource.Plural == "" {
+			continue
+		}
+		k := decided[h.Resource.Name]
+		if k == nil {
+			all, err := a.decide(auth.Attributes{Verb: auth.VerbList, Group: h.Resource.Group, Resource: h.Resource.Plural})
+			if err != nil {
+				return l, err
+			}
+			k = &kindAccess{all: all}
+			decided[h.Resource.Name] = k
+			if !all && h.Resource.Namespaced {
+				k.namespaces, err = a.namespacesAllowed(auth.VerbList, h.Resource, l.Namespaces(h.Resource))
+				if err != nil {
+					return l, err
+				}
+			}
+		}
 	}
-	allowed, err := a.namespacesAllowed(auth.VerbList, l.Resource, slices.Compact(slices.Sorted(slices.Values(namespaces))))
-	if err != nil {
-		return l, err
-	}
-	return l.Restrict(func(ns string) bool { return slices.Contains(allowed, ns) })
+	return l.Restrict(func(res cache.Resource, ns string) bool {
+		k := decided[res.Name]
+		return k != nil && (k.all || slices.Contains(k.namespaces, ns))
+	})
 }
 
 // resourceView is a resource's status without the cluster-wide figures a

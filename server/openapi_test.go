@@ -10,8 +10,10 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -190,6 +192,13 @@ func TestResponsesMatchTheSpec(t *testing.T) {
 		{"/api/v1/ip/{ip}", "/api/v1/ip/192.0.2.1", synced, 404, false},
 		{"/api/v1/ip/{ip}", "/api/v1/ip/not-an-ip", synced, 400, false},
 		{"/api/v1/ip/{ip}", "/api/v1/ip/10.0.0.12", unsynced, 503, false},
+		{"/api/v1/ip/{ip}", "/api/v1/ip/10.96.0.1", synced, 200, false},
+		{"/api/v1/ip/{ip}", "/api/v1/ip/10.0.0.12?port=9100", synced, 200, false},
+		{"/api/v1/ip/{ip}", "/api/v1/ip/10.0.0.12?port=9100&protocol=udp", synced, 200, false},
+		{"/api/v1/ip/{ip}", "/api/v1/ip/10.0.0.12?port=0", synced, 400, false},
+		{"/api/v1/ip/{ip}", "/api/v1/ip/10.0.0.12?at=" + strconv.FormatInt(time.Now().Unix()+1, 10), synced, 200, false},
+		{"/api/v1/ip/{ip}", "/api/v1/ip/10.0.0.12?at=1", synced, 410, false},
+		{"/api/v1/ip/{ip}", "/api/v1/ip/10.0.0.12?at=yesterday", synced, 400, false},
 		{"/api/v1/{resource}", "/api/v1/pods", synced, 200, false},
 		{"/api/v1/{resource}", "/api/v1/pods?namespace=kube-system&limit=2", synced, 200, false},
 		{"/api/v1/{resource}", "/api/v1/pods?index=node&value=node-2&labelSelector=k8s-app%3Dkube-proxy", synced, 200, false},

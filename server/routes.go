@@ -56,7 +56,7 @@ func (s *Server) table() []routeEntry {
 		get("/api/v1/resources", "Configured resources with counts, indexes and freshness.", s.listResources),
 		about("/api/v1/resources/:resource", "One configured resource.", s.getResource),
 		about("/api/v1/resources/:resource/indexes/:index", "Values of an index with object counts.", s.indexValues),
-		about("/api/v1/ip/:ip", "Which pod has this IP (dual-stack, hostNetwork, reuse aware).", s.lookupIP),
+		about("/api/v1/ip/:ip", "Who has (or had) this IP: pods, Services, nodes; now or at a moment; a port picks among hostNetwork pods.", s.lookupIP),
 		get("/api/v1/stream", "One WebSocket multiplexing subscriptions to several resources.", s.stream),
 		about("/api/v1/:resource", "List objects; filter by namespace, labelSelector or index value.", s.list),
 		about("/api/v1/:resource/:name", "Get a cluster-scoped object.", s.getClusterScoped),
