@@ -322,7 +322,7 @@ func (x *ipHistory) at(ip string, t time.Time) (IPHistoryAnswer, []*interval, er
 		if iv.from <= at && (iv.to == 0 || iv.to > at) {
 			exact = append(exact, iv)
 		}
-		if iv.from <= at+skew && (iv.to == 0 || iv.to > at-skew) {
+		if iv.from <= at+skew && (iv.to == 0 || iv.to >= at-skew) { // touches [at-skew, at+skew]
 			near = append(near, iv)
 			boundary = boundary || abs(iv.from-at) <= skew || iv.to != 0 && abs(iv.to-at) <= skew
 		}

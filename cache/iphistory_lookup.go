@@ -85,3 +85,12 @@ func (l *IPLookup) narrowHistory(found []*interval, p indexers.Port) []*interval
 	}
 	return declared
 }
+
+// IPHistoryStats describes the address history, for metrics; ok is false
+// when the history is off. Safe for concurrent use.
+func (c *Cache) IPHistoryStats() (IPHistoryStats, bool) {
+	if c.history == nil {
+		return IPHistoryStats{}, false
+	}
+	return c.history.stats(), true
+}

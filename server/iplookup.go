@@ -99,7 +99,14 @@ func parseAt(s string) (time.Time, error) {
 // appendIPLookupHead appends the summary of a lookup of now (see
 // writeIPLookup) up to and without the items.
 func appendIPLookupHead(b []byte, res cache.IPLookup) []byte {
-	b = append(b, `{"kind":"PodIPLookup","apiVersion":"kubeindex/v1","ip":`...)
+	b = append(b, `{"kind":"PodIPLookup","apiVersion":"kubeindex/v1",`...)
+	return appendIPSummary(b, res, true)
+}
+
+// appendIPSummary appends the members of a lookup of now from ip to nodes,
+// with the metadata when meta is set, without the braces.
+func appendIPSummary(b []byte, res cache.IPLookup, meta bool) []byte {
+	b = append(b, `"ip":`...)
 	b = appendJSONString(b, res.IP)
 	b = append(b, `,"match":`...)
 	b = appendJSONString(b, string(res.Match))
@@ -110,9 +117,12 @@ func appendIPLookupHead(b []byte, res cache.IPLookup) []byte {
 	if res.Port != nil {
 		b = appendPort(b, res.Port)
 	}
-	b = append(b, `,"metadata":{"resourceVersion":`...)
-	b = appendJSONString(b, res.Freshness.ResourceVersion)
-	b = append(b, `},"pods":`...)
+	if meta {
+		b = append(b, `,"metadata":{"resourceVersion":`...)
+		b = appendJSONString(b, res.Freshness.ResourceVersion)
+		b = append(b, '}')
+	}
+	b = append(b, `,"pods":`...)
 	if res.Pods == nil {
 		b = append(b, "[]"...) // only Services or Nodes hold the address
 	} else {
@@ -169,8 +179,15 @@ func appendPort(b []byte, p *cache.PortAnswer) []byte {
 // long gone), the owners' intervals, the certainty and how far back the
 // history reaches.
 func appendIPHistory(b []byte, res cache.IPLookup) []byte {
+	b = append(b, `{"kind":"IPHistoryLookup","apiVersion":"kubeindex/v1",`...)
+	return append(appendIPHistoryBody(b, res), '\n')
+}
+
+// appendIPHistoryBody appends the members of an answer at a moment and
+// the closing brace.
+func appendIPHistoryBody(b []byte, res cache.IPLookup) []byte {
 	h := res.History
-	b = append(b, `{"kind":"IPHistoryLookup","apiVersion":"kubeindex/v1","ip":`...)
+	b = append(b, `"ip":`...)
 	b = appendJSONString(b, res.IP)
 	b = append(b, `,"at":`...)
 	b = appendTime(b, h.At)
@@ -194,7 +211,7 @@ func appendIPHistory(b []byte, res cache.IPLookup) []byte {
 		}
 		b = appendIPOwner(b, o)
 	}
-	return append(b, "]}\n"...)
+	return append(b, "]}"...)
 }
 
 func appendIPOwner(b []byte, o cache.IPOwner) []byte {

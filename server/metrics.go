@@ -117,10 +117,17 @@ var (
 	descRestarts  = prometheus.NewDesc("kubeindex_watch_starts_total", "Watches opened per resource (restarts included).", []string{"resource"}, nil)
 	descSince     = prometheus.NewDesc("kubeindex_seconds_since_last_event", "Seconds since the last add, update or delete; absent before the first.", []string{"resource"}, nil)
 	descEvents    = prometheus.NewDesc("kubeindex_events_total", "Events received per resource and type.", []string{"resource", "type"}, nil)
+
+	descIPAddresses = prometheus.NewDesc("kubeindex_ip_history_addresses", "Addresses the IP ownership history holds intervals for.", nil, nil)
+	descIPIntervals = prometheus.NewDesc("kubeindex_ip_history_intervals", "Ownership intervals the IP history holds (open and closed).", nil, nil)
+	descIPOpen      = prometheus.NewDesc("kubeindex_ip_history_open_intervals", "Ownership intervals still open: addresses held now.", nil, nil)
+	descIPEvicted   = prometheus.NewDesc("kubeindex_ip_history_evicted_total", "Intervals dropped from the IP history, by why: retention (--ip-history) or cap (--ip-history-max).", []string{"reason"}, nil)
+	descIPSince     = prometheus.NewDesc("kubeindex_ip_history_since_seconds", "Unix time of the earliest moment the IP history answers for.", nil, nil)
 )
 
 func (cc *cacheCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descObjects, descSynced, descConnected, descStale, descRestarts, descSince, descEvents} {
+	for _, d := range []*prometheus.Desc{descObjects, descSynced, descConnected, descStale, descRestarts, descSince, descEvents,
+		descIPAddresses, descIPIntervals, descIPOpen, descIPEvicted, descIPSince} {
 		ch <- d
 	}
 }
@@ -139,6 +146,14 @@ func (cc *cacheCollector) Collect(ch chan<- prometheus.Metric) {
 		for typ, n := range map[string]int64{"ADDED": st.Events.Added, "MODIFIED": st.Events.Modified, "DELETED": st.Events.Deleted} {
 			ch <- prometheus.MustNewConstMetric(descEvents, prometheus.CounterValue, float64(n), st.Name, typ)
 		}
+	}
+	if h, ok := cc.r.IPHistoryStats(); ok {
+		ch <- prometheus.MustNewConstMetric(descIPAddresses, prometheus.GaugeValue, float64(h.Addresses))
+		ch <- prometheus.MustNewConstMetric(descIPIntervals, prometheus.GaugeValue, float64(h.Intervals))
+		ch <- prometheus.MustNewConstMetric(descIPOpen, prometheus.GaugeValue, float64(h.Open))
+		ch <- prometheus.MustNewConstMetric(descIPEvicted, prometheus.CounterValue, float64(h.Evicted-h.EvictedByCap), "retention")
+		ch <- prometheus.MustNewConstMetric(descIPEvicted, prometheus.CounterValue, float64(h.EvictedByCap), "cap")
+		ch <- prometheus.MustNewConstMetric(descIPSince, prometheus.GaugeValue, float64(h.Since.UnixNano())/1e9)
 	}
 }
 

@@ -30,6 +30,8 @@ type Reader interface {
 	IndexValues(resource, index string, limit int, after string) (cache.IndexValues, error)
 	// LookupAddress answers who holds an address, now or at a moment.
 	LookupAddress(q cache.IPQuery) (cache.IPLookup, error)
+	// IPHistoryStats describes the address history; false when it is off.
+	IPHistoryStats() (cache.IPHistoryStats, bool)
 	// Watch subscribes to a resource's events (see cache.Cache.Watch).
 	Watch(resource string, q cache.WatchQuery, notify chan<- struct{}) (*cache.Subscription, error)
 	// Resolve and Namespaces serve authorization (see cache.Cache.Resolve).
