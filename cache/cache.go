@@ -79,6 +79,11 @@ func New(cfg *rest.Config, resources []Configured, opts Options) (*Cache, error)
 	c := &Cache{opts: opts, byName: map[string]*resourceCache{}}
 	if !opts.IPHistory.Off {
 		c.history = newIPHistory(opts.IPHistory, opts.Now)
+		if dir := opts.IPHistory.Dir; dir != "" {
+			if err := c.history.openStore(dir); err != nil {
+				return nil, err
+			}
+		}
 	}
 	for _, rc := range resources {
 		r, err := c.newResourceCache(client, rc)
@@ -155,6 +160,14 @@ func (c *Cache) Start(ctx context.Context) error {
 		return nil
 	}
 	var wg sync.WaitGroup
+	if c.history != nil && c.history.db != nil {
+		wg.Go(func() { c.history.run(ctx) })
+		wg.Go(func() {
+			if c.WaitForSync(ctx) {
+				c.history.reconcile()
+			}
+		})
+	}
 	for _, r := range c.resources {
 		wg.Go(func() { r.broker.run(ctx) })
 		for _, sh := range r.shards {

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/kubeindex/kubeindex/indexers"
 )
 
@@ -26,6 +28,9 @@ type IPHistoryOptions struct {
 	// Skew is how near a change a moment must be to be answered as a
 	// boundary, with the owners on both sides. Default 2s.
 	Skew time.Duration
+	// Dir, when set, keeps the history in a file there (bbolt), so that
+	// it survives a restart; the time kubeindex was down is a gap.
+	Dir string
 	// MaxIntervals caps the intervals kept (about 200 bytes each); the
 	// oldest closed ones go first, and the history then starts later.
 	// Default 1,000,000.
@@ -68,7 +73,9 @@ type IPOwner struct {
 	To time.Time `json:"to,omitzero"`
 	// Since is "creation" or "start" for an owner present when the
 	// history began: From is then its metadata.creationTimestamp or
-	// status.startTime, not an observed change.
+	// status.startTime, not an observed change; "restart" when a restored
+	// history found it holding the address after a restart: From is then
+	// when the last run stopped observing.
 	Since string `json:"since,omitempty"`
 }
 
@@ -87,6 +94,10 @@ type IPHistoryStats struct {
 	// Evicted counts intervals dropped by retention or by the cap.
 	Evicted, EvictedByCap uint64
 	Since                 time.Time
+	// Persistent is set with --ip-history-dir; WriteErrors counts failed
+	// flushes to it.
+	Persistent  bool
+	WriteErrors uint64
 }
 
 // ipOwner is what the history keeps of an object: shared by its intervals.
@@ -98,6 +109,7 @@ type ipOwner struct {
 // interval: owner held ip in role from from to to (unix nanoseconds,
 // half-open; to == 0: still held).
 type interval struct {
+	id    uint64 // its key in the store
 	ip    string
 	who   *ipOwner
 	role  indexers.Role
@@ -135,6 +147,16 @@ type ipHistory struct {
 	horizon  int64 // the latest end of an interval the cap evicted
 	evicted  atomic.Uint64
 	capEvict atomic.Uint64
+
+	// Persistence (iphistory_store.go); db is nil without a Dir.
+	db      *bolt.DB
+	nextID  uint64
+	pending map[*interval]bool // to write at the next flush (true: to delete)
+	// unseen are the UIDs with restored open intervals no event has
+	// mentioned since the restart (nil once reconciled).
+	unseen      map[string]bool
+	gaps        [][2]int64 // [from, to): nobody observed
+	writeErrors atomic.Uint64
 }
 
 func newIPHistory(opts IPHistoryOptions, now func() time.Time) *ipHistory {
@@ -192,6 +214,9 @@ func (x *ipHistory) observe(h holding) {
 	now := x.now().UnixNano()
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if x.unseen != nil {
+		delete(x.unseen, h.who.uid)
+	}
 	cur := x.open[h.who.uid]
 	for k, iv := range cur {
 		if !slices.ContainsFunc(h.held, func(e indexers.Held) bool { return e == k }) {
@@ -205,8 +230,9 @@ func (x *ipHistory) observe(h holding) {
 	for _, e := range h.held {
 		k := e
 		if iv, ok := cur[k]; ok {
-			if iv != nil && h.ports != nil {
+			if iv != nil && h.ports != nil && !slices.Equal(iv.ports, h.ports) {
 				iv.ports = h.ports
+				x.dirtyLocked(iv, false)
 			}
 			continue
 		}
@@ -217,9 +243,14 @@ func (x *ipHistory) observe(h holding) {
 		from, since := now, ""
 		if h.since != "" && h.begin != 0 && h.begin < now {
 			from, since = h.begin, h.since
+			if g := x.lastGapStart(); from < g { // restored: it was not holding this when the last run ended
+				from, since = g, "restart"
+			}
 		}
 		x.supersedeLocked(k, who, now)
-		iv := &interval{ip: e.IP, who: who, role: e.Role, from: from, since: since, ports: h.ports}
+		iv := &interval{id: x.nextID, ip: e.IP, who: who, role: e.Role, from: from, since: since, ports: h.ports}
+		x.nextID++
+		x.dirtyLocked(iv, false)
 		x.byIP[e.IP] = append(x.byIP[e.IP], iv)
 		x.count++
 		if cur == nil {
@@ -232,6 +263,13 @@ func (x *ipHistory) observe(h holding) {
 		delete(x.open, h.who.uid)
 	}
 	x.evictLocked(now)
+}
+
+func (x *ipHistory) lastGapStart() int64 {
+	if len(x.gaps) == 0 {
+		return 0
+	}
+	return x.gaps[len(x.gaps)-1][0]
 }
 
 // exclusive reports whether an owner in this role excludes every other
@@ -255,6 +293,7 @@ func (x *ipHistory) supersedeLocked(k heldKey, who *ipOwner, now int64) {
 func (x *ipHistory) closeLocked(iv *interval, now int64) {
 	iv.to = max(now, iv.from+1) // never empty: it was observed
 	x.closed = append(x.closed, iv)
+	x.dirtyLocked(iv, false)
 }
 
 // evictLocked drops the intervals that ended before the retention, and
@@ -292,6 +331,7 @@ func (x *ipHistory) removeLocked(iv *interval) {
 	}
 	x.count--
 	x.evicted.Add(1)
+	x.dirtyLocked(iv, true)
 }
 
 // sinceLocked is the earliest moment answered: when the history began,
@@ -312,6 +352,12 @@ func (x *ipHistory) at(ip string, t time.Time) (IPHistoryAnswer, []*interval, er
 	if at < since {
 		return ans, nil, fmt.Errorf("%w: %s is before %s, the earliest moment the IP history holds", ErrBeforeHistory,
 			t.UTC().Format(time.RFC3339Nano), ans.Since.Format(time.RFC3339Nano))
+	}
+	for _, g := range x.gaps {
+		if g[0] <= at && at < g[1] {
+			return ans, nil, fmt.Errorf("%w: kubeindex was not observing from %s to %s (it was not running)", ErrBeforeHistory,
+				time.Unix(0, g[0]).UTC().Format(time.RFC3339Nano), time.Unix(0, g[1]).UTC().Format(time.RFC3339Nano))
+		}
 	}
 	if at > now+skew {
 		return ans, nil, fmt.Errorf("%w: at %s is in the future", ErrInvalid, t.UTC().Format(time.RFC3339Nano))
@@ -360,7 +406,8 @@ func (x *ipHistory) stats() IPHistoryStats {
 		open += len(held)
 	}
 	return IPHistoryStats{Addresses: len(x.byIP), Intervals: x.count, Open: open,
-		Evicted: x.evicted.Load(), EvictedByCap: x.capEvict.Load(), Since: time.Unix(0, x.sinceLocked(now)).UTC()}
+		Evicted: x.evicted.Load(), EvictedByCap: x.capEvict.Load(), Since: time.Unix(0, x.sinceLocked(now)).UTC(),
+		Persistent: x.db != nil, WriteErrors: x.writeErrors.Load()}
 }
 
 func abs(v int64) int64 {

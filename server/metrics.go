@@ -122,12 +122,13 @@ var (
 	descIPIntervals = prometheus.NewDesc("kubeindex_ip_history_intervals", "Ownership intervals the IP history holds (open and closed).", nil, nil)
 	descIPOpen      = prometheus.NewDesc("kubeindex_ip_history_open_intervals", "Ownership intervals still open: addresses held now.", nil, nil)
 	descIPEvicted   = prometheus.NewDesc("kubeindex_ip_history_evicted_total", "Intervals dropped from the IP history, by why: retention (--ip-history) or cap (--ip-history-max).", []string{"reason"}, nil)
+	descIPWriteErr  = prometheus.NewDesc("kubeindex_ip_history_write_errors_total", "Failed writes of the IP history to --ip-history-dir.", nil, nil)
 	descIPSince     = prometheus.NewDesc("kubeindex_ip_history_since_seconds", "Unix time of the earliest moment the IP history answers for.", nil, nil)
 )
 
 func (cc *cacheCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descObjects, descSynced, descConnected, descStale, descRestarts, descSince, descEvents,
-		descIPAddresses, descIPIntervals, descIPOpen, descIPEvicted, descIPSince} {
+		descIPAddresses, descIPIntervals, descIPOpen, descIPEvicted, descIPSince, descIPWriteErr} {
 		ch <- d
 	}
 }
@@ -154,6 +155,7 @@ func (cc *cacheCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descIPEvicted, prometheus.CounterValue, float64(h.Evicted-h.EvictedByCap), "retention")
 		ch <- prometheus.MustNewConstMetric(descIPEvicted, prometheus.CounterValue, float64(h.EvictedByCap), "cap")
 		ch <- prometheus.MustNewConstMetric(descIPSince, prometheus.GaugeValue, float64(h.Since.UnixNano())/1e9)
+		ch <- prometheus.MustNewConstMetric(descIPWriteErr, prometheus.CounterValue, float64(h.WriteErrors))
 	}
 }
 

@@ -48,6 +48,8 @@ type Config struct {
 	IPHistorySkew time.Duration
 	// --ip-history-max: the most intervals the address history keeps
 	IPHistoryMax int
+	// --ip-history-dir: keep the address history in a file there, across restarts
+	IPHistoryDir string
 	LogLevel     string // --log-level: debug, info, warn, error
 	LogFormat    string // --log-format: text or json
 	Resources    []ResourceConfig
@@ -105,6 +107,7 @@ var envNames = map[string]string{
 	"ip-history":         "KUBEINDEX_IP_HISTORY",
 	"ip-history-skew":    "KUBEINDEX_IP_HISTORY_SKEW",
 	"ip-history-max":     "KUBEINDEX_IP_HISTORY_MAX",
+	"ip-history-dir":     "KUBEINDEX_IP_HISTORY_DIR",
 	"log-level":          "KUBEINDEX_LOG_LEVEL",
 	"log-format":         "KUBEINDEX_LOG_FORMAT",
 
@@ -141,6 +144,7 @@ func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 	fs.DurationVar(&cfg.IPHistory, "ip-history", time.Hour, "how long the history of who held each address (pods, Services, nodes) is kept, for lookups ?at= a moment; 0 turns it off")
 	fs.DurationVar(&cfg.IPHistorySkew, "ip-history-skew", 2*time.Second, "a moment this near a change of owner is answered as a boundary, with the owners on both sides")
 	fs.IntVar(&cfg.IPHistoryMax, "ip-history-max", 1_000_000, "the most ownership intervals kept (about 200 bytes each); beyond it the oldest go and the history starts later")
+	fs.StringVar(&cfg.IPHistoryDir, "ip-history-dir", "", "keep the address history in a file in this directory (bbolt), so that it survives restarts; without it a restart begins the history anew")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "log format: text or json")
 	cfg.Security.flags(fs)
@@ -275,6 +279,9 @@ func (cfg *Config) Validate() error {
 	}
 	if cfg.IPHistorySkew <= 0 || cfg.IPHistorySkew > time.Minute {
 		errs = append(errs, fmt.Errorf("--ip-history-skew must be above 0 and at most 1m, got %s", cfg.IPHistorySkew))
+	}
+	if cfg.IPHistoryDir != "" && cfg.IPHistory == 0 {
+		errs = append(errs, errors.New("--ip-history-dir needs the history on (--ip-history above 0)"))
 	}
 	if cfg.IPHistoryMax < 1 {
 		errs = append(errs, fmt.Errorf("--ip-history-max must be positive, got %d", cfg.IPHistoryMax))
