@@ -36,24 +36,20 @@ func (o StreamOptions) withDefaults() StreamOptions {
 	return o
 }
 
-// SetStreamOptions changes the history bounds and bookmark interval of
-// every resource's broker. It is safe to call at any time; a shorter
-// history takes effect with the next event or subscription, a new bookmark
-// interval with the next Start.
-func (c *Cache) SetStreamOptions(o StreamOptions) {
-	for _, r := range c.resources {
-		r.broker.setOptions(o)
-	}
-}
-
 // StreamStats describes one resource's broker, for metrics.
 type StreamStats struct {
 	Resource        string `json:"resource"`
 	Subscribers     int    `json:"subscribers"`
 	History         int    `json:"history"`
 	ResourceVersion string `json:"resourceVersion"`
-	// Dropped counts subscriptions ended because their queue overflowed.
+	// Dropped counts subscriptions ended because their queue overflowed
+	// (they were sent RESYNC_REQUIRED).
 	Dropped uint64 `json:"dropped"`
+	// QueuedEvents and QueuedBytes are what the subscribers have yet to
+	// take: events waiting in their queues, and the size of those events'
+	// objects (the same object waiting for two subscribers counts twice).
+	QueuedEvents int   `json:"queuedEvents"`
+	QueuedBytes  int64 `json:"queuedBytes"`
 }
 
 // StreamStats returns every resource's broker statistics, in configuration
@@ -100,27 +96,30 @@ type broker struct {
 	dropped atomic.Uint64
 }
 
-func newBroker(now func() time.Time) *broker {
+func newBroker(now func() time.Time, opts StreamOptions) *broker {
 	return &broker{
 		now:     now,
-		opts:    StreamOptions{}.withDefaults(),
+		opts:    opts.withDefaults(),
 		objects: map[string]map[string]*Object{},
 		subs:    map[*Subscription]struct{}{},
 	}
 }
 
-func (b *broker) setOptions(o StreamOptions) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.opts = o.withDefaults()
-	b.trimLocked()
-}
-
 func (b *broker) stats() StreamStats {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	return StreamStats{Subscribers: len(b.subs), History: len(b.history),
+	st := StreamStats{Subscribers: len(b.subs), History: len(b.history),
 		ResourceVersion: strconv.FormatUint(b.hw, 10), Dropped: b.dropped.Load()}
+	subs := make([]*Subscription, 0, len(b.subs))
+	for s := range b.subs {
+		subs = append(subs, s)
+	}
+	b.mu.Unlock() // the queues have their own locks: the informer's handler must not wait for this count
+	for _, s := range subs {
+		n, size := s.queue.backlog()
+		st.QueuedEvents += n
+		st.QueuedBytes += size
+	}
+	return st
 }
 
 // handler returns the callbacks a shard's one informer handler forwards.

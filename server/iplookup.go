@@ -10,6 +10,8 @@ import (
 
 	"github.com/kubeindex/kubeindex/cache"
 	"github.com/kubeindex/kubeindex/indexers"
+	"github.com/kubeindex/kubeindex/internal/jsonscan"
+	"github.com/kubeindex/kubeindex/internal/text"
 )
 
 // ipQueryParams are the query parameters of an IP lookup.
@@ -29,7 +31,7 @@ func (s *Server) lookupIP(c echo.Context) error {
 		return err
 	}
 	res, err := s.r.LookupAddress(query)
-	setResourceFreshness(c, res.Freshness)
+	s.setResourceFreshness(c, res.Freshness)
 	if err != nil {
 		return err
 	}
@@ -60,7 +62,7 @@ func parseIPQuery(ip, at, port, protocol string) (cache.IPQuery, error) {
 		p, ok := indexers.ParsePort(port, protocol)
 		if !ok {
 			return q, fmt.Errorf("%w: port must be 1-65535 and protocol TCP, UDP or SCTP; got port %q protocol %q",
-				errBadRequest, truncate(port, 16), truncate(protocol, 16))
+				errBadRequest, text.Truncate(port, 16), text.Truncate(protocol, 16))
 		}
 		q.Port = p
 	}
@@ -72,7 +74,7 @@ func parseIPQuery(ip, at, port, protocol string) (cache.IPQuery, error) {
 func parseAt(s string) (time.Time, error) {
 	bad := func() (time.Time, error) {
 		return time.Time{}, fmt.Errorf("%w: at must be an RFC 3339 time or Unix seconds (e.g. 2026-01-02T03:04:05.5Z or 1767323045.5), got %q",
-			errBadRequest, truncate(s, 64))
+			errBadRequest, text.Truncate(s, 64))
 	}
 	if strings.ContainsAny(s, "T:-") {
 		t, err := time.Parse(time.RFC3339Nano, s)
@@ -107,19 +109,19 @@ func appendIPLookupHead(b []byte, res cache.IPLookup) []byte {
 // with the metadata when meta is set, without the braces.
 func appendIPSummary(b []byte, res cache.IPLookup, meta bool) []byte {
 	b = append(b, `"ip":`...)
-	b = appendJSONString(b, res.IP)
+	b = jsonscan.AppendString(b, res.IP)
 	b = append(b, `,"match":`...)
-	b = appendJSONString(b, string(res.Match))
+	b = jsonscan.AppendString(b, string(res.Match))
 	if res.Via != "" {
 		b = append(b, `,"via":`...)
-		b = appendJSONString(b, res.Via)
+		b = jsonscan.AppendString(b, res.Via)
 	}
 	if res.Port != nil {
 		b = appendPort(b, res.Port)
 	}
 	if meta {
 		b = append(b, `,"metadata":{"resourceVersion":`...)
-		b = appendJSONString(b, res.Freshness.ResourceVersion)
+		b = jsonscan.AppendString(b, res.Freshness.ResourceVersion)
 		b = append(b, '}')
 	}
 	b = append(b, `,"pods":`...)
@@ -135,13 +137,13 @@ func appendIPSummary(b []byte, res cache.IPLookup, meta bool) []byte {
 				b = append(b, ',')
 			}
 			b = append(b, `{"namespace":`...)
-			b = appendJSONString(b, s.Namespace)
+			b = jsonscan.AppendString(b, s.Namespace)
 			b = append(b, `,"name":`...)
-			b = appendJSONString(b, s.Name)
+			b = jsonscan.AppendString(b, s.Name)
 			b = append(b, `,"uid":`...)
-			b = appendJSONString(b, s.UID)
+			b = jsonscan.AppendString(b, s.UID)
 			b = append(b, `,"role":`...)
-			b = appendJSONString(b, string(s.Role))
+			b = jsonscan.AppendString(b, string(s.Role))
 			b = append(b, '}')
 		}
 		b = append(b, ']')
@@ -153,11 +155,11 @@ func appendIPSummary(b []byte, res cache.IPLookup, meta bool) []byte {
 				b = append(b, ',')
 			}
 			b = append(b, `{"name":`...)
-			b = appendJSONString(b, n.Name)
+			b = jsonscan.AppendString(b, n.Name)
 			b = append(b, `,"uid":`...)
-			b = appendJSONString(b, n.UID)
+			b = jsonscan.AppendString(b, n.UID)
 			b = append(b, `,"role":`...)
-			b = appendJSONString(b, string(n.Role))
+			b = jsonscan.AppendString(b, string(n.Role))
 			b = append(b, '}')
 		}
 		b = append(b, ']')
@@ -169,7 +171,7 @@ func appendPort(b []byte, p *cache.PortAnswer) []byte {
 	b = append(b, `,"port":{"number":`...)
 	b = strconv.AppendInt(b, int64(p.Number), 10)
 	b = append(b, `,"protocol":`...)
-	b = appendJSONString(b, p.Protocol)
+	b = jsonscan.AppendString(b, p.Protocol)
 	b = append(b, `,"declared":`...)
 	b = strconv.AppendBool(b, p.Declared)
 	return append(b, '}')
@@ -188,18 +190,18 @@ func appendIPHistory(b []byte, res cache.IPLookup) []byte {
 func appendIPHistoryBody(b []byte, res cache.IPLookup) []byte {
 	h := res.History
 	b = append(b, `"ip":`...)
-	b = appendJSONString(b, res.IP)
+	b = jsonscan.AppendString(b, res.IP)
 	b = append(b, `,"at":`...)
 	b = appendTime(b, h.At)
 	b = append(b, `,"certainty":`...)
-	b = appendJSONString(b, h.Certainty)
+	b = jsonscan.AppendString(b, h.Certainty)
 	b = append(b, `,"historySince":`...)
 	b = appendTime(b, h.Since)
 	b = append(b, `,"match":`...)
-	b = appendJSONString(b, string(res.Match))
+	b = jsonscan.AppendString(b, string(res.Match))
 	if res.Via != "" {
 		b = append(b, `,"via":`...)
-		b = appendJSONString(b, res.Via)
+		b = jsonscan.AppendString(b, res.Via)
 	}
 	if res.Port != nil {
 		b = appendPort(b, res.Port)
@@ -216,17 +218,17 @@ func appendIPHistoryBody(b []byte, res cache.IPLookup) []byte {
 
 func appendIPOwner(b []byte, o cache.IPOwner) []byte {
 	b = append(b, `{"kind":`...)
-	b = appendJSONString(b, o.Kind)
+	b = jsonscan.AppendString(b, o.Kind)
 	if o.Namespace != "" {
 		b = append(b, `,"namespace":`...)
-		b = appendJSONString(b, o.Namespace)
+		b = jsonscan.AppendString(b, o.Namespace)
 	}
 	b = append(b, `,"name":`...)
-	b = appendJSONString(b, o.Name)
+	b = jsonscan.AppendString(b, o.Name)
 	b = append(b, `,"uid":`...)
-	b = appendJSONString(b, o.UID)
+	b = jsonscan.AppendString(b, o.UID)
 	b = append(b, `,"role":`...)
-	b = appendJSONString(b, string(o.Role))
+	b = jsonscan.AppendString(b, string(o.Role))
 	if o.HostNetwork {
 		b = append(b, `,"hostNetwork":true`...)
 	}
@@ -238,7 +240,7 @@ func appendIPOwner(b []byte, o cache.IPOwner) []byte {
 	}
 	if o.Since != "" {
 		b = append(b, `,"since":`...)
-		b = appendJSONString(b, o.Since)
+		b = jsonscan.AppendString(b, o.Since)
 	}
 	return append(b, '}')
 }

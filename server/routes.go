@@ -2,64 +2,173 @@ package server
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 )
 
-// Route is one entry of the route table. The OpenAPI test walks this table.
-type Route struct {
-	Method, Path string
-	Summary      string
-}
+// The route table is the one place that knows a route. Each entry declares
+// its facts, and the edge (edge.go), authentication (auth.go), the limits
+// (limits.go), the metrics (metrics.go) and the freshness headers
+// (headers.go) read them from the entry the request matched, never from
+// the path or the request's headers. Adding a route is one line in table.
 
-// routes is the one place routes are registered.
-func (s *Server) routes() {
-	s.routeInfo = map[string]*routeInfo{}
-	for _, rt := range s.table() {
-		s.echo.Add(rt.route.Method, rt.route.Path, rt.handler)
-		s.routeInfo[rt.route.Path] = &routeInfo{freshness: rt.freshness, metrics: s.metrics.forRoute(rt.route.Path)}
-	}
-}
+// kind says how the edge treats a route's requests.
+type kind uint8
 
-// Routes lists every registered route.
-func (s *Server) Routes() []Route {
-	var out []Route
-	for _, rt := range s.table() {
-		out = append(out, rt.route)
-	}
-	return out
-}
+const (
+	// restKind answers from memory: the response has a write deadline and
+	// its latency is sampled.
+	restKind kind = iota
+	// streamKind is a WebSocket or an event stream for its whole life: no
+	// deadline, counted against the client's streams, its duration is not
+	// a latency, and its token may travel outside the Authorization header
+	// (browsers cannot set one on a WebSocket or an EventSource).
+	streamKind
+	// watchableKind is REST, or a stream when the query asks to watch.
+	watchableKind
+	// staticKind serves a file that holds no cluster data.
+	staticKind
+	// probeKind is a health probe.
+	probeKind
+)
 
-type routeEntry struct {
-	route   Route
+// authz says who may call a route.
+type authz uint8
+
+const (
+	// public routes answer without credentials: health probes (a kubelet
+	// sends no token), the API description and the dashboard's files,
+	// which hold no cluster data (the dashboard asks for a token before it
+	// reads any).
+	public authz = iota
+	// byHandler routes need an authenticated caller; the handler asks the
+	// authorizer about the resource, verb, namespace and name it serves.
+	byHandler
+	// nonResourceURL routes need get on the route's path as a non-resource
+	// URL, as the API server's own /metrics does.
+	nonResourceURL
+)
+
+// freshness says who sets an answer's freshness headers.
+type freshness uint8
+
+const (
+	// cacheFreshness: the edge gives the answer the whole cache's.
+	cacheFreshness freshness = iota
+	// resourceFreshness: the handler sets the freshness of the resource it
+	// answers about on every answer it writes; errors raised before it
+	// found its resource get the whole cache's from the error translation.
+	resourceFreshness
+)
+
+// route is one entry of the route table.
+type route struct {
+	method, path string
+	summary      string // the OpenAPI test holds the spec to these
+	kind         kind
+	authz        authz
+	freshness    freshness
+	// maxBody bounds the request body the handler reads; 0: the route
+	// takes none, and a request with one is refused before the handler.
+	maxBody int64
 	handler echo.HandlerFunc
-	// freshness: the handler sets the freshness of the resource it answers
-	// about on every answer (see routeInfo).
-	freshness bool
+
+	metrics *routeMetrics // set at registration
 }
 
-func (s *Server) table() []routeEntry {
-	get := func(path, summary string, h echo.HandlerFunc) routeEntry {
-		return routeEntry{Route{http.MethodGet, path, summary}, h, false}
+// table lists every route. Read it as a table: method, path, facts, summary.
+func (s *Server) table() []*route {
+	return []*route{
+		probe("/healthz", "Liveness: the process serves HTTP.", s.healthz),
+		probe("/readyz", "Readiness: every informer has synced; per-resource detail.", s.readyz),
+		{method: http.MethodGet, path: "/metrics", kind: restKind, authz: nonResourceURL,
+			summary: "Prometheus metrics.", handler: echo.WrapHandler(s.metrics.handler())},
+		static("/openapi.json", "This API's OpenAPI 3.0 document.", s.openAPI),
+		static("/", "The web dashboard.", s.dashboardPage),
+		static("/ui/:file", "A file of the web dashboard: script, style sheet or icon.", s.dashboardFile),
+		rest("/api/v1/resources", cacheFreshness, "Configured resources with counts, indexes and freshness.", s.listResources),
+		rest("/api/v1/resources/:resource", resourceFreshness, "One configured resource.", s.getResource),
+		rest("/api/v1/resources/:resource/indexes/:index", resourceFreshness, "Values of an index with object counts.", s.indexValues),
+		rest("/api/v1/ip/:ip", resourceFreshness, "Who has (or had) this IP: pods, Services, nodes; now or at a moment; a port picks among hostNetwork pods.", s.lookupIP),
+		{method: http.MethodPost, path: `/api/v1/ip\:lookup`, kind: restKind, authz: byHandler, freshness: cacheFreshness, maxBody: maxBatchBody,
+			summary: "Many IP lookups in one request (read-only): answers in order, JSON or NDJSON.", handler: s.lookupIPBatch},
+		{method: http.MethodGet, path: "/api/v1/stream", kind: streamKind, authz: byHandler,
+			summary: "One WebSocket multiplexing subscriptions to several resources.", handler: s.stream},
+		{method: http.MethodGet, path: "/api/v1/:resource", kind: watchableKind, authz: byHandler, freshness: resourceFreshness,
+			summary: "List objects; filter by namespace, labelSelector or index value.", handler: s.list},
+		rest("/api/v1/:resource/:name", resourceFreshness, "Get a cluster-scoped object.", s.getClusterScoped),
+		rest("/api/v1/:resource/:namespace/:name", resourceFreshness, "Get a namespaced object.", s.getNamespaced),
 	}
-	// about a resource: its handler sets the resource's freshness.
-	about := func(path, summary string, h echo.HandlerFunc) routeEntry {
-		return routeEntry{Route{http.MethodGet, path, summary}, h, true}
+}
+
+// rest is a GET that answers JSON from the cache to an authorized caller.
+func rest(path string, f freshness, summary string, h echo.HandlerFunc) *route {
+	return &route{method: http.MethodGet, path: path, kind: restKind, authz: byHandler, freshness: f, summary: summary, handler: h}
+}
+
+func probe(path, summary string, h echo.HandlerFunc) *route {
+	return &route{method: http.MethodGet, path: path, kind: probeKind, authz: public, summary: summary, handler: h}
+}
+
+func static(path, summary string, h echo.HandlerFunc) *route {
+	return &route{method: http.MethodGet, path: path, kind: staticKind, authz: public, summary: summary, handler: h}
+}
+
+// routeKey finds a request's route: echo's matched path and the method.
+type routeKey struct{ method, path string }
+
+// routes registers the table with echo and keeps each entry for the edge.
+func (s *Server) routes() {
+	s.routeInfo = map[routeKey]*route{}
+	for _, rt := range s.table() {
+		rt.metrics = s.metrics.forRoute(rt.path)
+		s.echo.Add(rt.method, rt.path, rt.handler)
+		s.routeInfo[routeKey{rt.method, rt.path}] = rt
 	}
-	return []routeEntry{
-		get("/healthz", "Liveness: the process serves HTTP.", s.healthz),
-		get("/readyz", "Readiness: every informer has synced; per-resource detail.", s.readyz),
-		get("/metrics", "Prometheus metrics.", echo.WrapHandler(s.metrics.handler())),
-		get("/openapi.json", "This API's OpenAPI 3.0 document.", s.openAPI),
-		get("/", "The web dashboard.", s.dashboardPage),
-		get("/ui/:file", "A file of the web dashboard: script, style sheet or icon.", s.dashboardFile),
-		get("/api/v1/resources", "Configured resources with counts, indexes and freshness.", s.listResources),
-		about("/api/v1/resources/:resource", "One configured resource.", s.getResource),
-		about("/api/v1/resources/:resource/indexes/:index", "Values of an index with object counts.", s.indexValues),
-		about("/api/v1/ip/:ip", "Who has (or had) this IP: pods, Services, nodes; now or at a moment; a port picks among hostNetwork pods.", s.lookupIP),
-		get("/api/v1/stream", "One WebSocket multiplexing subscriptions to several resources.", s.stream),
-		about("/api/v1/:resource", "List objects; filter by namespace, labelSelector or index value.", s.list),
-		about("/api/v1/:resource/:name", "Get a cluster-scoped object.", s.getClusterScoped),
-		about("/api/v1/:resource/:namespace/:name", "Get a namespaced object.", s.getNamespaced),
+}
+
+// unmatched is the entry of requests that match no route (echo answers
+// 404 or 405): they are authenticated like any data route, so that an
+// unauthenticated caller learns nothing about which paths exist.
+var unmatched = route{kind: restKind, authz: byHandler}
+
+// routeOf returns the entry of the route c matched.
+func (s *Server) routeOf(c echo.Context) *route {
+	if rt := s.routeInfo[routeKey{c.Request().Method, c.Path()}]; rt != nil {
+		return rt
 	}
+	return &unmatched
+}
+
+// isStream tells whether this request is served as a stream.
+func (rt *route) isStream(r *http.Request) bool {
+	switch rt.kind {
+	case streamKind:
+		return true
+	case watchableKind:
+		return watchRequested(r.URL.RawQuery)
+	}
+	return false
+}
+
+// watchRequested reports whether a query asks to watch: a watch parameter
+// whose value is not false, as the API server reads it (a bare "watch", "1"
+// and "true" watch; "0" and "false" do not).
+func watchRequested(rawQuery string) bool {
+	if !strings.Contains(rawQuery, "watch") {
+		return false // the common case, without parsing
+	}
+	for part := range strings.SplitSeq(rawQuery, "&") {
+		key, value, _ := strings.Cut(part, "=")
+		if key != "watch" {
+			continue
+		}
+		switch strings.ToLower(value) {
+		case "0", "false":
+			return false
+		}
+		return true
+	}
+	return false
 }

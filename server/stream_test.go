@@ -173,8 +173,7 @@ func TestSSEResumesWithLastEventID(t *testing.T) {
 }
 
 func TestResumeBeyondTheHistoryRequiresResync(t *testing.T) {
-	ss := startStreams(t, Options{})
-	ss.f.Cache.SetStreamOptions(cache.StreamOptions{HistorySize: 5})
+	ss := startStreamsWith(t, cachetest.Config{Options: cache.Options{Streams: cache.StreamOptions{HistorySize: 5}}}, Options{})
 	sse := openSSE(t, ss.url+"/api/v1/pods?watch=true&snapshot=false", nil)
 	ev, _ := sse.next(t)
 	if ev.event != "SYNCED" || !ev.hasID {
@@ -262,6 +261,14 @@ func TestStalledReaderIsDroppedAndOthersContinue(t *testing.T) {
 	})
 	if st := f.Cache.StreamStats()[0]; st.Subscribers != 1 {
 		t.Errorf("broker has %d subscribers; expect only the healthy one", st.Subscribers)
+	}
+	// Operators see it: the drop and the remaining subscriber are metrics.
+	metrics := do(t, s.Handler(), http.MethodGet, "/metrics").Body.String()
+	for _, want := range []string{`kubeindex_stream_resyncs_total{resource="pods"} 1`, `kubeindex_stream_subscribers{resource="pods"} 1`,
+		`kubeindex_stream_queued_events{resource="pods"}`, `kubeindex_stream_queued_bytes{resource="pods"}`} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
 	}
 	churn(t, ss, 20)
 	r.waitEqual(t, "the healthy client keeps up", pods)
@@ -459,7 +466,7 @@ func TestStreamRequestErrors(t *testing.T) {
 func TestNotSyncedStreamIs503(t *testing.T) {
 	f := cachetest.New(t, cachetest.PodSpec()) // never started
 	h := New(f.Cache, Options{}).Handler()
-	req := httptest.NewRequest(http.MethodGet, "/api/v1/pods?watch=true", nil)
+	req := localRequest(http.MethodGet, "/api/v1/pods?watch=true", nil)
 	req.Header.Set("Accept", "text/event-stream")
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)

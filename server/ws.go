@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/kubeindex/kubeindex/cache"
+	"github.com/kubeindex/kubeindex/internal/jsonscan"
 )
 
 // errHijacked: the upgrade failed after the connection was taken over, so
@@ -41,23 +41,14 @@ func (s *Server) watchWebSocket(c echo.Context, resource string, q *cache.WatchQ
 // that run must serve. (Kept apart from the handler, whose frame stays on
 // the stack for the socket's life.)
 func (s *Server) openWatchSocket(c echo.Context, resource string, q *cache.WatchQuery) (*wsConn, error) {
-	if err := s.streams.acquire(); err != nil {
-		return nil, err
-	}
-	notify := make(chan struct{}, 1)
-	sub, err := s.r.Watch(resource, *q, notify)
-	if err != nil {
-		s.streams.release()
-		return nil, err
-	}
 	header := http.Header{}
-	if st, err := s.r.ResourceStatus(resource); err == nil {
-		setFreshness(header, st.Freshness)
+	sub, notify, err := s.subscribe(resource, *q, header)
+	if err != nil {
+		return nil, err
 	}
 	ws, err := s.openSocket(c, header, false, notify)
 	if err != nil {
-		sub.Close()
-		s.streams.release()
+		s.unsubscribe(sub)
 		return nil, err
 	}
 	ws.add("", sub)
@@ -96,7 +87,7 @@ func ignoreHijacked(err error) error {
 // socket that run must serve. notify becomes the writer's wake-up.
 func (s *Server) openSocket(c echo.Context, header http.Header, mux bool, notify chan struct{}) (*wsConn, error) {
 	if !s.streams.enter() {
-		return nil, echo.NewHTTPError(http.StatusServiceUnavailable, "the server is shutting down")
+		return nil, retryLater("the server is shutting down")
 	}
 	conn, err := s.upgrade(c, header)
 	if err != nil {
@@ -155,8 +146,7 @@ type clientCmd struct {
 func (w *wsConn) add(id string, sub *cache.Subscription) {
 	ws := &wsSub{id: id, sub: sub}
 	if w.mux {
-		tag, _ := jsonString(id)
-		ws.tag = append(append([]byte(`{"id":`), tag...), ',')
+		ws.tag = append(jsonscan.AppendString([]byte(`{"id":`), id), ',')
 	}
 	w.subs = append(w.subs, ws)
 }
@@ -167,8 +157,7 @@ func (w *wsConn) find(id string) int {
 }
 
 func (w *wsConn) removeAt(i int) {
-	w.subs[i].sub.Close()
-	w.hub.release()
+	w.hub.unsubscribe(w.subs[i].sub)
 	w.subs = slices.Delete(w.subs, i, i+1)
 }
 
@@ -268,5 +257,3 @@ func (w *wsConn) readMessage(typ int, r io.Reader) clientCmd {
 	m, err := parseClientMessage(data)
 	return clientCmd{msg: m, err: err}
 }
-
-func jsonString(s string) ([]byte, error) { return json.Marshal(s) }

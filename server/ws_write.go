@@ -7,6 +7,9 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/labstack/echo/v4"
+
+	"github.com/kubeindex/kubeindex/cache"
+	"github.com/kubeindex/kubeindex/internal/jsonscan"
 )
 
 const (
@@ -188,8 +191,7 @@ func (w *wsConn) handle(cmd *clientCmd) error {
 			return w.sendRaw(errorMessage(m.ID, fmt.Errorf("%w: no subscription %q", errBadRequest, m.ID)))
 		}
 		w.removeAt(i)
-		b, _ := jsonString(m.ID)
-		return w.sendRaw(fmt.Appendf(nil, `{"id":%s,"type":"UNSUBSCRIBED"}`, b))
+		return w.sendRaw(fmt.Appendf(jsonscan.AppendString([]byte(`{"id":`), m.ID), `,"type":"%s"}`, cache.Unsubscribed))
 	}
 	if err := w.subscribe(m, cmd.namespaces); err != nil {
 		return w.sendRaw(errorMessage(m.ID, err))
@@ -210,12 +212,8 @@ func (w *wsConn) subscribe(m clientMessage, namespaces []string) error {
 		return err
 	}
 	q.QueueSize, q.Namespaces = w.opts.QueueSize, namespaces
-	if err := w.hub.acquire(); err != nil {
-		return err
-	}
-	sub, err := w.r.Watch(m.Resource, q, w.wake)
+	sub, err := w.hub.subscribe(w.r, m.Resource, q, w.wake)
 	if err != nil {
-		w.hub.release()
 		return err
 	}
 	w.add(m.ID, sub)

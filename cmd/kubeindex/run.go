@@ -53,7 +53,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return err
 	}
-	resources, err := resolve(restCfg, cfg.Resources)
+	resources, err := resolve(restCfg, cfg)
 	if err != nil {
 		return err
 	}
@@ -68,8 +68,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return err
 	}
-	srv := server.New(c, server.Options{Addr: cfg.Listen, Simulated: cfg.Demo, Logger: log,
-		Auth: authOpts, Limits: cfg.Security.limits(), Streams: server.StreamOptions{Coalesce: cfg.StreamCoalesce}})
+	srv := server.New(c, server.Options{Simulated: cfg.Demo, Logger: log,
+		Auth: authOpts, Hosts: cfg.Security.hosts(cfg.Demo), Limits: cfg.Security.limits(), Streams: server.StreamOptions{Coalesce: cfg.StreamCoalesce}})
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", cfg.Listen, err)
@@ -96,9 +96,9 @@ func clusterConfig(cfg *Config, getenv func(string) string) (*rest.Config, error
 	return rc, nil
 }
 
-// resolve maps every configured resource through discovery, reporting all
-// the names the API server does not serve at once.
-func resolve(rc *rest.Config, configured []ResourceConfig) ([]cache.Configured, error) {
+// resolve asks the API server what it serves and maps the configuration
+// onto it (configure).
+func resolve(rc *rest.Config, cfg *Config) ([]cache.Configured, error) {
 	dc, err := discovery.NewDiscoveryClientForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("discovery client: %w", err)
@@ -107,26 +107,7 @@ func resolve(rc *rest.Config, configured []ResourceConfig) ([]cache.Configured, 
 	if err != nil {
 		return nil, err
 	}
-	var out []cache.Configured
-	var resolved []cache.Resource
-	var errs []error
-	for _, r := range configured {
-		res, err := found.Resolve(r.Resource)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		resolved = append(resolved, res)
-		out = append(out, cache.Configured{Spec: r.spec()})
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	cache.NameResources(resolved)
-	for i := range out {
-		out[i].Resource = resolved[i]
-	}
-	return out, nil
+	return cfg.configure(found)
 }
 
 // startDemo serves the simulated cluster on a loopback port, and churns it,
@@ -134,7 +115,10 @@ func resolve(rc *rest.Config, configured []ResourceConfig) ([]cache.Configured, 
 // here rather than with the other long-lived parts. wait blocks until both
 // have stopped.
 func startDemo(ctx context.Context, log *slog.Logger) (cfg *rest.Config, wait func(), err error) {
-	sim := demo.New(demo.Options{Seed: 1})
+	sim, err := demo.New(demo.Options{Seed: 1})
+	if err != nil {
+		return nil, nil, err
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, nil, fmt.Errorf("demo API server: %w", err)
@@ -143,7 +127,11 @@ func startDemo(ctx context.Context, log *slog.Logger) (cfg *rest.Config, wait fu
 		"fakeAPIServer", ln.Addr().String())
 	hs := &http.Server{Handler: sim.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	var wg sync.WaitGroup
-	wg.Go(func() { sim.Run(ctx) })
+	wg.Go(func() {
+		if err := sim.Run(ctx); err != nil {
+			log.Error("demo churn stopped", "err", err)
+		}
+	})
 	wg.Go(func() {
 		if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			log.Error("demo API server stopped", "err", err)
