@@ -108,7 +108,7 @@ func TestIPLookupRestrict(t *testing.T) {
 		}
 		checked++
 		keep := full.Pods[len(full.Pods)-1].Namespace
-		part, err := full.Restrict(func(ns string) bool { return ns == keep })
+		part, err := full.Restrict(func(_ cache.Resource, ns string) bool { return ns == keep })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -120,7 +120,7 @@ func TestIPLookupRestrict(t *testing.T) {
 		if len(part.Pods) == 1 && part.Pods[0].Active && !part.Pods[0].HostNetwork && part.Match != cache.MatchPod {
 			t.Errorf("%s: one active pod left, match %s; expect pod", v.Value, part.Match)
 		}
-		_, err = full.Restrict(func(string) bool { return false })
+		_, err = full.Restrict(func(cache.Resource, string) bool { return false })
 		if !errors.Is(err, cache.ErrNotFound) || !strings.HasPrefix(err.Error(), "no pod has IP") {
 			t.Errorf("%s restricted to nothing: %v; expect the not-found of an unused address", v.Value, err)
 		}

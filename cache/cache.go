@@ -30,6 +30,7 @@ type Cache struct {
 	resources []*resourceCache
 	byName    map[string]*resourceCache
 	started   atomic.Bool
+	history   *ipHistory // nil when IPHistoryOptions.Off
 }
 
 // resourceCache is one resource: its informers and their bookkeeping.
@@ -50,6 +51,8 @@ type shard struct {
 	handler   toolscache.ResourceEventHandlerRegistration
 	conn      *connState
 	lastEvent atomic.Int64 // unix nanoseconds; 0 = never
+	// ips feeds the address history; nil for resources that hold none.
+	ips *ipFeed
 
 	added, modified, deleted atomic.Int64
 }
@@ -74,6 +77,14 @@ func New(cfg *rest.Config, resources []Configured, opts Options) (*Cache, error)
 		return nil, err
 	}
 	c := &Cache{opts: opts, byName: map[string]*resourceCache{}}
+	if !opts.IPHistory.Off {
+		c.history = newIPHistory(opts.IPHistory, opts.Now)
+		if dir := opts.IPHistory.Dir; dir != "" {
+			if err := c.history.openStore(dir); err != nil {
+				return nil, err
+			}
+		}
+	}
 	for _, rc := range resources {
 		r, err := c.newResourceCache(client, rc)
 		if err != nil {
@@ -97,13 +108,16 @@ func (c *Cache) newResourceCache(client *apiClient, cr Configured) (*resourceCac
 		r.indexes[s.Name] = s
 		idx[s.Name] = objectIndexFunc(s.Rooted())
 	}
+	if f := ownerIndexFunc(cr.Resource); f != nil {
+		idx[ipIndex] = f
+	}
 	r.shape = Shape{APIVersion: cr.Resource.APIVersion(), Kind: cr.Resource.Kind, Drop: dropPaths(cr.Resource, cr.Spec)}
 	namespaces := cr.Spec.Namespaces
 	if len(namespaces) == 0 || !cr.Resource.Namespaced {
 		namespaces = []string{""}
 	}
 	for _, ns := range namespaces {
-		sh := &shard{namespace: ns, conn: newConnState(c.opts.Now)}
+		sh := &shard{namespace: ns, conn: newConnState(c.opts.Now), ips: c.ipFeed(cr.Resource)}
 		lw := &listWatch{client: client, res: &r.res, namespace: ns, shape: r.shape,
 			labelSelector: cr.Spec.LabelSelector, fieldSelector: cr.Spec.FieldSelector, conn: sh.conn,
 			listTimeout: c.opts.ListTimeout, idleTimeout: c.opts.WatchIdleTimeout}
@@ -146,6 +160,14 @@ func (c *Cache) Start(ctx context.Context) error {
 		return nil
 	}
 	var wg sync.WaitGroup
+	if c.history != nil && c.history.db != nil {
+		wg.Go(func() { c.history.run(ctx) })
+		wg.Go(func() {
+			if c.WaitForSync(ctx) {
+				c.history.reconcile()
+			}
+		})
+	}
 	for _, r := range c.resources {
 		wg.Go(func() { r.broker.run(ctx) })
 		for _, sh := range r.shards {
@@ -194,9 +216,10 @@ func (c *Cache) names() []string {
 func (sh *shard) eventHandler(now func() time.Time, b *broker) toolscache.ResourceEventHandler {
 	touch := func() { sh.lastEvent.Store(now().UnixNano()) }
 	feed := b.handler()
-	return toolscache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			feed.OnAdd(obj, false)
+	return toolscache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initial bool) {
+			feed.OnAdd(obj, initial)
+			sh.ips.add(obj, initial)
 			sh.added.Add(1)
 			touch()
 		},
@@ -205,11 +228,13 @@ func (sh *shard) eventHandler(now func() time.Time, b *broker) toolscache.Resour
 				return // a resync, not an event
 			}
 			feed.OnUpdate(old, cur)
+			sh.ips.update(old, cur)
 			sh.modified.Add(1)
 			touch()
 		},
 		DeleteFunc: func(obj any) {
 			feed.OnDelete(obj)
+			sh.ips.remove(obj)
 			sh.deleted.Add(1)
 			touch()
 		},

@@ -40,57 +40,40 @@ type IPPod struct {
 }
 
 // IPLookup answers "who has this IP". Pods are ordered active first, then
-// non-hostNetwork first, then by namespace/name.
+// non-hostNetwork first, then by namespace/name; Services and Nodes by
+// namespace/name. Items, ServiceItems and NodeItems are the objects of
+// Pods, Services and Nodes, index for index. With At set, the answer comes
+// from the history (see IPHistoryAnswer) and holds no objects.
 type IPLookup struct {
-	IP        string
-	Match     Match
-	Pods      []IPPod
-	Items     []*Object
-	Resource  Resource
-	Freshness Freshness
+	IP       string
+	Match    Match
+	Pods     []IPPod
+	Items    []*Object
+	Services []IPService
+	Nodes    []IPNode
+	// Via is "port" when a port query picked the one holder.
+	Via  string
+	Port *PortAnswer
+	// ServiceItems and NodeItems are the objects of Services and Nodes.
+	ServiceItems, NodeItems []*Object
+	// Resource is the pods resource (the first configured of pods,
+	// services, nodes); ServiceResource and NodeResource are those of the
+	// Services and Nodes, zero when they are not cached.
+	Resource                      Resource
+	ServiceResource, NodeResource Resource
+	Freshness                     Freshness
+	// History is the answer at a moment (IPQuery.At), else nil.
+	History *IPHistoryAnswer
 }
 
-// LookupIP finds the pods that have ip in status.podIPs or status.podIP,
-// using the first pod resource configured with a podIP index. Any spelling
-// of an address works (IPv6 compressed or not, IPv4-mapped IPv6). It reads
-// the index directly: an IP lookup is a List by index value without a
-// selector or pages, and it is the hot path.
+// LookupIP finds the holders of ip now: LookupAddress without a moment or
+// a port. Any spelling of an address works (IPv6 compressed or not,
+// IPv4-mapped IPv6). Pods are found by the first pod resource configured
+// with a podIP index, Services and Nodes by an internal index of the
+// addresses they hold. It reads the indexes directly: an IP lookup is the
+// hot path.
 func (c *Cache) LookupIP(ip string) (IPLookup, error) {
-	r, index, err := c.podIPIndex()
-	if err != nil {
-		return IPLookup{}, err
-	}
-	out := IPLookup{Resource: r.res, Freshness: r.freshness()}
-	norm, ok := indexers.NormalizeIP(ip)
-	if !ok {
-		return out, fmt.Errorf("%w: %q is not an IPv4 or IPv6 address", ErrInvalid, ip)
-	}
-	out.IP = norm
-	if !out.Freshness.Synced {
-		return out, fmt.Errorf("%s: %w", r.res.Name, ErrNotSynced)
-	}
-	var found []any
-	for _, sh := range r.shards {
-		items, _ := sh.informer.GetIndexer().ByIndex(index, norm) // a new slice, ours
-		if found == nil {
-			found = items
-		} else {
-			found = append(found, items...)
-		}
-	}
-	if len(found) == 0 {
-		return out, fmt.Errorf("no pod has IP %s: %w", norm, ErrNotFound)
-	}
-	out.Pods, out.Items = make([]IPPod, len(found)), make([]*Object, len(found))
-	for i, it := range found {
-		out.Items[i] = it.(*Object)
-		out.Pods[i] = summarisePod(out.Items[i])
-	}
-	if len(found) > 1 {
-		sortPods(out.Pods, out.Items)
-	}
-	out.Match = classify(out.Pods)
-	return out, nil
+	return c.LookupAddress(IPQuery{IP: ip})
 }
 
 // sortPods orders pods, and their objects with them, as IPLookup says.

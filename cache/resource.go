@@ -90,6 +90,8 @@ type Options struct {
 	Streams StreamOptions
 	// Simulated marks every status as coming from the --demo cluster.
 	Simulated bool
+	// IPHistory bounds the history of who held which address.
+	IPHistory IPHistoryOptions
 	// Now is the clock; default time.Now. Tests replace it.
 	Now func() time.Time
 }

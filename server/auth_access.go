@@ -36,6 +36,16 @@ type access struct {
 	s    *Server
 	ctx  context.Context
 	user *auth.User
+	// memo, when set, keeps each decision for the rest of the request (a
+	// batch asks the same questions for many answers). Not safe for
+	// concurrent use.
+	memo map[auth.Attributes]bool
+}
+
+// memoized is a with its decisions remembered, for one goroutine.
+func (a access) memoized() access {
+	a.memo = map[auth.Attributes]bool{}
+	return a
 }
 
 func (s *Server) accessFor(c echo.Context) access {
@@ -47,6 +57,16 @@ func (s *Server) accessFor(c echo.Context) access {
 const maxParallelReviews = 16
 
 func (a access) decide(at auth.Attributes) (bool, error) {
+	if a.memo != nil {
+		if ok, seen := a.memo[at]; seen {
+			return ok, nil
+		}
+		ok, err := a.undecided().decide(at)
+		if err == nil {
+			a.memo[at] = ok
+		}
+		return ok, err
+	}
 	at.User = a.user
 	ctx, cancel := context.WithTimeout(a.ctx, a.s.opts.Auth.Timeout)
 	defer cancel()
@@ -56,6 +76,11 @@ func (a access) decide(at auth.Attributes) (bool, error) {
 		return false, retryLater("access could not be checked (the API server did not answer); try again")
 	}
 	return ok, nil
+}
+
+func (a access) undecided() access {
+	a.memo = nil
+	return a
 }
 
 // allow returns nil or the 403 (503 when no decision could be made).
@@ -135,14 +160,27 @@ func (a access) namespacesAllowed(verb string, res cache.Resource, namespaces []
 	errs := make([]error, len(namespaces))
 	sem := make(chan struct{}, maxParallelReviews)
 	var wg sync.WaitGroup
+	b := a.undecided() // the memo is not for concurrent use: filled after
 	for i, ns := range namespaces {
+		at := auth.Attributes{Verb: verb, Group: res.Group, Resource: res.Plural, Namespace: ns}
+		if known, seen := a.memo[at]; seen {
+			ok[i] = known
+			continue
+		}
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			ok[i], errs[i] = a.decide(auth.Attributes{Verb: verb, Group: res.Group, Resource: res.Plural, Namespace: ns})
+			ok[i], errs[i] = b.decide(at)
 		})
 	}
 	wg.Wait()
+	if a.memo != nil {
+		for i, ns := range namespaces {
+			if errs[i] == nil {
+				a.memo[auth.Attributes{Verb: verb, Group: res.Group, Resource: res.Plural, Namespace: ns}] = ok[i]
+			}
+		}
+	}
 	var out []string
 	for i, ns := range namespaces {
 		if errs[i] != nil {
@@ -209,25 +247,46 @@ func (s *Server) authorizeClusterList(c echo.Context, resource string) error {
 	return s.accessFor(c).allow(auth.VerbList, res, "", "")
 }
 
-// restrictIP keeps the pods of an IP lookup the caller may list.
+// restrictIP keeps the holders of an IP lookup the caller may list: per
+// kind (pods, Services, Nodes), everything when allowed cluster-wide,
+// else the namespaces where it is allowed.
 func (s *Server) restrictIP(c echo.Context, l cache.IPLookup) (cache.IPLookup, error) {
 	if !s.authorizing() {
 		return l, nil
 	}
-	a := s.accessFor(c)
-	all, err := a.decide(auth.Attributes{Verb: auth.VerbList, Group: l.Resource.Group, Resource: l.Resource.Plural})
-	if err != nil || all {
-		return l, err
+	return restrictIPFor(s.accessFor(c), l)
+}
+
+func restrictIPFor(a access, l cache.IPLookup) (cache.IPLookup, error) {
+	type kindAccess struct {
+		all        bool
+		namespaces []string
 	}
-	var namespaces []string
-	for _, p := range l.Pods {
-		namespaces = append(namespaces, p.Namespace)
+	decided := map[string]*kindAccess{}
+	for _, h := range l.Holders() {
+		if h.Resource.Plural == "" {
+			continue
+		}
+		k := decided[h.Resource.Name]
+		if k == nil {
+			all, err := a.decide(auth.Attributes{Verb: auth.VerbList, Group: h.Resource.Group, Resource: h.Resource.Plural})
+			if err != nil {
+				return l, err
+			}
+			k = &kindAccess{all: all}
+			decided[h.Resource.Name] = k
+			if !all && h.Resource.Namespaced {
+				k.namespaces, err = a.namespacesAllowed(auth.VerbList, h.Resource, l.Namespaces(h.Resource))
+				if err != nil {
+					return l, err
+				}
+			}
+		}
 	}
-	allowed, err := a.namespacesAllowed(auth.VerbList, l.Resource, slices.Compact(slices.Sorted(slices.Values(namespaces))))
-	if err != nil {
-		return l, err
-	}
-	return l.Restrict(func(ns string) bool { return slices.Contains(allowed, ns) })
+	return l.Restrict(func(res cache.Resource, ns string) bool {
+		k := decided[res.Name]
+		return k != nil && (k.all || slices.Contains(k.namespaces, ns))
+	})
 }
 
 // resourceView is a resource's status without the cluster-wide figures a

@@ -445,3 +445,40 @@ func TestAuthTokenFloodIsRefusedNotReviewed(t *testing.T) {
 		t.Fatalf("60 random tokens: answers %v, %d TokenReviews; want 429s beyond the budget, a review per 401", codes, after-before)
 	}
 }
+
+// TestAuthIPOwnersOfEveryKind: Services and nodes are shown to those who
+// may list them, each answer of a batch is filtered as a single lookup is.
+func TestAuthIPOwnersOfEveryKind(t *testing.T) {
+	e := startAuth(t, Options{})
+	for _, tt := range []struct {
+		name, token, ip string
+		code            int
+		match           string
+	}{
+		{"alice looks up a ClusterIP", "alice-token", "10.96.0.1", 404, ""},
+		{"an admin looks up a ClusterIP", "admin-token", "10.96.0.1", 200, "service"},
+		{"alice looks up a node address", "alice-token", "10.0.0.11", 404, ""},
+		{"an admin looks up a node address", "admin-token", "10.0.0.11", 200, "hostNetwork"},
+	} {
+		resp, body := e.get(t, "/api/v1/ip/"+tt.ip, tt.token)
+		if resp.StatusCode != tt.code || gjson.GetBytes(body, "match").Str != tt.match {
+			t.Errorf("%s: %d %.200s; expect %d match %q", tt.name, resp.StatusCode, body, tt.code, tt.match)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodPost, e.ss.url+"/api/v1/ip:lookup",
+		strings.NewReader(`{"queries":[{"ip":"10.77.0.9"},{"ip":"10.96.0.1"},{"ip":"10.77.0.2"},{"ip":"10.77.0.1"}]}`))
+	req.Header.Set("Authorization", "Bearer alice-token")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var got []string
+	for _, r := range gjson.GetBytes(body, "results").Array() {
+		got = append(got, r.Get("match").Str+r.Get("error.code").Raw)
+	}
+	if want := []string{"pod", "404", "404", "pod"}; resp.StatusCode != 200 || !slices.Equal(got, want) {
+		t.Errorf("alice's batch: %d %v; expect %v\n%s", resp.StatusCode, got, want, body)
+	}
+}

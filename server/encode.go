@@ -65,16 +65,11 @@ func writeList(w http.ResponseWriter, res cache.ListResult) error {
 // by hand, as encoding/json would encode it (TestIPLookupEncoding): this is
 // the hot path, and reflection was a large part of its cost.
 func writeIPLookup(w http.ResponseWriter, res cache.IPLookup) error {
-	return writeEnvelope(w, res.Items, func(b []byte) []byte {
-		b = append(b, `{"kind":"PodIPLookup","apiVersion":"kubeindex/v1","ip":`...)
-		b = jsonscan.AppendString(b, res.IP)
-		b = append(b, `,"match":`...)
-		b = jsonscan.AppendString(b, string(res.Match))
-		b = append(b, `,"metadata":{"resourceVersion":`...)
-		b = jsonscan.AppendString(b, res.Freshness.ResourceVersion)
-		b = append(b, `},"pods":`...)
-		return appendIPPods(b, res.Pods)
-	})
+	items := res.Items
+	if len(res.ServiceItems)+len(res.NodeItems) > 0 {
+		items = append(append(append([]*cache.Object(nil), res.Items...), res.ServiceItems...), res.NodeItems...)
+	}
+	return writeEnvelope(w, items, func(b []byte) []byte { return appendIPLookupHead(b, res) })
 }
 
 // appendIPPods encodes pods as encoding/json encodes a []cache.IPPod.

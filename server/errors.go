@@ -59,6 +59,8 @@ func errorStatus(err error) Status {
 		st.Code, st.Reason = http.StatusNotFound, "NotFound"
 	case errors.Is(err, cache.ErrUnknownIndex), errors.Is(err, cache.ErrInvalid), errors.Is(err, errBadRequest):
 		st.Code, st.Reason = http.StatusBadRequest, "BadRequest"
+	case errors.Is(err, cache.ErrBeforeHistory):
+		st.Code, st.Reason = http.StatusGone, "BeforeHistory"
 	case errors.Is(err, cache.ErrNotSynced), errors.As(err, new(retryLater)):
 		st.Code, st.Reason = http.StatusServiceUnavailable, "ServiceUnavailable"
 		st.Details = &StatusDetails{RetryAfterSeconds: retryAfterSeconds}

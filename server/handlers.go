@@ -195,22 +195,3 @@ func (s *Server) indexValues(c echo.Context) error {
 		Values:   res.Values,
 	})
 }
-
-func (s *Server) lookupIP(c echo.Context) error {
-	if _, err := queryParams(c); err != nil {
-		return err
-	}
-	ip, err := pathParam(c, "ip")
-	if err != nil {
-		return err
-	}
-	res, err := s.r.LookupIP(ip)
-	s.setResourceFreshness(c, res.Freshness)
-	if err != nil {
-		return err
-	}
-	if res, err = s.restrictIP(c, res); err != nil {
-		return err
-	}
-	return writeIPLookup(c.Response(), res)
-}

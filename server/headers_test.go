@@ -174,6 +174,10 @@ func TestIPLookupEncoding(t *testing.T) {
 			Pods:  []cache.IPPod{plain, {Namespace: "kube-system", Name: "proxy", HostNetwork: true, Phase: "Pending"}},
 			Items: []*cache.Object{pod, pod}}},
 		{"nothing", cache.IPLookup{IP: "10.0.0.1"}},
+		{"a service and a node by port", cache.IPLookup{IP: "10.0.0.2", Match: cache.MatchService, Via: "port",
+			Port:     &cache.PortAnswer{Number: 443, Protocol: "TCP", Declared: true},
+			Services: []cache.IPService{{Namespace: "edge", Name: "tls", UID: "u1", Role: "externalIP"}}, ServiceItems: []*cache.Object{pod},
+			Nodes: []cache.IPNode{{Name: "n<1>", UID: "u2", Role: "nodeInternal"}}, NodeItems: []*cache.Object{pod}}},
 		{"characters to escape", cache.IPLookup{IP: `<a href="x">&</a>`, Match: "\u2028\u2029",
 			Pods: []cache.IPPod{{Namespace: "tab\there", Name: "quote\"back\\slash", UID: "\x00\x1f\x7f",
 				Phase: "héllo wörld", NodeName: "bad \xff utf-8"}},
@@ -201,19 +205,29 @@ func FuzzIPLookupEncoding(f *testing.F) {
 // encoding it replaced.
 func checkIPLookupEncoding(t *testing.T, res cache.IPLookup) {
 	t.Helper()
+	pods := res.Pods
+	if pods == nil {
+		pods = []cache.IPPod{} // never null: only Services or Nodes may hold the address
+	}
 	head, err := json.Marshal(struct {
-		Kind       string        `json:"kind"`
-		APIVersion string        `json:"apiVersion"`
-		IP         string        `json:"ip"`
-		Match      cache.Match   `json:"match"`
-		Metadata   ListMeta      `json:"metadata"`
-		Pods       []cache.IPPod `json:"pods"`
-	}{"PodIPLookup", "kubeindex/v1", res.IP, res.Match, ListMeta{ResourceVersion: res.Freshness.ResourceVersion}, res.Pods})
+		Kind       string            `json:"kind"`
+		APIVersion string            `json:"apiVersion"`
+		IP         string            `json:"ip"`
+		Match      cache.Match       `json:"match"`
+		Via        string            `json:"via,omitempty"`
+		Port       *cache.PortAnswer `json:"port,omitempty"`
+		Metadata   ListMeta          `json:"metadata"`
+		Pods       []cache.IPPod     `json:"pods"`
+		Services   []cache.IPService `json:"services,omitempty"`
+		Nodes      []cache.IPNode    `json:"nodes,omitempty"`
+	}{"PodIPLookup", "kubeindex/v1", res.IP, res.Match, res.Via, res.Port,
+		ListMeta{ResourceVersion: res.Freshness.ResourceVersion}, pods, res.Services, res.Nodes})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := append(head[:len(head)-1], `,"items":[`...)
-	for i, o := range res.Items {
+	items := append(append(append([]*cache.Object(nil), res.Items...), res.ServiceItems...), res.NodeItems...)
+	for i, o := range items {
 		if i > 0 {
 			want = append(want, ',')
 		}

@@ -120,10 +120,18 @@ var (
 		[]string{"resource"}, nil)
 	descResyncs = prometheus.NewDesc("kubeindex_stream_resyncs_total",
 		"Subscriptions ended with RESYNC_REQUIRED because they fell too far behind (their queue overflowed).", []string{"resource"}, nil)
+
+	descIPAddresses = prometheus.NewDesc("kubeindex_ip_history_addresses", "Addresses the IP ownership history holds intervals for.", nil, nil)
+	descIPIntervals = prometheus.NewDesc("kubeindex_ip_history_intervals", "Ownership intervals the IP history holds (open and closed).", nil, nil)
+	descIPOpen      = prometheus.NewDesc("kubeindex_ip_history_open_intervals", "Ownership intervals still open: addresses held now.", nil, nil)
+	descIPEvicted   = prometheus.NewDesc("kubeindex_ip_history_evicted_total", "Intervals dropped from the IP history, by why: retention (--ip-history) or cap (--ip-history-max).", []string{"reason"}, nil)
+	descIPWriteErr  = prometheus.NewDesc("kubeindex_ip_history_write_errors_total", "Failed writes of the IP history to --ip-history-dir.", nil, nil)
+	descIPSince     = prometheus.NewDesc("kubeindex_ip_history_since_seconds", "Unix time of the earliest moment the IP history answers for.", nil, nil)
 )
 
 func (cc *cacheCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descObjects, descSynced, descConnected, descStale, descRestarts, descSince, descEvents,
+		descIPAddresses, descIPIntervals, descIPOpen, descIPEvicted, descIPSince, descIPWriteErr,
 		descSubscribers, descQueuedEvents, descQueuedBytes, descResyncs} {
 		ch <- d
 	}
@@ -149,6 +157,15 @@ func (cc *cacheCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descQueuedEvents, prometheus.GaugeValue, float64(st.QueuedEvents), st.Resource)
 		ch <- prometheus.MustNewConstMetric(descQueuedBytes, prometheus.GaugeValue, float64(st.QueuedBytes), st.Resource)
 		ch <- prometheus.MustNewConstMetric(descResyncs, prometheus.CounterValue, float64(st.Dropped), st.Resource)
+	}
+	if h, ok := cc.r.IPHistoryStats(); ok {
+		ch <- prometheus.MustNewConstMetric(descIPAddresses, prometheus.GaugeValue, float64(h.Addresses))
+		ch <- prometheus.MustNewConstMetric(descIPIntervals, prometheus.GaugeValue, float64(h.Intervals))
+		ch <- prometheus.MustNewConstMetric(descIPOpen, prometheus.GaugeValue, float64(h.Open))
+		ch <- prometheus.MustNewConstMetric(descIPEvicted, prometheus.CounterValue, float64(h.Evicted-h.EvictedByCap), "retention")
+		ch <- prometheus.MustNewConstMetric(descIPEvicted, prometheus.CounterValue, float64(h.EvictedByCap), "cap")
+		ch <- prometheus.MustNewConstMetric(descIPSince, prometheus.GaugeValue, float64(h.Since.UnixNano())/1e9)
+		ch <- prometheus.MustNewConstMetric(descIPWriteErr, prometheus.CounterValue, float64(h.WriteErrors))
 	}
 }
 

@@ -10,8 +10,10 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -62,7 +64,7 @@ func specPath(t *testing.T, echoPath string) string {
 			segs[i] = "{" + name + "}"
 		}
 	}
-	return strings.Join(segs, "/")
+	return strings.ReplaceAll(strings.Join(segs, "/"), `\:`, ":") // an escaped colon is a colon
 }
 
 func TestOpenAPIIsValid(t *testing.T) {
@@ -190,6 +192,13 @@ func TestResponsesMatchTheSpec(t *testing.T) {
 		{"/api/v1/ip/{ip}", "/api/v1/ip/192.0.2.1", synced, 404, false},
 		{"/api/v1/ip/{ip}", "/api/v1/ip/not-an-ip", synced, 400, false},
 		{"/api/v1/ip/{ip}", "/api/v1/ip/10.0.0.12", unsynced, 503, false},
+		{"/api/v1/ip/{ip}", "/api/v1/ip/10.96.0.1", synced, 200, false},
+		{"/api/v1/ip/{ip}", "/api/v1/ip/10.0.0.12?port=9100", synced, 200, false},
+		{"/api/v1/ip/{ip}", "/api/v1/ip/10.0.0.12?port=9100&protocol=udp", synced, 200, false},
+		{"/api/v1/ip/{ip}", "/api/v1/ip/10.0.0.12?port=0", synced, 400, false},
+		{"/api/v1/ip/{ip}", "/api/v1/ip/10.0.0.12?at=" + strconv.FormatInt(time.Now().Unix()+1, 10), synced, 200, false},
+		{"/api/v1/ip/{ip}", "/api/v1/ip/10.0.0.12?at=1", synced, 410, false},
+		{"/api/v1/ip/{ip}", "/api/v1/ip/10.0.0.12?at=yesterday", synced, 400, false},
 		{"/api/v1/{resource}", "/api/v1/pods", synced, 200, false},
 		{"/api/v1/{resource}", "/api/v1/pods?namespace=kube-system&limit=2", synced, 200, false},
 		{"/api/v1/{resource}", "/api/v1/pods?index=node&value=node-2&labelSelector=k8s-app%3Dkube-proxy", synced, 200, false},
@@ -251,6 +260,42 @@ func TestResponsesMatchTheSpec(t *testing.T) {
 		})
 		if err != nil {
 			t.Errorf("GET %s (%d) does not match the spec of GET %s:\n%v", tt.target, rec.Code, tt.path, err)
+		}
+	}
+	// Batches: a POST with a body.
+	for _, tt := range []struct {
+		body string
+		code int
+	}{
+		{`{"queries":[{"ip":"10.0.0.12"},{"ip":"10.96.0.1","port":443},{"ip":"x"},{"ip":"10.0.0.12","at":"2000-01-01T00:00:00Z"},` +
+			`{"ip":"10.0.0.12","port":9100,"at":` + strconv.FormatInt(time.Now().Unix()+1, 10) + `}]}`, 200},
+		{`{"queries":3}`, 400},
+	} {
+		const path = "/api/v1/ip:lookup"
+		item := doc.Paths.Value(path)
+		req := localRequest(http.MethodPost, path, strings.NewReader(tt.body))
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		synced.ServeHTTP(rec, req)
+		if rec.Code != tt.code {
+			t.Errorf("POST %s %s: %d; expect %d\n%s", path, tt.body, rec.Code, tt.code, rec.Body)
+			continue
+		}
+		produced["POST "+path+" "+http.StatusText(rec.Code)] = true
+		req = localRequest(http.MethodPost, path, strings.NewReader(tt.body))
+		req.Header.Set("Content-Type", "application/json")
+		err := openapi3filter.ValidateResponse(context.Background(), &openapi3filter.ResponseValidationInput{
+			RequestValidationInput: &openapi3filter.RequestValidationInput{
+				Request: req,
+				Route:   &routers.Route{Spec: doc, Path: path, PathItem: item, Method: http.MethodPost, Operation: item.Post},
+			},
+			Status:  rec.Code,
+			Header:  rec.Header(),
+			Body:    io.NopCloser(bytes.NewReader(rec.Body.Bytes())),
+			Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
+		})
+		if err != nil {
+			t.Errorf("POST %s (%d) does not match the spec:\n%v\n%s", path, rec.Code, err, rec.Body)
 		}
 	}
 	for path, item := range doc.Paths.Map() {

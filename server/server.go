@@ -28,7 +28,10 @@ type Reader interface {
 	Get(resource, namespace, name string) (*cache.Object, cache.Freshness, error)
 	List(resource string, q cache.ListQuery) (cache.ListResult, error)
 	IndexValues(resource, index string, limit int, after string) (cache.IndexValues, error)
-	LookupIP(ip string) (cache.IPLookup, error)
+	// LookupAddress answers who holds an address, now or at a moment.
+	LookupAddress(q cache.IPQuery) (cache.IPLookup, error)
+	// IPHistoryStats describes the address history; false when it is off.
+	IPHistoryStats() (cache.IPHistoryStats, bool)
 	// Watch subscribes to a resource's events (see cache.Cache.Watch).
 	Watch(resource string, q cache.WatchQuery, notify chan<- struct{}) (*cache.Subscription, error)
 	// StreamStats describes each resource's stream broker, for metrics.

@@ -170,7 +170,7 @@ func TestCountsMatchLists(t *testing.T) {
 // panicky makes every read panic, to prove a panic costs one request only.
 type panicky struct{ Reader }
 
-func (panicky) LookupIP(string) (cache.IPLookup, error) { panic("boom") }
+func (panicky) LookupAddress(cache.IPQuery) (cache.IPLookup, error) { panic("boom") }
 
 func TestPanicIsA500AndServingContinues(t *testing.T) {
 	f := cachetest.Start(t, cachetest.PodSpec())

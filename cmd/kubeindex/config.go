@@ -42,10 +42,18 @@ type Config struct {
 	// --stream-coalesce: after writing events to a stream, wait this long
 	// so that the events arriving meanwhile share one write
 	StreamCoalesce time.Duration
-	LogLevel       string // --log-level: debug, info, warn, error
-	LogFormat      string // --log-format: text or json
-	Resources      []ResourceConfig
-	Security       SecurityConfig
+	// --ip-history: how long who held an address is kept for ?at= (0: off)
+	IPHistory time.Duration
+	// --ip-history-skew: how near a change a moment is answered as a boundary
+	IPHistorySkew time.Duration
+	// --ip-history-max: the most intervals the address history keeps
+	IPHistoryMax int
+	// --ip-history-dir: keep the address history in a file there, across restarts
+	IPHistoryDir string
+	LogLevel     string // --log-level: debug, info, warn, error
+	LogFormat    string // --log-format: text or json
+	Resources    []ResourceConfig
+	Security     SecurityConfig
 	// IndexFlags are the --index flags, attached to their resources after
 	// discovery (configure), so that any spelling of a resource finds it.
 	IndexFlags []IndexFlag
@@ -108,6 +116,10 @@ var envNames = map[string]string{
 	"api-compression":    "KUBEINDEX_API_COMPRESSION",
 	"api-http2":          "KUBEINDEX_API_HTTP2",
 	"stream-coalesce":    "KUBEINDEX_STREAM_COALESCE",
+	"ip-history":         "KUBEINDEX_IP_HISTORY",
+	"ip-history-skew":    "KUBEINDEX_IP_HISTORY_SKEW",
+	"ip-history-max":     "KUBEINDEX_IP_HISTORY_MAX",
+	"ip-history-dir":     "KUBEINDEX_IP_HISTORY_DIR",
 	"log-level":          "KUBEINDEX_LOG_LEVEL",
 	"log-format":         "KUBEINDEX_LOG_FORMAT",
 
@@ -143,6 +155,10 @@ func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 	fs.BoolVar(&cfg.APIHTTP2, "api-http2", false, "speak HTTP/2 to the API server (one connection for every watch) instead of HTTP/1.1 (a connection per watch; far less CPU for large lists)")
 	fs.BoolVar(&cfg.APICompression, "api-compression", false, "ask the API server to gzip list responses: less traffic, much more CPU on both sides (for slow links to a remote cluster)")
 	fs.DurationVar(&cfg.StreamCoalesce, "stream-coalesce", server.DefaultCoalesce, "after writing events to a stream, wait this long so that events arriving meanwhile go out in one write (the first event after a quiet spell is never held); 0 to 1s, 0 writes each at once")
+	fs.DurationVar(&cfg.IPHistory, "ip-history", time.Hour, "how long the history of who held each address (pods, Services, nodes) is kept, for lookups ?at= a moment; 0 turns it off")
+	fs.DurationVar(&cfg.IPHistorySkew, "ip-history-skew", 2*time.Second, "a moment this near a change of owner is answered as a boundary, with the owners on both sides")
+	fs.IntVar(&cfg.IPHistoryMax, "ip-history-max", 1_000_000, "the most ownership intervals kept (about 200 bytes each); beyond it the oldest go and the history starts later")
+	fs.StringVar(&cfg.IPHistoryDir, "ip-history-dir", "", "keep the address history in a file in this directory (bbolt), so that it survives restarts; without it a restart begins the history anew")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "log format: text or json")
 	cfg.Security.flags(fs)
@@ -255,6 +271,18 @@ func (cfg *Config) Validate() error {
 	}
 	if cfg.StaleAfter <= 0 {
 		errs = append(errs, fmt.Errorf("--stale-after must be positive, got %s", cfg.StaleAfter))
+	}
+	if cfg.IPHistory < 0 {
+		errs = append(errs, fmt.Errorf("--ip-history must be 0 (off) or positive, got %s", cfg.IPHistory))
+	}
+	if cfg.IPHistorySkew <= 0 || cfg.IPHistorySkew > time.Minute {
+		errs = append(errs, fmt.Errorf("--ip-history-skew must be above 0 and at most 1m, got %s", cfg.IPHistorySkew))
+	}
+	if cfg.IPHistoryDir != "" && cfg.IPHistory == 0 {
+		errs = append(errs, errors.New("--ip-history-dir needs the history on (--ip-history above 0)"))
+	}
+	if cfg.IPHistoryMax < 1 {
+		errs = append(errs, fmt.Errorf("--ip-history-max must be positive, got %d", cfg.IPHistoryMax))
 	}
 	if cfg.StreamCoalesce < 0 || cfg.StreamCoalesce > server.MaxCoalesce {
 		errs = append(errs, fmt.Errorf("--stream-coalesce must be between 0 and %s, got %s", server.MaxCoalesce, cfg.StreamCoalesce))

@@ -1,0 +1,91 @@
+package cache
+
+import (
+	"time"
+
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/kubeindex/kubeindex/internal/jsonscan"
+)
+
+// ipFeed is what a shard's one event handler tells the address history.
+// A nil feed does nothing: resources that hold no addresses, or no history.
+type ipFeed struct {
+	kind    string
+	history *ipHistory
+}
+
+func (c *Cache) ipFeed(r Resource) *ipFeed {
+	kind := ownerKind(r)
+	if kind == "" || c.history == nil {
+		return nil
+	}
+	return &ipFeed{kind: kind, history: c.history}
+}
+
+func (f *ipFeed) add(obj any, initial bool) {
+	if o, ok := obj.(*Object); ok && f != nil {
+		f.history.observe(holdingOf(f.kind, o, initial))
+	}
+}
+
+// update treats an object that came back under the same name with a new
+// UID (deleted and recreated between two watch events, seen by a relist)
+// as the delete of the old one and the add of the new.
+func (f *ipFeed) update(old, cur any) {
+	if f == nil {
+		return
+	}
+	o, ok := cur.(*Object)
+	if !ok {
+		return
+	}
+	if prev, ok := old.(*Object); ok && prev.uid != o.uid {
+		f.remove(prev)
+	}
+	f.history.observe(holdingOf(f.kind, o, false))
+}
+
+func (f *ipFeed) remove(obj any) {
+	if f == nil {
+		return
+	}
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if o, ok := obj.(*Object); ok {
+		f.history.observe(holding{who: ipOwner{kind: kindNames[f.kind], namespace: o.namespace, name: o.name, uid: o.uid}})
+	}
+}
+
+// startedAt is when an object present at start-up began holding its
+// addresses: a pod's status.startTime, else metadata.creationTimestamp;
+// 0 when neither is readable.
+func (o *Object) startedAt(kind string) (int64, string) {
+	read := func(v []byte) int64 {
+		s := jsonString(v)
+		t, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			return 0
+		}
+		return t.UnixNano()
+	}
+	if kind == "pods" {
+		status := o.doc("status")
+		if t := read(status.Member("startTime")); t != 0 {
+			return t, "start"
+		}
+	}
+	if t := read(jsonscan.Member(o.doc("metadata").Raw, "creationTimestamp")); t != 0 {
+		return t, "creation"
+	}
+	return 0, ""
+}
+
+func jsonString(v []byte) string {
+	if len(v) == 0 || v[0] != '"' {
+		return ""
+	}
+	s, _ := jsonscan.String(v)
+	return s
+}

@@ -1,0 +1,343 @@
+package cache
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubeindex/kubeindex/indexers"
+)
+
+// handClock is a clock tests move by hand.
+type handClock struct{ t time.Time }
+
+func (c *handClock) now() time.Time { return c.t }
+
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func sec(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+
+func podHolding(uid string, host bool, ips ...string) holding {
+	h := holding{who: ipOwner{kind: "Pod", namespace: "ns", name: "n-" + uid, uid: uid, hostNetwork: host}}
+	for _, ip := range ips {
+		h.held = append(h.held, indexers.Held{IP: ip, Role: indexers.RolePodIP})
+	}
+	return h
+}
+
+func svcHolding(uid string, role indexers.Role, ips ...string) holding {
+	h := holding{who: ipOwner{kind: "Service", namespace: "ns", name: "s-" + uid, uid: uid}}
+	for _, ip := range ips {
+		h.held = append(h.held, indexers.Held{IP: ip, Role: role})
+	}
+	return h
+}
+
+// gone is the delete of uid (a holding of nothing).
+func gone(h holding) holding { h.held = nil; return h }
+
+// ownersOf words an answer as "uid uid …" or the error's kind.
+func ownersOf(ans IPHistoryAnswer, err error) string {
+	switch {
+	case errors.Is(err, ErrBeforeHistory):
+		return "beforeHistory"
+	case errors.Is(err, ErrNotFound):
+		return "nobody"
+	case errors.Is(err, ErrInvalid):
+		return "invalid"
+	case err != nil:
+		return err.Error()
+	}
+	var uids []string
+	for _, o := range ans.Owners {
+		uids = append(uids, o.UID)
+	}
+	return ans.Certainty + ": " + strings.Join(uids, " ")
+}
+
+// TestHistoryRules: given events at known moments, when asked about a
+// moment, then the owners and certainty follow the rules of the README.
+func TestHistoryRules(t *testing.T) {
+	const x, y = "10.1.0.5", "10.96.0.9"
+	type step struct {
+		at float64 // seconds after t0
+		h  holding
+	}
+	type ask struct {
+		ip   string
+		at   float64
+		want string
+	}
+	tests := []struct {
+		name  string
+		steps []step
+		asks  []ask
+	}{
+		{"reuse: A, released, B",
+			[]step{{10, podHolding("A", false, x)}, {20, gone(podHolding("A", false, x))}, {30, podHolding("B", false, x)}},
+			[]ask{{x, 5, "nobody"}, {x, 15, "exact: A"}, {x, 25, "nobody"}, {x, 35, "exact: B"}, {x, 10, "boundary: A"},
+				{x, 21.5, "boundary: A"}, {x, 29, "boundary: B"}, {x, -1, "beforeHistory"}, {x, 100, "invalid"}}},
+		{"a late delete of A never ends B",
+			[]step{{10, podHolding("A", false, x)}, {30, podHolding("B", false, x)}, {40, gone(podHolding("A", false, x))}},
+			[]ask{{x, 20, "exact: A"}, {x, 35, "exact: B"}, {x, 45, "exact: B"}, {x, 40, "exact: B"}, {x, 31, "boundary: A B"}}},
+		{"A still claiming after B took the address is not reopened",
+			[]step{{10, podHolding("A", false, x)}, {30, podHolding("B", false, x)}, {35, podHolding("A", false, x)}, {40, gone(podHolding("B", false, x))}},
+			[]ask{{x, 37, "exact: B"}, {x, 45, "nobody"}}},
+		{"recreated under the same name: a new interval",
+			[]step{{10, podHolding("A1", false, x)}, {30, gone(podHolding("A1", false, x))}, {30.5, podHolding("A2", false, x)}},
+			[]ask{{x, 20, "exact: A1"}, {x, 30.2, "boundary: A1 A2"}, {x, 40, "exact: A2"}}},
+		{"hostNetwork pods share; a pod IP does not end them",
+			[]step{{10, podHolding("H1", true, x)}, {11, podHolding("H2", true, x)}, {20, podHolding("P", false, x)}},
+			[]ask{{x, 15, "exact: H1 H2"}, {x, 30, "exact: H1 H2 P"}}},
+		{"a ClusterIP replaces a ClusterIP; an external IP is shared",
+			[]step{{10, svcHolding("S1", indexers.RoleClusterIP, y)}, {20, svcHolding("S2", indexers.RoleClusterIP, y)},
+				{30, svcHolding("E", indexers.RoleExternalIP, y)}},
+			[]ask{{y, 15, "exact: S1"}, {y, 25, "exact: S2"}, {y, 35, "exact: S2 E"}}},
+		{"an address dropped by an update ends, the others stay",
+			[]step{{10, podHolding("D", false, x, "fd00::5")}, {20, podHolding("D", false, "fd00::5")}},
+			[]ask{{x, 15, "exact: D"}, {x, 25, "nobody"}, {"fd00::5", 25, "exact: D"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := &handClock{t0}
+			x := newIPHistory(IPHistoryOptions{}, clk.now)
+			for _, s := range tt.steps {
+				clk.t = sec(s.at)
+				x.observe(s.h)
+			}
+			clk.t = sec(50)
+			for _, a := range tt.asks {
+				ans, _, err := x.at(a.ip, sec(a.at))
+				if got := ownersOf(ans, err); got != a.want {
+					t.Errorf("%s at %gs: %s; expect %s", a.ip, a.at, got, a.want)
+				}
+			}
+		})
+	}
+}
+
+// TestHistoryStartUp: owners present when the history begins start at
+// their creation or start time, marked, and moments before the history
+// began are refused, never guessed.
+func TestHistoryStartUp(t *testing.T) {
+	clk := &handClock{sec(100)}
+	x := newIPHistory(IPHistoryOptions{}, clk.now)
+	h := podHolding("A", false, "10.1.0.1")
+	h.begin, h.since = sec(50).UnixNano(), "start"
+	x.observe(h)
+	clk.t = sec(120)
+	ans, _, err := x.at("10.1.0.1", sec(110))
+	if ownersOf(ans, err) != "exact: A" || !ans.Owners[0].From.Equal(sec(50)) || ans.Owners[0].Since != "start" || !ans.Since.Equal(sec(100)) {
+		t.Errorf("%s %+v since %s", ownersOf(ans, err), ans.Owners, ans.Since)
+	}
+	if _, _, err := x.at("10.1.0.1", sec(60)); !errors.Is(err, ErrBeforeHistory) {
+		t.Errorf("before the history began: %v; expect beforeHistory", err)
+	}
+}
+
+// TestHistoryBounds: retention and the cap evict the oldest closed
+// intervals, count them, and move historySince.
+func TestHistoryBounds(t *testing.T) {
+	clk := &handClock{t0}
+	x := newIPHistory(IPHistoryOptions{Retention: 100 * time.Second, MaxIntervals: 3}, clk.now)
+	for i := range 6 {
+		clk.t = sec(float64(10 * (i + 1)))
+		x.observe(podHolding(fmt.Sprint("P", i), false, fmt.Sprint("10.1.0.", i)))
+		clk.t = sec(float64(10*(i+1) + 5))
+		x.observe(gone(podHolding(fmt.Sprint("P", i), false)))
+	}
+	st := x.stats()
+	if st.Intervals != 3 || st.EvictedByCap != 3 || st.Evicted != 3 || !st.Since.Equal(sec(35)) {
+		t.Errorf("after the cap: %+v; expect 3 kept, 3 evicted by the cap, since +35s", st)
+	}
+	if _, _, err := x.at("10.1.0.0", sec(12)); !errors.Is(err, ErrBeforeHistory) {
+		t.Errorf("an evicted moment: %v; expect beforeHistory", err)
+	}
+	if ans, _, err := x.at("10.1.0.4", sec(52.5)); ownersOf(ans, err) != "exact: P4" {
+		t.Errorf("a kept moment: %s", ownersOf(ans, err))
+	}
+	clk.t = sec(200)
+	x.observe(podHolding("Q", false, "10.1.0.9"))
+	if st := x.stats(); st.Intervals != 1 || st.Evicted != 6 || !st.Since.Equal(sec(100)) {
+		t.Errorf("after the retention: %+v; expect only Q's open interval, since +100s", st)
+	}
+}
+
+// model is the brute force the history is held to: it replays the events
+// up to a moment and reads who holds what then.
+type model struct {
+	claims map[string]map[indexers.Held]bool // uid → claim → active (false: superseded)
+	who    map[string]ipOwner
+}
+
+func (m *model) apply(h holding) {
+	uid := h.who.uid
+	m.who[uid] = h.who
+	cur := m.claims[uid]
+	if cur == nil {
+		cur = map[indexers.Held]bool{}
+		m.claims[uid] = cur
+	}
+	for k := range cur {
+		if !slices.Contains(h.held, k) {
+			delete(cur, k)
+		}
+	}
+	for _, k := range h.held {
+		if _, ok := cur[k]; ok {
+			continue
+		}
+		w := h.who
+		if exclusive(&w, k.Role) {
+			for other, claims := range m.claims {
+				o := m.who[other]
+				for k2, active := range claims {
+					if other != uid && k2.IP == k.IP && active && exclusive(&o, k2.Role) {
+						claims[k2] = false
+					}
+				}
+			}
+		}
+		cur[k] = true
+	}
+}
+
+func (m *model) holders(ip string) []string {
+	var out []string
+	for uid, claims := range m.claims {
+		for k, active := range claims {
+			if active && k.IP == ip {
+				out = append(out, uid+"/"+string(k.Role))
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+type histEvent struct {
+	at int64
+	h  holding
+}
+
+// replay is the model after every event up to and including at.
+func replay(events []histEvent, at int64) *model {
+	m := &model{claims: map[string]map[indexers.Held]bool{}, who: map[string]ipOwner{}}
+	for _, e := range events {
+		if e.at > at {
+			break
+		}
+		m.apply(e.h)
+	}
+	return m
+}
+
+// brute answers a moment by scanning the whole sequence: exact holders at
+// t, or, when the holders of ip change within the skew of t, everyone who
+// held it at any instant of [t-skew, t+skew] or just before a change in it.
+func brute(events []histEvent, ip string, t, skew int64) (string, []string) {
+	changed := false
+	set := map[string]bool{}
+	for _, h := range replay(events, t-skew).holders(ip) {
+		set[h] = true
+	}
+	for i, e := range events {
+		if e.at < t-skew || e.at > t+skew {
+			continue
+		}
+		before, after := replay(events[:i], e.at).holders(ip), replay(events[:i+1], e.at).holders(ip)
+		if !slices.Equal(before, after) {
+			changed = true
+		}
+		for _, h := range slices.Concat(before, after) { // the owners on both sides of the change
+			set[h] = true
+		}
+	}
+	if !changed {
+		return CertaintyExact, replay(events, t).holders(ip)
+	}
+	var out []string
+	for h := range set {
+		out = append(out, h)
+	}
+	slices.Sort(out)
+	return CertaintyBoundary, out
+}
+
+// TestHistoryAgreesWithBruteForce: a history fed a random sequence of
+// events answers every moment as a scan of the whole sequence does.
+func TestHistoryAgreesWithBruteForce(t *testing.T) {
+	ips := []string{"10.1.0.1", "10.1.0.2", "10.1.0.3"}
+	type kind struct {
+		host bool
+		svc  indexers.Role
+	}
+	kinds := []kind{{}, {}, {}, {host: true}, {svc: indexers.RoleClusterIP}, {svc: indexers.RoleExternalIP}}
+	const skew = int64(2 * time.Second)
+	for seed := range uint64(150) {
+		rng := rand.New(rand.NewPCG(seed, 15))
+		clk := &handClock{t0}
+		x := newIPHistory(IPHistoryOptions{Skew: time.Duration(skew)}, clk.now)
+		var events []histEvent
+		at := t0.UnixNano()
+		for range 5 + rng.IntN(30) {
+			at += int64(time.Millisecond) * int64(1+rng.IntN(6000))
+			uid := fmt.Sprint("u", rng.IntN(8))
+			k := kinds[int(uid[1]-'0')%len(kinds)]
+			var held []string
+			if rng.IntN(5) > 0 {
+				for _, ip := range ips {
+					if rng.IntN(3) == 0 {
+						held = append(held, ip)
+					}
+				}
+			}
+			h := podHolding(uid, k.host, held...)
+			if k.svc != "" {
+				h = svcHolding(uid, k.svc, held...)
+			}
+			events = append(events, histEvent{at, h})
+			clk.t = time.Unix(0, at)
+			x.observe(h)
+		}
+		clk.t = time.Unix(0, at).Add(10 * time.Second)
+		for range 40 {
+			q := t0.UnixNano() + rng.Int64N(at-t0.UnixNano()+int64(3*time.Second))
+			if rng.IntN(3) == 0 { // on, or just off, a change or a skew's edge
+				e := events[rng.IntN(len(events))].at
+				q = e + []int64{0, 1, -1, skew, -skew, skew + 1, -skew - 1}[rng.IntN(7)]
+			}
+			ip := ips[rng.IntN(len(ips))]
+			wantCert, want := brute(events, ip, q, skew)
+			ans, _, err := x.at(ip, time.Unix(0, q))
+			if errors.Is(err, ErrBeforeHistory) && q < t0.UnixNano() {
+				continue
+			}
+			var got []string
+			for _, o := range ans.Owners {
+				got = append(got, o.UID+"/"+string(o.Role))
+			}
+			slices.Sort(got)
+			got = slices.Compact(got) // an owner may have two intervals near a moment
+			if len(want) == 0 && wantCert == CertaintyExact {
+				if !errors.Is(err, ErrNotFound) {
+					t.Fatalf("seed %d: %s at %d: %v %v; expect nobody", seed, ip, q, got, err)
+				}
+				continue
+			}
+			if err != nil || ans.Certainty != wantCert || !slices.Equal(got, want) {
+				for _, e := range events {
+					t.Logf("+%d %s %v", e.at-t0.UnixNano(), e.h.who.uid, e.h.held)
+				}
+				t.Fatalf("seed %d: %s at +%dns: %s %v (%v); expect %s %v", seed, ip, q-t0.UnixNano(), ans.Certainty, got, err, wantCert, want)
+			}
+			if !slices.IsSortedFunc(ans.Owners, func(a, b IPOwner) int { return a.From.Compare(b.From) }) {
+				t.Fatalf("seed %d: owners not ordered by from: %+v", seed, ans.Owners)
+			}
+		}
+	}
+}

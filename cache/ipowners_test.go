@@ -1,0 +1,122 @@
+package cache_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/kubeindex/kubeindex/cache"
+	"github.com/kubeindex/kubeindex/cache/cachetest"
+	"github.com/kubeindex/kubeindex/indexers"
+)
+
+func names(l cache.IPLookup) string {
+	var out []string
+	for _, p := range l.Pods {
+		out = append(out, "pod:"+p.Namespace+"/"+p.Name)
+	}
+	for _, s := range l.Services {
+		out = append(out, "svc:"+s.Namespace+"/"+s.Name+":"+string(s.Role))
+	}
+	for _, n := range l.Nodes {
+		out = append(out, "node:"+n.Name+":"+string(n.Role))
+	}
+	return strings.Join(out, " ")
+}
+
+func apply(t *testing.T, f *cachetest.Fixture, resource, obj string) {
+	t.Helper()
+	if err := f.Sim.Apply(resource, []byte(obj)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestOwnersOfEveryKind: given the demo cluster with pods, Services and
+// Nodes cached, when an address is looked up, then every object holding it
+// answers with its role, and a port picks among holders that share it.
+func TestOwnersOfEveryKind(t *testing.T) {
+	f := cachetest.Start(t, cachetest.DefaultSpecs()...)
+	apply(t, f, "services", `{"metadata":{"namespace":"edge","name":"web"},"spec":{"type":"LoadBalancer","clusterIP":"10.96.200.1","clusterIPs":["10.96.200.1"],`+
+		`"externalIPs":["192.0.2.10"],"ports":[{"port":80}]},"status":{"loadBalancer":{"ingress":[{"ip":"203.0.113.5"}]}}}`)
+	apply(t, f, "services", `{"metadata":{"namespace":"edge","name":"tls"},"spec":{"clusterIP":"10.96.200.2","externalIPs":["192.0.2.10"],"ports":[{"port":443}]}}`)
+	apply(t, f, "services", `{"metadata":{"namespace":"edge","name":"dns"},"spec":{"clusterIP":"10.96.200.3","ports":[{"port":53,"protocol":"UDP"}]}}`)
+	apply(t, f, "services", `{"metadata":{"namespace":"edge","name":"headless"},"spec":{"clusterIP":"None","ports":[{"port":80}]}}`)
+	cachetest.Eventually(t, "the services are cached", func() bool {
+		l, err := f.Cache.LookupIP("10.96.200.3")
+		return err == nil && len(l.Services) == 1
+	})
+	podIP := firstPodIP(t, f.Cache)
+	tests := []struct {
+		name     string
+		q        cache.IPQuery
+		match    cache.Match
+		via      string
+		holders  string // a prefix of names(...)
+		declared string // "", "true", "false": the port answer
+	}{
+		{"a ClusterIP", cache.IPQuery{IP: "10.96.0.1"}, cache.MatchService, "", "svc:default/kubernetes:clusterIP", ""},
+		{"a load balancer address", cache.IPQuery{IP: "203.0.113.5"}, cache.MatchService, "", "svc:edge/web:loadBalancer", ""},
+		{"an external IP two Services share", cache.IPQuery{IP: "192.0.2.10"}, cache.MatchAmbiguous, "", "svc:edge/tls:externalIP svc:edge/web:externalIP", ""},
+		{"the shared external IP by port", cache.IPQuery{IP: "192.0.2.10", Port: indexers.Port{Number: 443, Protocol: "TCP"}}, cache.MatchService, "port", "svc:edge/tls:externalIP", "true"},
+		{"a port no Service declares", cache.IPQuery{IP: "192.0.2.10", Port: indexers.Port{Number: 8443, Protocol: "TCP"}}, cache.MatchAmbiguous, "", "svc:edge/tls:externalIP svc:edge/web:externalIP", "false"},
+		{"the protocol counts", cache.IPQuery{IP: "10.96.200.3", Port: indexers.Port{Number: 53, Protocol: "TCP"}}, cache.MatchService, "", "svc:edge/dns:clusterIP", "false"},
+		{"a node address", cache.IPQuery{IP: "10.0.0.12"}, cache.MatchHostNetwork, "", "pod:kube-system/kube-proxy", ""},
+		{"a node address by a port one pod declares", cache.IPQuery{IP: "10.0.0.12", Port: indexers.Port{Number: 9100, Protocol: "TCP"}}, cache.MatchPod, "port", "pod:kube-system/node-exporter-b9jgt node:node-2:nodeInternal", "true"},
+		{"a port both hostNetwork pods declare", cache.IPQuery{IP: "10.0.0.12", Port: indexers.Port{Number: 9090, Protocol: "TCP"}}, cache.MatchHostNetwork, "", "pod:kube-system/kube-proxy", "true"},
+		{"a port nobody declares", cache.IPQuery{IP: "10.0.0.12", Port: indexers.Port{Number: 1, Protocol: "TCP"}}, cache.MatchHostNetwork, "", "pod:kube-system/kube-proxy", "false"},
+		{"a pod's own address ignores the port", cache.IPQuery{IP: podIP, Port: indexers.Port{Number: 1, Protocol: "TCP"}}, cache.MatchPod, "", "pod:", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l, err := f.Cache.LookupAddress(tt.q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			declared := ""
+			if l.Port != nil {
+				declared = fmt.Sprint(l.Port.Declared)
+			}
+			if l.Match != tt.match || l.Via != tt.via || !strings.HasPrefix(names(l), tt.holders) || declared != tt.declared {
+				t.Errorf("match %s via %q holders %q port declared %q; expect %s via %q holders %q... declared %q",
+					l.Match, l.Via, names(l), declared, tt.match, tt.via, tt.holders, tt.declared)
+			}
+			if len(l.Items) != len(l.Pods) || len(l.ServiceItems) != len(l.Services) || len(l.NodeItems) != len(l.Nodes) {
+				t.Errorf("objects do not follow the summaries: %d/%d %d/%d %d/%d", len(l.Items), len(l.Pods),
+					len(l.ServiceItems), len(l.Services), len(l.NodeItems), len(l.Nodes))
+			}
+		})
+	}
+	if l, err := f.Cache.LookupIP("10.0.0.12"); err != nil || !strings.HasSuffix(names(l), "node:node-2:nodeInternal") {
+		t.Errorf("a node address names the node after its hostNetwork pods: %q, %v", names(l), err)
+	}
+}
+
+// TestOnlyPodsAnswerAsBefore: with only pods cached, a Service address is
+// nobody's, worded as always, and a node address lists no node.
+func TestOnlyPodsAnswerAsBefore(t *testing.T) {
+	f := cachetest.Start(t, cachetest.PodSpec())
+	_, err := f.Cache.LookupIP("10.96.0.1")
+	if !errors.Is(err, cache.ErrNotFound) || !strings.HasPrefix(err.Error(), "no pod has IP") {
+		t.Errorf("a ClusterIP with only pods cached: %v; expect the pods-only not-found", err)
+	}
+	l, err := f.Cache.LookupIP("10.0.0.12")
+	if err != nil || l.Match != cache.MatchHostNetwork || len(l.Nodes) != 0 || len(l.Services) != 0 {
+		t.Errorf("a node address with only pods cached: %s %q, %v", l.Match, names(l), err)
+	}
+}
+
+func firstPodIP(t *testing.T, c *cache.Cache) string {
+	t.Helper()
+	values, err := c.IndexValues("pods", "ip", 0, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range values.Values {
+		if l, err := c.LookupIP(v.Value); err == nil && l.Match == cache.MatchPod && len(l.Pods) == 1 {
+			return v.Value
+		}
+	}
+	t.Fatal("no address with one pod")
+	return ""
+}

@@ -1,0 +1,143 @@
+package server
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/kubeindex/kubeindex/cache/cachetest"
+)
+
+// batch sends body to the batch handler (not through the route table's
+// middleware) and returns the response.
+func batch(t testing.TB, s *Server, body, accept string) *httptest.ResponseRecorder {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodPost, "/api/v1/ip:lookup", strings.NewReader(body))
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	rec := httptest.NewRecorder()
+	c := s.echo.NewContext(req, rec)
+	if err := s.lookupIPBatch(c); err != nil {
+		s.echo.HTTPErrorHandler(err, c)
+	}
+	return rec
+}
+
+// TestIPBatch: answers come in order, one per query, each what the single
+// lookup answers; a bad query is an error in its slot; NDJSON on request.
+func TestIPBatch(t *testing.T) {
+	f, _ := startServer(t)
+	s := New(f.Cache, Options{Logger: quiet()})
+	body := `{"queries":[{"ip":"10.0.0.12"},{"ip":"not-an-ip"},{"ip":"10.96.0.1"},{"ip":"10.0.0.12","port":9100},` +
+		`{"ip":"10.0.0.12","port":"9100","protocol":"UDP"},{"ip":"192.0.2.1"},{"ip":"10.0.0.12","at":"2000-01-01T00:00:00Z"},{"ip":"10.0.0.12","at":true}]}`
+	type result struct {
+		IP, Match, Via string
+		Pods           []struct{ Name string }
+		Services       []struct{ Name, Role string }
+		Error          *struct {
+			Code   int
+			Reason string
+		}
+	}
+	want := []string{"hostNetwork", "400", "service", "pod/port", "hostNetwork", "404", "410", "400"}
+	check := func(t *testing.T, results []result) {
+		if len(results) != len(want) {
+			t.Fatalf("%d results; expect %d", len(results), len(want))
+		}
+		for i, r := range results {
+			got := r.Match
+			if r.Via != "" {
+				got += "/" + r.Via
+			}
+			if r.Error != nil {
+				got = fmt.Sprint(r.Error.Code)
+			}
+			if got != want[i] {
+				t.Errorf("slot %d (%s): %s; expect %s", i, r.IP, got, want[i])
+			}
+		}
+		if len(results[3].Pods) != 1 || !strings.HasPrefix(results[3].Pods[0].Name, "node-exporter") {
+			t.Errorf("the port picks node-exporter: %+v", results[3].Pods)
+		}
+	}
+	t.Run("json", func(t *testing.T) {
+		rec := batch(t, s, body, "")
+		var doc struct {
+			Kind    string
+			Results []result
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil || rec.Code != 200 || doc.Kind != "IPLookupBatch" {
+			t.Fatalf("%d %v %s", rec.Code, err, rec.Body)
+		}
+		check(t, doc.Results)
+	})
+	t.Run("ndjson", func(t *testing.T) {
+		rec := batch(t, s, body, "application/x-ndjson")
+		if ct := rec.Header().Get("Content-Type"); ct != "application/x-ndjson" {
+			t.Errorf("Content-Type %q", ct)
+		}
+		var results []result
+		sc := bufio.NewScanner(rec.Body)
+		for sc.Scan() {
+			var r result
+			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+				t.Fatalf("line %q: %v", sc.Text(), err)
+			}
+			results = append(results, r)
+		}
+		check(t, results)
+	})
+	for _, bad := range []string{``, `[]`, `{"queries":{}}`, `{"queries":[],"x":1}`, `{"queries":[]} {}`,
+		`{"queries":[` + strings.Repeat(`{"ip":"10.0.0.1"},`, maxBatchQueries) + `{"ip":"10.0.0.1"}]}`} {
+		if rec := batch(t, s, bad, ""); rec.Code != http.StatusBadRequest {
+			t.Errorf("body %.40q: %d; expect 400", bad, rec.Code)
+		}
+	}
+	if rec := batch(t, s, `{"queries":[{"ip":"`+strings.Repeat("1", maxBatchBody)+`"}]}`, ""); rec.Code != http.StatusRequestEntityTooLarge {
+		t.Errorf("a body beyond the bound: %d; expect 413", rec.Code)
+	}
+	// Through the route table: POST with a body is served, the bound holds.
+	h := s.Handler()
+	for _, tt := range []struct {
+		method, body string
+		code         int
+	}{
+		{http.MethodPost, `{"queries":[{"ip":"10.96.0.1"}]}`, 200},
+		{http.MethodPost, `{"queries":[{"ip":"` + strings.Repeat("1", maxBatchBody) + `"}]}`, 413},
+		{http.MethodGet, ``, 404}, // a GET is a resource name to /api/v1/{resource}
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, localRequest(tt.method, "/api/v1/ip:lookup", strings.NewReader(tt.body)))
+		if rec.Code != tt.code || tt.code == 200 && !strings.Contains(rec.Body.String(), `"match":"service"`) {
+			t.Errorf("%s through the routes: %d %.200s; expect %d", tt.method, rec.Code, rec.Body, tt.code)
+		}
+	}
+}
+
+// FuzzIPBatchBody: no body makes the batch panic; a body it accepts gets
+// exactly one answer per query.
+func FuzzIPBatchBody(f *testing.F) {
+	for _, s := range []string{`{"queries":[{"ip":"10.0.0.1"}]}`, `{"queries":[{"ip":"::1","at":1.5,"port":"80","protocol":"udp"}]}`,
+		`{"queries":[{"ip":"","at":null,"port":{}}]}`, `{"queries":null}`, `{`} {
+		f.Add(s)
+	}
+	s := New(cachetest.Start(f, cachetest.PodSpec()).Cache, Options{Logger: quiet()})
+	f.Fuzz(func(t *testing.T, body string) {
+		rec := batch(t, s, body, "application/x-ndjson")
+		queries, err := parseBatch([]byte(body))
+		if err != nil {
+			if rec.Code != http.StatusBadRequest {
+				t.Fatalf("%q: %d after a parse error", body, rec.Code)
+			}
+			return
+		}
+		if lines := strings.Count(rec.Body.String(), "\n"); rec.Code != 200 || lines != len(queries) {
+			t.Fatalf("%q: %d with %d lines for %d queries", body, rec.Code, lines, len(queries))
+		}
+	})
+}

@@ -1,0 +1,91 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseAt(t *testing.T) {
+	tests := []struct {
+		in   string
+		want time.Time
+		ok   bool
+	}{
+		{"2026-01-02T03:04:05Z", time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), true},
+		{"2026-01-02T03:04:05.25+01:00", time.Date(2026, 1, 2, 2, 4, 5, 250e6, time.UTC), true},
+		{"1767323045", time.Unix(1767323045, 0), true},
+		{"1767323045.5", time.Unix(1767323045, 5e8), true},
+		{"1767323045.000000001", time.Unix(1767323045, 1), true},
+		{"0", time.Unix(0, 0), true},
+		{"1767323045.0000000001", time.Time{}, false}, // finer than a nanosecond
+		{"-1", time.Time{}, false},
+		{"1e9", time.Time{}, false},
+		{".5", time.Time{}, false},
+		{"5.", time.Time{}, true}, // "5." is five seconds
+		{"2026-01-02", time.Time{}, false},
+		{"yesterday", time.Time{}, false},
+		{"99999999999999", time.Time{}, false},
+		{"1969-12-31T23:59:59Z", time.Time{}, false},
+	}
+	for _, tt := range tests {
+		got, err := parseAt(tt.in)
+		if (err == nil) != tt.ok || tt.ok && !tt.want.IsZero() && !got.Equal(tt.want) {
+			t.Errorf("parseAt(%q) = %s, %v; expect %s, ok %v", tt.in, got, err, tt.want, tt.ok)
+		}
+	}
+}
+
+// FuzzIPQuery: no at, port or protocol makes the parser panic, and what
+// it accepts is a real moment and a real port.
+func FuzzIPQuery(f *testing.F) {
+	for _, s := range [][3]string{{"2026-01-02T03:04:05Z", "9100", "TCP"}, {"1767323045.5", "53", "udp"}, {"", "", ""}, {"1.2.3", "0x10", "tcp "}} {
+		f.Add(s[0], s[1], s[2])
+	}
+	f.Fuzz(func(t *testing.T, at, port, protocol string) {
+		q, err := parseIPQuery("10.0.0.1", at, port, protocol)
+		if err != nil {
+			return
+		}
+		if at != "" && (q.At.IsZero() || q.At.Year() < 1970) {
+			t.Fatalf("at %q accepted as %s", at, q.At)
+		}
+		if port != "" && (q.Port.Number < 1 || q.Port.Number > 65535) {
+			t.Fatalf("port %q accepted as %v", port, q.Port)
+		}
+	})
+}
+
+// TestIPLookupAtOverHTTP: ?at= answers from the history with the owners'
+// intervals; a moment before it is a 410; the history shows in /metrics.
+func TestIPLookupAtOverHTTP(t *testing.T) {
+	_, h := startServer(t)
+	now := strconv.FormatFloat(float64(time.Now().UnixNano())/1e9, 'f', 3, 64)
+	rec := do(t, h, http.MethodGet, "/api/v1/ip/10.0.0.12?port=9100&at="+now)
+	var body struct {
+		Kind, Certainty, Match, Via string
+		Owners                      []struct{ Kind, Name, Role, Since string }
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || rec.Code != 200 {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+	if body.Kind != "IPHistoryLookup" || body.Match != "pod" || body.Via != "port" || len(body.Owners) != 1 ||
+		!strings.HasPrefix(body.Owners[0].Name, "node-exporter") || body.Owners[0].Since != "start" {
+		t.Errorf("%s", rec.Body)
+	}
+	if rec := do(t, h, http.MethodGet, "/api/v1/ip/10.0.0.12?at=2000-01-01T00:00:00Z"); rec.Code != http.StatusGone || !strings.Contains(rec.Body.String(), `"reason":"BeforeHistory"`) {
+		t.Errorf("before the history: %d %s", rec.Code, rec.Body)
+	}
+	if rec := do(t, h, http.MethodGet, "/api/v1/ip/10.0.0.12?protocol=UDP"); rec.Code != http.StatusBadRequest {
+		t.Errorf("protocol without port: %d", rec.Code)
+	}
+	metrics := do(t, h, http.MethodGet, "/metrics").Body.String()
+	for _, m := range []string{"kubeindex_ip_history_open_intervals ", `kubeindex_ip_history_evicted_total{reason="cap"} 0`} {
+		if !strings.Contains(metrics, m) {
+			t.Errorf("/metrics lacks %s", m)
+		}
+	}
+}
