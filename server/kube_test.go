@@ -166,7 +166,9 @@ func TestKubeReads(t *testing.T) {
 			items: func(it gjson.Result) bool { return it.Get("status.phase").Str != "Running" }},
 		{name: "fieldSelector pod IP (index)", target: "/k8s/api/v1/pods?fieldSelector=status.podIP%3D" +
 			gjson.GetBytes(pod.Raw(), "status.podIP").Str, code: 200,
-			items: func(it gjson.Result) bool { return it.Get("status.podIP").Str == gjson.GetBytes(pod.Raw(), "status.podIP").Str }},
+			items: func(it gjson.Result) bool {
+				return it.Get("status.podIP").Str == gjson.GetBytes(pod.Raw(), "status.podIP").Str
+			}},
 		{name: "fieldSelector spec.host is spec.nodeName", target: "/k8s/api/v1/pods?fieldSelector=spec.host%3D" + node, code: 200,
 			items: func(it gjson.Result) bool { return it.Get("spec.nodeName").Str == node }},
 		{name: "fieldSelector hostNetwork", target: "/k8s/api/v1/pods?fieldSelector=spec.hostNetwork%3Dfalse", code: 200,
