@@ -75,7 +75,7 @@ func (s *Server) kubeResourcePath(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.kubeRead(c, t)
+	return s.kubeServe(c, t)
 }
 
 // kubeNamespace handles /api/v1/namespaces/{name}: a Namespace object.
@@ -88,10 +88,10 @@ func (s *Server) kubeNamespace(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.kubeRead(c, t)
+	return s.kubeServe(c, t)
 }
 
-func (s *Server) kubeRead(c echo.Context, t kubeTarget) error {
+func (s *Server) kubeServe(c echo.Context, t kubeTarget) error {
 	media := negotiateObjects(c.Request(), false)
 	if media == kubeNotAcceptableM {
 		return kubeNotAcceptable("application/json")
@@ -207,7 +207,7 @@ func (s *Server) kubeGet(c echo.Context, t kubeTarget, opts *metainternalversion
 		return err
 	}
 	obj, fresh, err := s.r.Get(t.res.Name, t.namespace, t.name)
-	setResourceFreshness(c, fresh)
+	s.setResourceFreshness(c, fresh)
 	if errors.Is(err, cache.ErrNotFound) {
 		return kubeObjectNotFound(t.res.Group, t.res.Plural, t.name)
 	}
@@ -234,7 +234,7 @@ func (s *Server) kubeList(c echo.Context, t kubeTarget, opts *metainternalversio
 		q.Limit = int(min(opts.Limit, int64(maxLimit)))
 	}
 	res, err := s.r.List(t.res.Name, q)
-	setResourceFreshness(c, res.Freshness)
+	s.setResourceFreshness(c, res.Freshness)
 	if err != nil {
 		if errors.Is(err, cache.ErrInvalid) && q.Continue != "" {
 			var fe *cache.FieldSelectorError

@@ -68,16 +68,12 @@ func (s *Server) kubeWatch(c echo.Context, t kubeTarget, opts *metainternalversi
 	default:
 		wq.Snapshot = true
 	}
-	if err := s.streams.acquire(); err != nil {
-		return err
-	}
-	defer s.streams.release()
 	notify := make(chan struct{}, 1)
-	sub, err := s.r.Watch(t.res.Name, wq, notify)
+	sub, err := s.streams.subscribe(s.r, t.res.Name, wq, notify)
 	if err != nil {
 		return err
 	}
-	defer sub.Close()
+	defer s.streams.unsubscribe(sub)
 
 	timeout := time.Duration(float64(minWatchTimeout) * (1 + rand.Float64()))
 	if opts.TimeoutSeconds != nil {
@@ -87,6 +83,7 @@ func (s *Server) kubeWatch(c echo.Context, t kubeTarget, opts *metainternalversi
 	defer cancel()
 
 	w := c.Response()
+	s.fillFreshness(w.Header()) // the whole cache's: a resource's would cost a count of its objects
 	w.Header().Set(echo.HeaderContentType, "application/json")
 	w.Header().Set("Cache-Control", "no-cache, private")
 	w.WriteHeader(http.StatusOK)

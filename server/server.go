@@ -32,6 +32,8 @@ type Reader interface {
 	LookupIP(ip string) (cache.IPLookup, error)
 	// Watch subscribes to a resource's events (see cache.Cache.Watch).
 	Watch(resource string, q cache.WatchQuery, notify chan<- struct{}) (*cache.Subscription, error)
+	// StreamStats describes each resource's stream broker, for metrics.
+	StreamStats() []cache.StreamStats
 	// Resolve and Namespaces serve authorization (see cache.Cache.Resolve).
 	Resolve(resource string) (cache.Resource, error)
 	Namespaces() []string
@@ -44,8 +46,6 @@ type Reader interface {
 
 // Options configures the server. Zero values take the documented defaults.
 type Options struct {
-	// Addr to listen on. Default 127.0.0.1:8080.
-	Addr string
 	// Simulated labels every response as coming from the --demo cluster.
 	Simulated bool
 	// ShutdownTimeout bounds graceful shutdown. Default 10s.
@@ -76,14 +76,13 @@ type Server struct {
 	limits  *limiter
 	headers []header // security headers of every response
 	// routeInfo is read by every request and written only by New.
-	routeInfo map[string]*routeInfo
+	routeInfo map[routeKey]*route
+	// fresh holds the freshness header values last written (headers.go).
+	fresh atomicFreshness
 }
 
 // New builds the server and its routes. It starts nothing.
 func New(r Reader, opts Options) *Server {
-	if opts.Addr == "" {
-		opts.Addr = "127.0.0.1:8080"
-	}
 	if opts.ShutdownTimeout <= 0 {
 		opts.ShutdownTimeout = 10 * time.Second
 	}
@@ -102,24 +101,14 @@ func New(r Reader, opts Options) *Server {
 	s.metrics.registry.MustRegister(&securityCollector{s: s})
 	s.echo.Use(s.edge) // recovery, metrics, freshness, security headers, no body, authentication, limits
 	s.routes()
-	s.registerKube()
 	return s
 }
 
 // Handler returns the HTTP handler, for tests and embedding.
 func (s *Server) Handler() http.Handler { return s.echo }
 
-// Start listens and serves until ctx is cancelled, then shuts down
+// Serve serves HTTP on ln until ctx is cancelled, then shuts down
 // gracefully within ShutdownTimeout using a fresh context.
-func (s *Server) Start(ctx context.Context) error {
-	ln, err := net.Listen("tcp", s.opts.Addr)
-	if err != nil {
-		return fmt.Errorf("listening on %s: %w", s.opts.Addr, err)
-	}
-	return s.Serve(ctx, ln)
-}
-
-// Serve is Start on an existing listener.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
 		Handler:           s.echo,

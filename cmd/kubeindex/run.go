@@ -68,7 +68,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return err
 	}
-	srv := server.New(c, server.Options{Addr: cfg.Listen, Simulated: cfg.Demo, Logger: log,
+	srv := server.New(c, server.Options{Simulated: cfg.Demo, Logger: log,
 		Auth: authOpts, Limits: cfg.Security.limits(), Streams: server.StreamOptions{Coalesce: cfg.StreamCoalesce},
 		KubeVersion: kubeVersion})
 	ln, err := net.Listen("tcp", cfg.Listen)
