@@ -92,9 +92,15 @@ func (s *Server) kubeNamespace(c echo.Context) error {
 }
 
 func (s *Server) kubeServe(c echo.Context, t kubeTarget) error {
-	media := negotiateObjects(c.Request(), false)
-	if media == kubeNotAcceptableM {
-		return kubeNotAcceptable("application/json")
+	var tb *tableRequest
+	switch negotiateObjects(c.Request(), true) {
+	case kubeNotAcceptableM:
+		return kubeNotAcceptable("application/json", kubeTableMediaType)
+	case kubeTable:
+		var err error
+		if tb, err = s.tableFor(c, t.res); err != nil {
+			return err
+		}
 	}
 	opts, err := kubeListOptions(c.Request(), t.name)
 	if err != nil {
@@ -102,11 +108,11 @@ func (s *Server) kubeServe(c echo.Context, t kubeTarget) error {
 	}
 	switch {
 	case opts.Watch:
-		return s.kubeWatch(c, t, &opts)
+		return s.kubeWatch(c, t, &opts, tb)
 	case t.name != "":
-		return s.kubeGet(c, t, &opts)
+		return s.kubeGet(c, t, &opts, tb)
 	}
-	return s.kubeList(c, t, &opts)
+	return s.kubeList(c, t, &opts, tb)
 }
 
 // kubeListOptions reads and checks the query as the API server does
@@ -199,7 +205,7 @@ func (s *Server) kubeAllow(c echo.Context, verb string, res cache.Resource, name
 			what, a.userName(), verb, res.Plural, res.Group, where)}}
 }
 
-func (s *Server) kubeGet(c echo.Context, t kubeTarget, opts *metainternalversion.ListOptions) error {
+func (s *Server) kubeGet(c echo.Context, t kubeTarget, opts *metainternalversion.ListOptions, tb *tableRequest) error {
 	if err := s.kubeAllow(c, auth.VerbGet, t.res, t.namespace, t.name); err != nil {
 		return err
 	}
@@ -214,10 +220,17 @@ func (s *Server) kubeGet(c echo.Context, t kubeTarget, opts *metainternalversion
 	if err != nil {
 		return err
 	}
+	if tb != nil {
+		body, err := tb.build([]*cache.Object{obj}, metav1.ListMeta{})
+		if err != nil {
+			return err
+		}
+		return writeTable(c, body)
+	}
 	return writeJSON(c.Response(), obj.Raw())
 }
 
-func (s *Server) kubeList(c echo.Context, t kubeTarget, opts *metainternalversion.ListOptions) error {
+func (s *Server) kubeList(c echo.Context, t kubeTarget, opts *metainternalversion.ListOptions, tb *tableRequest) error {
 	if err := s.kubeAllow(c, auth.VerbList, t.res, t.namespace, ""); err != nil {
 		return err
 	}
@@ -245,6 +258,18 @@ func (s *Server) kubeList(c echo.Context, t kubeTarget, opts *metainternalversio
 		return err
 	}
 	meta := ListMeta{ResourceVersion: strconv.FormatUint(pos, 10), Continue: res.Continue, Remaining: res.Remaining}
+	if tb != nil {
+		lm := metav1.ListMeta{ResourceVersion: meta.ResourceVersion, Continue: meta.Continue}
+		if meta.Continue != "" {
+			n := int64(meta.Remaining)
+			lm.RemainingItemCount = &n
+		}
+		body, err := tb.build(res.Items, lm)
+		if err != nil {
+			return err
+		}
+		return writeTable(c, body)
+	}
 	return writeEnvelope(c.Response(), res.Items, func(b []byte) []byte {
 		b = append(b, `{"kind":`...)
 		b = appendJSONString(b, t.res.Kind+"List")

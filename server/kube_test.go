@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -505,4 +506,84 @@ func TestKubeWatch(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestKubeTable: kubectl's Accept gets the API server's Table: the pod
+// printer's columns, one row per object, includeObject honoured.
+func TestKubeTable(t *testing.T) {
+	f, h := startServer(t)
+	const kubectlAccept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
+	pods := cachetest.State(t, f.Cache, "pods", cache.ListQuery{Namespace: "kube-system"})
+	tests := []struct {
+		name, target string
+		// expect
+		code  int
+		check func(t *testing.T, b gjson.Result)
+	}{
+		{"list", "/k8s/api/v1/namespaces/kube-system/pods", 200, func(t *testing.T, b gjson.Result) {
+			var cols []string
+			for _, c := range b.Get("columnDefinitions.#.name").Array() {
+				cols = append(cols, c.Str)
+			}
+			want(t, slices.Equal(cols[:5], []string{"Name", "Ready", "Status", "Restarts", "Age"}) &&
+				slices.Contains(cols, "IP") && slices.Contains(cols, "Node"), fmt.Sprint("the pod printer's columns, got ", cols))
+			want(t, len(b.Get("rows").Array()) == len(pods), "a row per pod")
+			want(t, b.Get("rows.0.object.kind").Str == "PartialObjectMetadata", "metadata by default: "+b.Get("rows.0.object.kind").Str)
+			want(t, b.Get("metadata.resourceVersion").Str != "", "the list's resourceVersion")
+		}},
+		{"whole objects", "/k8s/api/v1/namespaces/kube-system/pods?includeObject=Object", 200, func(t *testing.T, b gjson.Result) {
+			want(t, b.Get("rows.0.object.kind").Str == "Pod" && b.Get("rows.0.object.spec").Exists(), "the pod in the row")
+		}},
+		{"no objects", "/k8s/api/v1/namespaces/kube-system/pods?includeObject=None", 200, func(t *testing.T, b gjson.Result) {
+			want(t, b.Get("rows.0.object").Type == gjson.Null, "no object")
+		}},
+		{"one object", "/k8s/apis/apps/v1/namespaces/kube-system/deployments/coredns", 200, func(t *testing.T, b gjson.Result) {
+			want(t, b.Get("kind").Str == "Table" && len(b.Get("rows").Array()) == 1 && b.Get("rows.0.cells.0").Str == "coredns", b.Raw)
+		}},
+		{"chunked", "/k8s/api/v1/pods?limit=3", 200, func(t *testing.T, b gjson.Result) {
+			want(t, len(b.Get("rows").Array()) == 3 && b.Get("metadata.continue").Str != "", "a page with its token")
+		}},
+		{"bad includeObject", "/k8s/api/v1/pods?includeObject=All", 400, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := kubeDo(t, h, "GET", tt.target, kubectlAccept)
+			if rec.Code != tt.code {
+				t.Fatalf("%d, want %d: %.300s", rec.Code, tt.code, rec.Body)
+			}
+			b := gjson.ParseBytes(rec.Body.Bytes())
+			if rec.Code >= 400 {
+				wantStatus(t, b, tt.code)
+				return
+			}
+			if ct := rec.Header().Get("Content-Type"); ct != "application/json;as=Table;v=v1;g=meta.k8s.io" {
+				t.Errorf("Content-Type %q", ct)
+			}
+			want(t, b.Get("kind").Str == "Table" && b.Get("apiVersion").Str == "meta.k8s.io/v1", "a Table")
+			tt.check(t, b)
+		})
+	}
+}
+
+// TestKubeWatchTable: kubectl get -w asks for Table events.
+func TestKubeWatchTable(t *testing.T) {
+	f, srv := startKube(t)
+	req, _ := http.NewRequest("GET", srv.URL+"/k8s/api/v1/namespaces/default/pods?watch=1&resourceVersion="+
+		gjson.GetBytes(kubeDo(t, srv.Config.Handler, "GET", "/k8s/api/v1/pods", "").Body.Bytes(), "metadata.resourceVersion").Str, nil)
+	req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	applyPod(t, f, "default", "tabled", "node-1", nil)
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	if !sc.Scan() {
+		t.Fatal("no event")
+	}
+	ev := gjson.Parse(sc.Text())
+	if ev.Get("type").Str != "ADDED" || ev.Get("object.kind").Str != "Table" || ev.Get("object.rows.0.cells.0").Str != "tabled" {
+		t.Fatalf("%s", sc.Text())
+	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/kubeindex/kubeindex/auth"
@@ -34,7 +35,7 @@ const minWatchTimeout = 30 * time.Minute
 //   - a watcher whose queue overflows is closed, as the API server closes
 //     one it cannot keep up with: the client watches again from where it
 //     got to.
-func (s *Server) kubeWatch(c echo.Context, t kubeTarget, opts *metainternalversion.ListOptions) error {
+func (s *Server) kubeWatch(c echo.Context, t kubeTarget, opts *metainternalversion.ListOptions, tb *tableRequest) error {
 	if err := s.kubeAllow(c, auth.VerbWatch, t.res, t.namespace, ""); err != nil {
 		return err
 	}
@@ -84,11 +85,15 @@ func (s *Server) kubeWatch(c echo.Context, t kubeTarget, opts *metainternalversi
 
 	w := c.Response()
 	s.fillFreshness(w.Header()) // the whole cache's: a resource's would cost a count of its objects
-	w.Header().Set(echo.HeaderContentType, "application/json")
+	if tb != nil {
+		w.Header().Set(echo.HeaderContentType, kubeTableMediaType)
+	} else {
+		w.Header().Set(echo.HeaderContentType, "application/json")
+	}
 	w.Header().Set("Cache-Control", "no-cache, private")
 	w.WriteHeader(http.StatusOK)
 	out := &kubeWatchWriter{conn: sseConn{rc: http.NewResponseController(w), w: w, timeout: s.streams.opts.WriteTimeout},
-		res: t.res, bookmarks: opts.AllowWatchBookmarks, initialEnd: initial && opts.AllowWatchBookmarks}
+		res: t.res, bookmarks: opts.AllowWatchBookmarks, initialEnd: initial && opts.AllowWatchBookmarks, table: tb}
 	defer out.conn.rc.SetWriteDeadline(time.Time{}) // the connection may serve another request
 	out.bw = bufio.NewWriterSize(&out.conn, 32<<10)
 	if oldest, expired := sub.Expired(); expired {
@@ -145,8 +150,9 @@ type kubeWatchWriter struct {
 	conn       sseConn
 	bw         *bufio.Writer
 	res        cache.Resource
-	bookmarks  bool // allowWatchBookmarks
-	initialEnd bool // mark the end of the initial events with a bookmark
+	bookmarks  bool          // allowWatchBookmarks
+	initialEnd bool          // mark the end of the initial events with a bookmark
+	table      *tableRequest // nil: objects as they are
 }
 
 func (w *kubeWatchWriter) write(m *cache.Message) error {
@@ -165,10 +171,17 @@ func (w *kubeWatchWriter) write(m *cache.Message) error {
 		if o == nil {
 			return nil
 		}
+		raw := o.Raw()
+		if w.table != nil {
+			var err error
+			if raw, err = w.table.build([]*cache.Object{o}, metav1.ListMeta{}); err != nil {
+				return err
+			}
+		}
 		w.bw.WriteString(`{"type":"`)
 		w.bw.WriteString(string(m.Type))
 		w.bw.WriteString(`","object":`)
-		w.bw.Write(o.Raw())
+		w.bw.Write(raw)
 		_, err := w.bw.WriteString("}\n")
 		return err
 	}
