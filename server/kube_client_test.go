@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -60,7 +63,16 @@ func TestClientGoInformers(t *testing.T) {
 	for _, watchList := range []bool{false, true} {
 		t.Run(fmt.Sprintf("typed, WatchListClient=%v", watchList), func(t *testing.T) {
 			clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, watchList)
-			f, srv := startKube(t)
+			f := cachetest.Start(t, cachetest.DefaultSpecs()...)
+			var lists atomic.Int64 // GETs of the pod collection that are not watches
+			h := New(f.Cache, Options{Logger: quiet()}).Handler()
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/k8s/api/v1/pods" && !r.URL.Query().Has("watch") {
+					lists.Add(1)
+				}
+				h.ServeHTTP(w, r)
+			}))
+			defer srv.Close()
 			client := kubernetes.NewForConfigOrDie(&restclient.Config{Host: srv.URL + "/k8s"})
 			factory := informers.NewSharedInformerFactory(client, 0)
 			inf := factory.Core().V1().Pods().Informer()
@@ -74,6 +86,9 @@ func TestClientGoInformers(t *testing.T) {
 				t.Fatal("the informer did not sync")
 			}
 			followsTheCache(t, f, inf.GetStore(), cache.ListQuery{})
+			if n := lists.Load(); watchList != (n == 0) {
+				t.Errorf("%d lists; with WatchListClient the informer syncs from a watch alone", n)
+			}
 		})
 	}
 
