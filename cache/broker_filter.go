@@ -7,7 +7,7 @@ package cache
 // (0: the current one, 1: the previous one) across subscribers.
 func (f *filter) route(ev *event, fc *[2]*facts) (EventType, bool) {
 	in := func(i int, o *Object) bool {
-		if f.selector == nil && f.fn == nil {
+		if f.selector == nil && f.fn == nil && f.fields == nil {
 			return f.inNamespace(o.namespace)
 		}
 		if fc[i] == nil {

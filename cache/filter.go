@@ -26,6 +26,7 @@ type filter struct {
 	index      string
 	value      string        // normalised
 	fn         indexers.Func // nil: no index
+	fields     *fieldMatcher // nil: every object
 }
 
 // facts are what filters read from one object, computed at most once per
@@ -38,7 +39,7 @@ type facts struct {
 // newFilter compiles a subscription's selection: the list filters.
 func (r *resourceCache) newFilter(q WatchQuery) (*filter, error) {
 	f, _, err := r.compileQuery(ListQuery{Namespace: q.Namespace, Namespaces: q.Namespaces,
-		LabelSelector: q.LabelSelector, Index: q.Index, Value: q.Value})
+		LabelSelector: q.LabelSelector, Index: q.Index, Value: q.Value, Fields: q.Fields})
 	return f, err
 }
 
@@ -72,7 +73,11 @@ func (r *resourceCache) compileQuery(q ListQuery) (*filter, string, error) {
 			return nil, "", err
 		}
 	}
-	f := &filter{namespace: q.Namespace, namespaces: q.Namespaces}
+	fm, err := r.newFieldMatcher(q.Fields)
+	if err != nil {
+		return nil, "", err
+	}
+	f := &filter{namespace: q.Namespace, namespaces: q.Namespaces, fields: fm}
 	if q.Namespaces != nil {
 		f.scope = namespaceSet(q.Namespaces)
 	}
@@ -93,13 +98,13 @@ func (r *resourceCache) compileQuery(q ListQuery) (*filter, string, error) {
 // what was read from o, for the other filters that ask about the same
 // object.
 func (f *filter) matches(o *Object, fa *facts) bool {
-	return f.inNamespace(o.namespace) && f.labelsMatch(o.raw, fa) && f.indexMatches(o.raw, fa)
+	return f.inNamespace(o.namespace) && f.labelsMatch(o.raw, fa) && f.indexMatches(o.raw, fa) && f.fields.matches(o)
 }
 
 // selects is matches for an object taken from candidates, which already
 // hold f's index value only; nothing is shared with other filters.
 func (f *filter) selects(o *Object) bool {
-	return f.inNamespace(o.namespace) && f.labelsMatch(o.raw, nil)
+	return f.inNamespace(o.namespace) && f.labelsMatch(o.raw, nil) && f.fields.matches(o)
 }
 
 // inNamespace applies the namespace and the namespace scope.

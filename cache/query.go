@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/fields"
+
 	"github.com/kubeindex/kubeindex/indexers"
 )
 
@@ -25,6 +27,9 @@ type ListQuery struct {
 	Limit int
 	// Continue is the token a previous page returned.
 	Continue string
+	// Fields is a field selector, as the API server accepts it for the
+	// kind (a *FieldSelectorError otherwise); nil selects everything.
+	Fields fields.Selector
 }
 
 // ListResult is one page of a list, ordered by namespace/name.
@@ -81,6 +86,15 @@ func (c *Cache) List(resource string, q ListQuery) (ListResult, error) {
 	}
 	if !res.Freshness.Synced {
 		return res, fmt.Errorf("%s: %w", r.res.Name, ErrNotSynced)
+	}
+	if f.fn == nil && f.fields != nil {
+		if index, value, ok := r.indexHint(f.fields); ok {
+			spec, norm, err := r.indexValue(index, value)
+			if err != nil {
+				return res, nil // no object can hold a value the index cannot
+			}
+			f.index, f.value, f.fn = spec.Name, norm, spec.Func()
+		}
 	}
 	items := slices.DeleteFunc(r.candidates(f), func(o *Object) bool { return !f.selects(o) })
 	slices.SortFunc(items, func(a, b *Object) int { return strings.Compare(a.Key(), b.Key()) })

@@ -48,6 +48,9 @@ const (
 	// nonResourceURL routes need get on the route's path as a non-resource
 	// URL, as the API server's own /metrics does.
 	nonResourceURL
+	// authenticated routes need an authenticated caller and nothing more:
+	// the Kubernetes API's discovery, as on the API server.
+	authenticated
 )
 
 // freshness says who sets an answer's freshness headers.
@@ -79,7 +82,7 @@ type route struct {
 
 // table lists every route. Read it as a table: method, path, facts, summary.
 func (s *Server) table() []*route {
-	return []*route{
+	table := []*route{
 		probe("/healthz", "Liveness: the process serves HTTP.", s.healthz),
 		probe("/readyz", "Readiness: every informer has synced; per-resource detail.", s.readyz),
 		{method: http.MethodGet, path: "/metrics", kind: restKind, authz: nonResourceURL,
@@ -100,6 +103,56 @@ func (s *Server) table() []*route {
 		rest("/api/v1/:resource/:name", resourceFreshness, "Get a cluster-scoped object.", s.getClusterScoped),
 		rest("/api/v1/:resource/:namespace/:name", resourceFreshness, "Get a namespaced object.", s.getNamespaced),
 	}
+	// The Kubernetes read API (README "Kubernetes API"): a kubeconfig's
+	// server is http://host:port/k8s, so that no path means two things.
+	reads := []*route{
+		s.kubeRead("/k8s/api/v1/:resource", "Kubernetes API: list or watch a core resource in all namespaces."),
+		s.kubeRead("/k8s/api/v1/:resource/:name", "Kubernetes API: get a cluster-scoped core object."),
+		{method: http.MethodGet, path: "/k8s/api/v1/namespaces/:namespace", kind: restKind, authz: byHandler,
+			freshness: resourceFreshness, summary: "Kubernetes API: get a Namespace.", handler: s.kubeHandler(s.kubeNamespace)},
+		s.kubeRead("/k8s/api/v1/namespaces/:namespace/:resource", "Kubernetes API: list or watch a core resource in a namespace."),
+		s.kubeRead("/k8s/api/v1/namespaces/:namespace/:resource/:name", "Kubernetes API: get a namespaced core object."),
+		s.kubeRead("/k8s/apis/:group/:version/:resource", "Kubernetes API: list or watch a resource in all namespaces."),
+		s.kubeRead("/k8s/apis/:group/:version/:resource/:name", "Kubernetes API: get a cluster-scoped object."),
+		s.kubeRead("/k8s/apis/:group/:version/namespaces/:namespace/:resource", "Kubernetes API: list or watch a resource in a namespace."),
+		s.kubeRead("/k8s/apis/:group/:version/namespaces/:namespace/:resource/:name", "Kubernetes API: get a namespaced object."),
+	}
+	table = append(table,
+		s.kubeDiscovery("/k8s/version", "Kubernetes API: the upstream API server's version.", s.kubeVersion),
+		s.kubeDiscovery("/k8s/api", "Kubernetes API: the core group's versions, or aggregated discovery.", s.kubeAPI),
+		s.kubeDiscovery("/k8s/api/v1", "Kubernetes API: the cached core resources.", s.kubeCoreResources),
+		s.kubeDiscovery("/k8s/apis", "Kubernetes API: the groups of the cached resources, or aggregated discovery.", s.kubeAPIs),
+		s.kubeDiscovery("/k8s/apis/:group", "Kubernetes API: one group.", s.kubeGroup),
+		s.kubeDiscovery("/k8s/apis/:group/:version", "Kubernetes API: the cached resources of a group version.", s.kubeGroupVersion))
+	table = append(table, reads...)
+	return append(table, s.kubeWrites(reads)...)
+}
+
+// kubeRead is a read path of the Kubernetes API: get, list, or a watch
+// when the query asks; the handler authorizes the verb on the resource.
+func (s *Server) kubeRead(path, summary string) *route {
+	return &route{method: http.MethodGet, path: path, kind: watchableKind, authz: byHandler, freshness: resourceFreshness,
+		summary: summary, handler: s.kubeHandler(s.kubeResourcePath)}
+}
+
+// kubeDiscovery is a discovery path of the Kubernetes API: any
+// authenticated caller may read it, as on the API server.
+func (s *Server) kubeDiscovery(path, summary string, h echo.HandlerFunc) *route {
+	return &route{method: http.MethodGet, path: path, kind: restKind, authz: authenticated, summary: summary, handler: s.kubeHandler(h)}
+}
+
+// kubeWrites refuses every write on the Kubernetes API's paths with the
+// API server's 405: kubectl apply, edit and delete get a Status that says
+// why. The body (an object, a patch) is allowed in, never read.
+func (s *Server) kubeWrites(reads []*route) []*route {
+	var out []*route
+	for _, rd := range reads {
+		for _, m := range []string{http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+			out = append(out, &route{method: m, path: rd.path, kind: restKind, authz: authenticated, maxBody: kubeMaxWriteBody,
+				summary: "Kubernetes API: refused, kubeindex is read-only (405).", handler: s.kubeHandler(s.kubeWrite)})
+		}
+	}
+	return out
 }
 
 // rest is a GET that answers JSON from the cache to an authorized caller.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"k8s.io/apimachinery/pkg/version"
 
 	"github.com/kubeindex/kubeindex/cache"
 )
@@ -39,6 +40,11 @@ type Reader interface {
 	// Resolve and Namespaces serve authorization (see cache.Cache.Resolve).
 	Resolve(resource string) (cache.Resource, error)
 	Namespaces() []string
+	// APIResources, Position and WaitPosition serve the Kubernetes API
+	// (see cache.Cache).
+	APIResources() []cache.Resource
+	Position(resource string) (uint64, error)
+	WaitPosition(ctx context.Context, resource string, rv uint64) (pos uint64, reached bool, err error)
 }
 
 // Options configures the server. Zero values take the documented defaults.
@@ -59,6 +65,10 @@ type Options struct {
 	Hosts HostOptions
 	// Limits bounds connections, streams per client and REST requests.
 	Limits LimitOptions
+	// KubeVersion is what the Kubernetes API's /version reports: the
+	// upstream API server's, as discovery found it at start. nil: a
+	// version naming kubeindex only.
+	KubeVersion *version.Info
 }
 
 // Server serves the REST API from a Reader.

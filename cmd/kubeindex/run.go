@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -53,7 +54,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return err
 	}
-	resources, err := resolve(restCfg, cfg)
+	resources, kubeVersion, err := resolve(restCfg, cfg)
 	if err != nil {
 		return err
 	}
@@ -69,7 +70,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	srv := server.New(c, server.Options{Simulated: cfg.Demo, Logger: log,
-		Auth: authOpts, Hosts: cfg.Security.hosts(cfg.Demo), Limits: cfg.Security.limits(), Streams: server.StreamOptions{Coalesce: cfg.StreamCoalesce}})
+		Auth: authOpts, Hosts: cfg.Security.hosts(cfg.Demo), Limits: cfg.Security.limits(), Streams: server.StreamOptions{Coalesce: cfg.StreamCoalesce},
+		KubeVersion: kubeVersion})
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", cfg.Listen, err)
@@ -97,17 +99,24 @@ func clusterConfig(cfg *Config, getenv func(string) string) (*rest.Config, error
 }
 
 // resolve asks the API server what it serves and maps the configuration
-// onto it (configure).
-func resolve(rc *rest.Config, cfg *Config) ([]cache.Configured, error) {
+// onto it (configure). It also returns the API server's version, which
+// the Kubernetes API's /version repeats (nil when it would not say: only
+// /version needs it, not worth refusing to start).
+func resolve(rc *rest.Config, cfg *Config) ([]cache.Configured, *version.Info, error) {
 	dc, err := discovery.NewDiscoveryClientForConfig(rc)
 	if err != nil {
-		return nil, fmt.Errorf("discovery client: %w", err)
+		return nil, nil, fmt.Errorf("discovery client: %w", err)
 	}
 	found, err := cache.Discover(dc)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return cfg.configure(found)
+	v, err := dc.ServerVersion()
+	if err != nil {
+		v = nil
+	}
+	configured, err := cfg.configure(found)
+	return configured, v, err
 }
 
 // startDemo serves the simulated cluster on a loopback port, and churns it,
