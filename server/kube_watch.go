@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"math/rand/v2"
@@ -93,18 +92,17 @@ func (s *Server) kubeWatch(c echo.Context, t kubeTarget, opts *metainternalversi
 	}
 	w.Header().Set("Cache-Control", "no-cache, private")
 	w.WriteHeader(http.StatusOK)
-	out := &kubeWatchWriter{conn: sseConn{rc: http.NewResponseController(w), w: w, timeout: s.streams.opts.WriteTimeout},
+	out := &kubeWatchWriter{streamBatch: s.newBatch(w, s.metrics.deliveryKube),
 		res: t.res, bookmarks: opts.AllowWatchBookmarks, initialEnd: initial && opts.AllowWatchBookmarks, table: tb}
 	defer out.conn.rc.SetWriteDeadline(time.Time{}) // the connection may serve another request
-	out.bw = bufio.NewWriterSize(&out.conn, 32<<10)
 	if oldest, expired := sub.Expired(); expired {
 		out.status(kubeStatus(kubeExpired(want, oldest)))
 		return out.flush()
 	}
-	if err := out.flush(); err != nil { // the status line now: clients wait for it
+	if err := out.conn.rc.Flush(); err != nil { // the status line now: clients wait for it
 		return nil
 	}
-	if err := s.pumpKubeWatch(ctx, sub, notify, out); err != nil {
+	if err := s.pump(ctx, sub, notify, out); err != nil {
 		s.log.Debug("watch ended", "resource", t.res.Name, "err", err)
 	}
 	return nil
@@ -117,39 +115,9 @@ func nonNil(sel fields.Selector) fields.Selector {
 	return sel
 }
 
-// pumpKubeWatch writes the subscription's events until it ends, the
-// timeout passes, the client goes away or the server shuts down.
-func (s *Server) pumpKubeWatch(ctx context.Context, sub *cache.Subscription, notify <-chan struct{}, out *kubeWatchWriter) error {
-	for {
-		for {
-			m, ok := sub.Next()
-			if !ok {
-				break
-			}
-			if m.Terminal() {
-				return out.flush() // overflowed: closed, the client re-watches
-			}
-			if err := out.write(&m); err != nil {
-				return err
-			}
-		}
-		if err := out.flush(); err != nil {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-s.streams.ctx.Done():
-			return nil
-		case <-notify:
-		}
-	}
-}
-
 // kubeWatchWriter writes watch events, one JSON object per line.
 type kubeWatchWriter struct {
-	conn       sseConn
-	bw         *bufio.Writer
+	streamBatch
 	res        cache.Resource
 	bookmarks  bool          // allowWatchBookmarks
 	initialEnd bool          // mark the end of the initial events with a bookmark
@@ -157,7 +125,12 @@ type kubeWatchWriter struct {
 }
 
 func (w *kubeWatchWriter) write(m *cache.Message) error {
+	w.begin()
 	switch m.Type {
+	case cache.ResyncRequired:
+		// Too slow to keep up: the stream ends, as the API server ends a
+		// watcher it cannot feed, and the client watches again.
+		return nil
 	case cache.Synced:
 		if w.initialEnd {
 			w.initialEnd = false
@@ -183,8 +156,10 @@ func (w *kubeWatchWriter) write(m *cache.Message) error {
 		w.bw.WriteString(string(m.Type))
 		w.bw.WriteString(`","object":`)
 		w.bw.Write(raw)
-		_, err := w.bw.WriteString("}\n")
-		return err
+		if _, err := w.bw.WriteString("}\n"); err != nil {
+			return err
+		}
+		w.delivery.add(m)
 	}
 	return nil
 }
@@ -192,6 +167,7 @@ func (w *kubeWatchWriter) write(m *cache.Message) error {
 // bookmark writes a BOOKMARK: an object with only its kind, apiVersion
 // and resourceVersion (and the end-of-initial-events annotation).
 func (w *kubeWatchWriter) bookmark(rv string, initialEnd bool) {
+	w.begin()
 	b := w.bw.AvailableBuffer()
 	b = append(b, `{"type":"BOOKMARK","object":{"kind":`...)
 	b = jsonscan.AppendString(b, w.res.Kind)
@@ -208,15 +184,9 @@ func (w *kubeWatchWriter) bookmark(rv string, initialEnd bool) {
 
 // status writes an ERROR event carrying st.
 func (w *kubeWatchWriter) status(st any) {
+	w.begin()
 	body, _ := json.Marshal(st) // a Status always encodes
 	w.bw.WriteString(`{"type":"ERROR","object":`)
 	w.bw.Write(body)
 	w.bw.WriteString("}\n")
-}
-
-func (w *kubeWatchWriter) flush() error {
-	if err := w.bw.Flush(); err != nil {
-		return err
-	}
-	return w.conn.rc.Flush()
 }

@@ -24,6 +24,7 @@ type metrics struct {
 	// of the write that carried them, by transport.
 	delivery                *prometheus.HistogramVec
 	deliveryWS, deliverySSE prometheus.Observer
+	deliveryKube            prometheus.Observer // the Kubernetes API's watches
 	// unmatched counts the requests that matched no route.
 	unmatched *routeMetrics
 }
@@ -51,6 +52,7 @@ func newMetrics(r Reader) *metrics {
 	m.unmatched = m.forRoute("unmatched")
 	m.deliveryWS = m.delivery.WithLabelValues("websocket")
 	m.deliverySSE = m.delivery.WithLabelValues("sse")
+	m.deliveryKube = m.delivery.WithLabelValues("kubernetes")
 	m.registry.MustRegister(m.requests, m.latency, m.delivery, &cacheCollector{r: r},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

@@ -3,11 +3,8 @@ package server
 import (
 	"bufio"
 	"bytes"
-	"context"
-	"errors"
 	"io"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -36,87 +33,19 @@ func (s *Server) watchSSE(c echo.Context, resource string, q cache.WatchQuery) e
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no") // proxies must not hold events back
 	w.WriteHeader(http.StatusOK)
-	out := &sseWriter{conn: sseConn{rc: http.NewResponseController(w), w: w, timeout: s.streams.opts.WriteTimeout},
-		delivery: deliveryTimer{obs: s.metrics.deliverySSE}}
+	out := &sseWriter{s.newBatch(w, s.metrics.deliverySSE)}
 	defer out.conn.rc.SetWriteDeadline(time.Time{}) // the connection may serve another request
-	if err := s.pumpSSE(c.Request().Context(), sub, notify, out); err != nil {
+	if err := s.pump(c.Request().Context(), sub, notify, out); err != nil {
 		s.log.Debug("event stream ended", "resource", resource, "err", err)
 	}
 	return nil
 }
 
-// pumpSSE writes the subscription's messages until it ends, the client
-// goes away or the server shuts down.
-func (s *Server) pumpSSE(ctx context.Context, sub *cache.Subscription, notify <-chan struct{}, out *sseWriter) error {
-	pace := newPacer(s.streams.opts.Coalesce)
-	for {
-		pace.hold()
-		wrote := false
-		for n := 1; ; n++ {
-			m, ok := sub.Next()
-			if !ok {
-				break
-			}
-			wrote = true
-			if err := out.write(&m); err != nil {
-				out.release()
-				return err
-			}
-			if m.Terminal() {
-				return out.flush()
-			}
-			if n%256 == 0 && (ctx.Err() != nil || s.streams.ctx.Err() != nil) {
-				out.release()
-				return nil
-			}
-		}
-		if err := out.flush(); err != nil {
-			return err
-		}
-		if wrote {
-			pace.wrote(notify)
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-s.streams.ctx.Done():
-			return nil
-		case <-notify:
-		}
-	}
-}
-
-// sseBuffers batch the writes of event streams. A stream takes one only
-// while it has messages to write, so idle streams hold none.
-var sseBuffers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 32<<10) }}
-
-// sseWriter writes messages in batches: through a buffer from sseBuffers
-// until flush gives it back.
-type sseWriter struct {
-	conn     sseConn
-	bw       *bufio.Writer // nil between batches
-	delivery deliveryTimer // the batch's live events
-}
-
-// sseConn is the response, each write bounded by the write timeout.
-type sseConn struct {
-	rc      *http.ResponseController
-	w       io.Writer
-	timeout time.Duration
-}
-
-func (c *sseConn) Write(p []byte) (int, error) {
-	if err := c.rc.SetWriteDeadline(time.Now().Add(c.timeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		return 0, err
-	}
-	return c.w.Write(p)
-}
+// sseWriter writes messages as Server-Sent Events, in batches.
+type sseWriter struct{ streamBatch }
 
 func (w *sseWriter) write(m *cache.Message) error {
-	if w.bw == nil {
-		w.bw = sseBuffers.Get().(*bufio.Writer)
-		w.bw.Reset(&w.conn)
-	}
+	w.begin()
 	switch {
 	case m.Type == cache.ResyncRequired:
 		w.bw.WriteString("id:\n")
@@ -136,32 +65,6 @@ func (w *sseWriter) write(m *cache.Message) error {
 	}
 	w.delivery.add(m)
 	return nil
-}
-
-// release gives the buffer back, dropping what it holds.
-func (w *sseWriter) release() {
-	w.delivery.dropped()
-	if w.bw != nil {
-		w.bw.Reset(nil)
-		sseBuffers.Put(w.bw)
-		w.bw = nil
-	}
-}
-
-// flush writes the batch out and gives its buffer back.
-func (w *sseWriter) flush() error {
-	if w.bw == nil {
-		return nil
-	}
-	err := w.bw.Flush()
-	if err == nil {
-		err = w.conn.rc.Flush() // within the deadline the last write set
-	}
-	if err == nil {
-		w.delivery.written()
-	}
-	w.release()
-	return err
 }
 
 // sseData keeps a message on "data:" lines: a line break (only possible as
