@@ -52,8 +52,14 @@ type StreamStats struct {
 	Subscribers     int    `json:"subscribers"`
 	History         int    `json:"history"`
 	ResourceVersion string `json:"resourceVersion"`
-	// Dropped counts subscriptions ended because their queue overflowed.
+	// Dropped counts subscriptions ended because their queue overflowed
+	// (they were sent RESYNC_REQUIRED).
 	Dropped uint64 `json:"dropped"`
+	// QueuedEvents and QueuedBytes are what the subscribers have yet to
+	// take: events waiting in their queues, and the size of those events'
+	// objects (the same object waiting for two subscribers counts twice).
+	QueuedEvents int   `json:"queuedEvents"`
+	QueuedBytes  int64 `json:"queuedBytes"`
 }
 
 // StreamStats returns every resource's broker statistics, in configuration
@@ -118,9 +124,19 @@ func (b *broker) setOptions(o StreamOptions) {
 
 func (b *broker) stats() StreamStats {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	return StreamStats{Subscribers: len(b.subs), History: len(b.history),
+	st := StreamStats{Subscribers: len(b.subs), History: len(b.history),
 		ResourceVersion: strconv.FormatUint(b.hw, 10), Dropped: b.dropped.Load()}
+	subs := make([]*Subscription, 0, len(b.subs))
+	for s := range b.subs {
+		subs = append(subs, s)
+	}
+	b.mu.Unlock() // the queues have their own locks: the informer's handler must not wait for this count
+	for _, s := range subs {
+		n, size := s.queue.backlog()
+		st.QueuedEvents += n
+		st.QueuedBytes += size
+	}
+	return st
 }
 
 // handler returns the callbacks a shard's one informer handler forwards.

@@ -18,6 +18,7 @@ type filter struct {
 	index     string
 	value     string // normalised
 	fn        indexers.Func
+	fields    *fieldMatcher // nil: every object
 }
 
 // facts are what filters read from one object, computed at most once per
@@ -32,7 +33,11 @@ func (r *resourceCache) newFilter(q WatchQuery) (*filter, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &filter{namespace: q.Namespace}
+	fm, err := r.newFieldMatcher(q.Fields)
+	if err != nil {
+		return nil, err
+	}
+	f := &filter{namespace: q.Namespace, fields: fm}
 	if q.Namespaces != nil {
 		f.scope = namespaceSet(q.Namespaces)
 	}
@@ -71,9 +76,11 @@ func (f *filter) matches(o *Object, fa *facts) bool {
 			}
 			fa.indexes[f.index] = vals
 		}
-		return slices.Contains(vals, f.value)
+		if !slices.Contains(vals, f.value) {
+			return false
+		}
 	}
-	return true
+	return f.fields.matches(o)
 }
 
 // route says how ev looks through the filter. An object entering the
@@ -83,7 +90,7 @@ func (f *filter) matches(o *Object, fa *facts) bool {
 // (0: the current one, 1: the previous one) across subscribers.
 func (f *filter) route(ev *event, fc *[2]*facts) (EventType, bool) {
 	in := func(i int, o *Object) bool {
-		if f.selector == nil && f.fn == nil {
+		if f.selector == nil && f.fn == nil && f.fields == nil {
 			return f.inNamespace(o.namespace)
 		}
 		if fc[i] == nil {

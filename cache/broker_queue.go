@@ -70,6 +70,25 @@ func (q *queue) pop() (delivery, bool) {
 	return d, true
 }
 
+// backlog returns how many events are queued and the size of their
+// objects: how far behind the consumer is, in events and in bytes.
+// Bookmarks carry no object and are not counted.
+func (q *queue) backlog() (events int, bytes int64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for k := range q.n {
+		i := q.head + k
+		if i >= len(q.ring) {
+			i -= len(q.ring)
+		}
+		if d := q.ring[i]; d.as != asBookmark && d.ev.obj != nil {
+			events++
+			bytes += int64(len(d.ev.obj.raw))
+		}
+	}
+	return events, bytes
+}
+
 // len returns how many deliveries are queued.
 func (q *queue) len() int {
 	q.mu.Lock()

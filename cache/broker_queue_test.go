@@ -149,3 +149,21 @@ func TestBrokerOverflowsAtExactlyQueueSize(t *testing.T) {
 		t.Error("messages after RESYNC_REQUIRED")
 	}
 }
+
+func TestQueueBacklogCountsEventsAndTheirBytes(t *testing.T) {
+	q := queue{limit: 4}
+	small, large := &event{obj: &Object{raw: []byte(`{"a":1}`)}}, &event{obj: &Object{raw: make([]byte, 100)}}
+	q.push(delivery{ev: small, as: asAdded})
+	q.push(delivery{ev: &event{rv: 7}, as: asBookmark})
+	q.push(delivery{ev: large, as: asModified})
+	if n, b := q.backlog(); n != 2 || b != 107 {
+		t.Fatalf("backlog = %d events, %d bytes; expect 2 events (bookmarks are not), 107 bytes", n, b)
+	}
+	q.pop()
+	q.pop()
+	q.push(delivery{ev: small, as: asDeleted})
+	q.push(delivery{ev: small, as: asDeleted}) // wraps around the ring of 4
+	if n, b := q.backlog(); n != 3 || b != 114 {
+		t.Fatalf("after popping two and pushing two: backlog = %d events, %d bytes; expect 3, 114", n, b)
+	}
+}

@@ -2,6 +2,9 @@ package cache
 
 import (
 	"fmt"
+
+	"k8s.io/apimachinery/pkg/fields"
+
 	"slices"
 	"sort"
 	"strconv"
@@ -21,7 +24,9 @@ type WatchQuery struct {
 	// life: objects of namespaces added later are not delivered.
 	Namespaces    []string
 	LabelSelector string
-	Index, Value  string
+	// Fields is a field selector (see ListQuery.Fields).
+	Fields       fields.Selector
+	Index, Value string
 	// ResourceVersion resumes after a position a previous stream reported
 	// (an event's, SYNCED's or BOOKMARK's resourceVersion). Empty: no resume.
 	ResourceVersion string
@@ -52,6 +57,9 @@ type Subscription struct {
 
 	active    bool // guarded by b.mu: received something since the last bookmark tick
 	endReason atomic.Pointer[string]
+	// expired is set, before the subscription is returned, when a resume
+	// could not be served: the oldest position it could have been.
+	expired *uint64
 
 	// Owned by the consumer (Next).
 	snapshot []*Object
@@ -156,6 +164,8 @@ func (b *broker) subscribe(s *Subscription, listRV uint64, resume bool, from uin
 		b.trimLocked()
 		if reason := b.resumeCheckLocked(from); reason != "" {
 			s.endReason.Store(&reason)
+			oldest := b.base
+			s.expired = &oldest
 			return
 		}
 		s.replay = b.replayLocked(from, s.filter)
@@ -263,6 +273,16 @@ func (s *Subscription) message(d delivery) Message {
 		return Message{Type: Bookmark, ResourceVersion: d.ev.rvStr}
 	}
 	return Message{Type: d.as.messageType(), ResourceVersion: d.ev.rvStr, ev: d.ev, diff: s.diff}
+}
+
+// Expired reports whether the subscription could not resume from the
+// resourceVersion it asked for (its one message is then RESYNC_REQUIRED),
+// with the oldest position the history still held.
+func (s *Subscription) Expired() (oldest uint64, ok bool) {
+	if s.expired == nil {
+		return 0, false
+	}
+	return *s.expired, true
 }
 
 // Queued returns how many events wait in the queue, and its bound

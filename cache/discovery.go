@@ -137,6 +137,7 @@ func (r DiscoveredResource) toResource() Resource {
 		Singular:   r.API.SingularName,
 		Kind:       r.API.Kind,
 		ShortNames: r.API.ShortNames,
+		Categories: r.API.Categories,
 		Namespaced: r.API.Namespaced,
 	}
 }

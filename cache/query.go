@@ -10,6 +10,7 @@ import (
 
 	"github.com/kubeindex/kubeindex/indexers"
 	"github.com/tidwall/gjson"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
@@ -28,6 +29,9 @@ type ListQuery struct {
 	Limit int
 	// Continue is the token a previous page returned.
 	Continue string
+	// Fields is a field selector, as the API server accepts it for the
+	// kind (a *FieldSelectorError otherwise); nil selects everything.
+	Fields fields.Selector
 }
 
 // ListResult is one page of a list, ordered by namespace/name.
@@ -82,8 +86,20 @@ func (c *Cache) List(resource string, q ListQuery) (ListResult, error) {
 	if err != nil {
 		return res, err
 	}
+	fm, err := r.newFieldMatcher(q.Fields)
+	if err != nil {
+		return res, err
+	}
 	if !res.Freshness.Synced {
 		return res, fmt.Errorf("%s: %w", r.res.Name, ErrNotSynced)
+	}
+	if q.Index == "" && fm != nil {
+		if index, value, ok := r.indexHint(fm); ok {
+			if _, _, err := r.indexValue(index, value); err != nil {
+				return res, nil // no object can hold a value the index cannot
+			}
+			q.Index, q.Value = index, value
+		}
 	}
 	items, err := r.candidates(q)
 	if err != nil {
@@ -92,7 +108,8 @@ func (c *Cache) List(resource string, q ListQuery) (ListResult, error) {
 	inScope := namespaceSet(q.Namespaces)
 	multi := manyRequirements(sel)
 	items = slices.DeleteFunc(items, func(o *Object) bool {
-		return (q.Namespace != "" && o.namespace != q.Namespace) || !inScope(o.namespace) || !matchLabels(sel, multi, o.raw)
+		return (q.Namespace != "" && o.namespace != q.Namespace) || !inScope(o.namespace) ||
+			!matchLabels(sel, multi, o.raw) || !fm.matches(o)
 	})
 	slices.SortFunc(items, func(a, b *Object) int { return strings.Compare(a.Key(), b.Key()) })
 	if after != "" {

@@ -18,6 +18,8 @@ type Resource struct {
 	Singular   string   `json:"singular,omitempty"`
 	Kind       string   `json:"kind"`
 	ShortNames []string `json:"shortNames,omitempty"`
+	// Categories are the groupings discovery put the resource in ("all").
+	Categories []string `json:"categories,omitempty"`
 	Namespaced bool     `json:"namespaced"`
 }
 

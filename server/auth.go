@@ -36,13 +36,6 @@ func (o AuthOptions) withDefaults() AuthOptions {
 	return o
 }
 
-// publicRoutes answer without credentials: health probes (a kubelet sends
-// no token), and the API description and dashboard files, which hold no
-// cluster data (the dashboard asks for a token before it reads any).
-var publicRoutes = map[string]bool{
-	"/healthz": true, "/readyz": true, "/openapi.json": true, "/": true, "/ui/:file": true,
-}
-
 // WebSocketTokenProtocol prefixes a Sec-WebSocket-Protocol entry carrying
 // the bearer token, base64url-encoded without padding, as kube-apiserver
 // accepts it: browsers cannot set an Authorization header on a WebSocket.
@@ -71,11 +64,11 @@ func (s *Server) authenticating() bool { return s.opts.Auth.Authenticator != nil
 // its user for authorization. Public routes pass without one. Tokens
 // travelling outside the Authorization header are removed from the
 // request, so that nothing downstream sees, logs or echoes them.
-func (s *Server) authenticate(c echo.Context) error {
-	if !s.authenticating() || publicRoutes[c.Path()] {
+func (s *Server) authenticate(c echo.Context, rt *route, stream bool) error {
+	if !s.authenticating() || rt.authz == public {
 		return nil
 	}
-	token, err := takeToken(c.Request(), isStreamRoute(c))
+	token, err := takeToken(c.Request(), stream)
 	if err != nil {
 		return s.unauthorized(c, err.Error())
 	}
@@ -88,13 +81,13 @@ func (s *Server) authenticate(c echo.Context) error {
 	switch {
 	case err != nil:
 		s.log.Warn("authentication failed", "err", err)
-		return unavailable(c, "the bearer token could not be checked (the API server did not answer); try again")
+		return retryLater("the bearer token could not be checked (the API server did not answer); try again")
 	case !ok:
 		return s.unauthorized(c, "the bearer token is not valid")
 	}
 	c.Set(userKey, u)
-	if c.Path() == "/metrics" {
-		return s.accessFor(c).allowPath(auth.VerbGet, "/metrics")
+	if rt.authz == nonResourceURL {
+		return s.accessFor(c).allowPath(auth.VerbGet, rt.path)
 	}
 	return nil
 }
@@ -102,13 +95,6 @@ func (s *Server) authenticate(c echo.Context) error {
 func (s *Server) unauthorized(c echo.Context, msg string) error {
 	c.Response().Header().Set("WWW-Authenticate", `Bearer realm="kubeindex"`)
 	return echo.NewHTTPError(http.StatusUnauthorized, "Unauthorized: "+msg)
-}
-
-// unavailable is the answer when a review could not be made: the caller
-// should retry, it has not been refused.
-func unavailable(c echo.Context, msg string) error {
-	c.Response().Header().Set("Retry-After", "1")
-	return echo.NewHTTPError(http.StatusServiceUnavailable, msg)
 }
 
 var errTokenSources = errors.New("give the bearer token once, in one place")
@@ -164,21 +150,4 @@ func takeToken(r *http.Request, stream bool) (string, error) {
 		return tokens[0], nil
 	}
 	return "", errTokenSources
-}
-
-// isStreamRoute tells streams (exempt from request timeouts, counted per
-// client, allowed to carry their token outside a header) from REST.
-func isStreamRoute(c echo.Context) bool {
-	switch c.Path() {
-	case "/api/v1/stream":
-		return true
-	case "/api/v1/:resource":
-		raw := c.Request().URL.RawQuery
-		if !strings.Contains(raw, "watch") {
-			return false
-		}
-		q, err := url.ParseQuery(raw)
-		return err == nil && q.Has("watch")
-	}
-	return false
 }

@@ -53,8 +53,7 @@ func (a access) decide(at auth.Attributes) (bool, error) {
 	ok, _, err := a.s.opts.Auth.Authorizer.Authorize(ctx, at)
 	if err != nil {
 		a.s.log.Warn("authorization failed", "err", err)
-		return false, echo.NewHTTPError(http.StatusServiceUnavailable,
-			"access could not be checked (the API server did not answer); try again")
+		return false, retryLater("access could not be checked (the API server did not answer); try again")
 	}
 	return ok, nil
 }

@@ -19,20 +19,18 @@ import (
 func (s *Server) edge(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) (err error) {
 		start := time.Now()
-		rt := s.routeInfo[c.Path()]
-		if rt == nil {
-			rt = &unmatched
-		}
+		rt := s.routeOf(c)
+		stream := rt.isStream(c.Request())
 		defer func() {
 			if p := recover(); p != nil {
 				err = s.recovered(c, p)
 			}
-			s.metrics.observe(c, rt.metrics, start, err)
+			s.metrics.observe(c, rt, stream, start, err)
 		}()
-		if !rt.freshness {
-			c.Response().Before(func() { fillFreshness(c.Response().Header(), s.r) })
+		if rt.freshness == cacheFreshness {
+			c.Response().Before(func() { s.fillFreshness(c.Response().Header()) })
 		}
-		return s.guard(c, next, start)
+		return s.guard(c, rt, stream, next, start)
 	}
 }
 
@@ -49,15 +47,3 @@ func (s *Server) recovered(c echo.Context, p any) error {
 	s.log.Error("panic in handler", "path", c.Request().URL.Path, "err", err, "stack", string(debug.Stack()))
 	return err
 }
-
-// routeInfo is what the edge knows of a route before calling it.
-type routeInfo struct {
-	// freshness: the handler sets the freshness headers of the resource it
-	// answers about on every answer it writes (errors are filled in by the
-	// error translation).
-	freshness bool
-	metrics   *routeMetrics // nil: resolved per request
-}
-
-// unmatched is the routeInfo of paths that match no route.
-var unmatched routeInfo

@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"net/http"
+	"strconv"
 
 	"github.com/labstack/echo/v4"
 
@@ -30,6 +31,15 @@ type StatusDetails struct {
 // errBadRequest marks errors found while parsing a request.
 var errBadRequest = errors.New("bad request")
 
+// retryLater is a 503 the caller should retry after a second: it has not
+// been refused, something it needs is not there yet (a sync, a review).
+type retryLater string
+
+func (e retryLater) Error() string { return string(e) }
+
+// retryAfterSeconds is the advice of every retryLater answer.
+const retryAfterSeconds = 1
+
 // errorStatus is the single translation from errors to HTTP: every handler
 // returns errors and this decides the code, reason and message. Messages of
 // the typed errors are written for users; anything else is an internal
@@ -49,9 +59,9 @@ func errorStatus(err error) Status {
 		st.Code, st.Reason = http.StatusNotFound, "NotFound"
 	case errors.Is(err, cache.ErrUnknownIndex), errors.Is(err, cache.ErrInvalid), errors.Is(err, errBadRequest):
 		st.Code, st.Reason = http.StatusBadRequest, "BadRequest"
-	case errors.Is(err, cache.ErrNotSynced):
+	case errors.Is(err, cache.ErrNotSynced), errors.As(err, new(retryLater)):
 		st.Code, st.Reason = http.StatusServiceUnavailable, "ServiceUnavailable"
-		st.Details = &StatusDetails{RetryAfterSeconds: 1}
+		st.Details = &StatusDetails{RetryAfterSeconds: retryAfterSeconds}
 	default:
 		st.Code, st.Reason, st.Message = http.StatusInternalServerError, "InternalError", "internal error"
 	}
@@ -89,9 +99,9 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
 	}
-	fillFreshness(c.Response().Header(), s.r) // errors raised before a handler found its resource
+	s.fillFreshness(c.Response().Header()) // errors raised before a handler found its resource
 	if st.Details != nil && st.Details.RetryAfterSeconds > 0 {
-		c.Response().Header().Set("Retry-After", "1")
+		c.Response().Header().Set("Retry-After", strconv.Itoa(st.Details.RetryAfterSeconds))
 	}
 	if err := c.JSON(st.Code, st); err != nil {
 		s.log.Debug("writing error response", "err", err)

@@ -78,7 +78,7 @@ func (s *Server) getResource(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	setFreshness(c.Response().Header(), st.Freshness)
+	s.setFreshness(c.Response().Header(), st.Freshness)
 	view, err := s.visibleResource(c, st)
 	if err != nil {
 		return err
@@ -120,7 +120,7 @@ func (s *Server) list(c echo.Context) error {
 		return err
 	}
 	res, err := s.r.List(resource, lq)
-	setResourceFreshness(c, res.Freshness)
+	s.setResourceFreshness(c, res.Freshness)
 	if err != nil {
 		return err
 	}
@@ -157,7 +157,7 @@ func (s *Server) get(c echo.Context, namespaced bool) error {
 		return err
 	}
 	obj, fresh, err := s.r.Get(resource, namespace, name)
-	setResourceFreshness(c, fresh)
+	s.setResourceFreshness(c, fresh)
 	if err != nil {
 		return err
 	}
@@ -185,7 +185,7 @@ func (s *Server) indexValues(c echo.Context) error {
 		return err
 	}
 	res, err := s.r.IndexValues(resource, index, limit, q.Get("continue"))
-	setResourceFreshness(c, res.Freshness)
+	s.setResourceFreshness(c, res.Freshness)
 	if err != nil {
 		return err
 	}
@@ -205,7 +205,7 @@ func (s *Server) lookupIP(c echo.Context) error {
 		return err
 	}
 	res, err := s.r.LookupIP(ip)
-	setResourceFreshness(c, res.Freshness)
+	s.setResourceFreshness(c, res.Freshness)
 	if err != nil {
 		return err
 	}

@@ -40,11 +40,11 @@ func boolValue(b bool) []string {
 
 // setFreshness writes a resource's freshness into the headers. The keys
 // are canonical, so they are assigned directly.
-func setFreshness(h http.Header, f cache.Freshness) {
-	v := recentFreshness.Load()
+func (s *Server) setFreshness(h http.Header, f cache.Freshness) {
+	v := s.fresh.Load()
 	if v == nil || v.resourceVersion != f.ResourceVersion || !v.lastEvent.Equal(f.LastEvent) {
 		v = newFreshnessValues(f)
-		recentFreshness.Store(v)
+		s.fresh.Store(v)
 	}
 	if v.resourceVersionValue != nil {
 		h[HeaderResourceVersion] = v.resourceVersionValue
@@ -64,10 +64,10 @@ func setFreshness(h http.Header, f cache.Freshness) {
 	}
 }
 
-// recentFreshness holds the values of the freshness last written. A busy
+// atomicFreshness holds the values of the freshness last written. A busy
 // resource is answered far more often than its freshness changes, so most
 // answers share them rather than format and allocate their own.
-var recentFreshness atomic.Pointer[freshnessValues]
+type atomicFreshness = atomic.Pointer[freshnessValues]
 
 // freshnessValues are the header values of a resource version and a last
 // event; nil when the freshness has none.
@@ -94,17 +94,17 @@ func newFreshnessValues(f cache.Freshness) *freshnessValues {
 // cache returns none (the zero value: neither synced nor stale, which a
 // resource always is) when there was no such resource to ask; the error
 // translation then gives the answer the whole cache's.
-func setResourceFreshness(c echo.Context, f cache.Freshness) {
+func (s *Server) setResourceFreshness(c echo.Context, f cache.Freshness) {
 	if f.Synced || f.Stale {
-		setFreshness(c.Response().Header(), f)
+		s.setFreshness(c.Response().Header(), f)
 	}
 }
 
 // fillFreshness gives a response that is not about one resource (health,
 // resource lists, unknown routes, errors before a resource was found) the
 // freshness of the cache as a whole, unless a handler set a resource's.
-func fillFreshness(h http.Header, r Reader) {
+func (s *Server) fillFreshness(h http.Header) {
 	if _, ok := h[HeaderStale]; !ok {
-		setFreshness(h, r.Freshness())
+		s.setFreshness(h, s.r.Freshness())
 	}
 }

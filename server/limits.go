@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -60,15 +61,15 @@ func newLimiter(o LimitOptions) *limiter {
 // is a step of the one middleware (edge.go), inside panic recovery and
 // the metrics, so that its refusals are counted. now is when the request
 // arrived.
-func (s *Server) guard(c echo.Context, next echo.HandlerFunc, now time.Time) error {
+func (s *Server) guard(c echo.Context, rt *route, stream bool, next echo.HandlerFunc, now time.Time) error {
 	s.securityHeaders(c)
-	if err := rejectBody(c); err != nil {
+	if err := limitBody(c, rt.maxBody); err != nil {
 		return err
 	}
-	if err := s.authenticate(c); err != nil {
+	if err := s.authenticate(c, rt, stream); err != nil {
 		return err
 	}
-	return s.limitRequests(c, next, now)
+	return s.limitRequests(c, stream, next, now)
 }
 
 // header is one response header, its key canonical and its values shared.
@@ -111,11 +112,20 @@ func (s *Server) securityHeaders(c echo.Context) {
 	}
 }
 
-// rejectBody refuses any request body: the API only reads (GET), so a body
-// is a mistake or an attack, and is never read.
-func rejectBody(c echo.Context) error {
-	if c.Request().ContentLength != 0 {
-		c.Response().Header().Set("Connection", "close") // the unread body must not be taken for the next request
+// limitBody bounds the request body to what the route reads. Most routes
+// read none: a body is then a mistake or an attack, and is never read.
+func limitBody(c echo.Context, maxBody int64) error {
+	req := c.Request()
+	if maxBody > 0 {
+		if req.ContentLength > maxBody {
+			c.Response().Header().Set("Connection", "close") // the unread body must not be taken for the next request
+			return echo.NewHTTPError(http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is limited to %d bytes", maxBody))
+		}
+		req.Body = http.MaxBytesReader(c.Response(), req.Body, maxBody)
+		return nil
+	}
+	if req.ContentLength != 0 {
+		c.Response().Header().Set("Connection", "close")
 		return echo.NewHTTPError(http.StatusRequestEntityTooLarge, "this API takes no request body")
 	}
 	return nil
@@ -123,8 +133,8 @@ func rejectBody(c echo.Context) error {
 
 // limitRequests bounds REST requests in time (from now, their arrival)
 // and streams in number per client.
-func (s *Server) limitRequests(c echo.Context, next echo.HandlerFunc, now time.Time) error {
-	if isStreamRoute(c) {
+func (s *Server) limitRequests(c echo.Context, stream bool, next echo.HandlerFunc, now time.Time) error {
+	if stream {
 		client := clientKey(c)
 		if !s.limits.openStream(client) {
 			return echo.NewHTTPError(http.StatusTooManyRequests, fmt.Sprintf(
@@ -235,10 +245,14 @@ func (ll *limitListener) Accept() (net.Conn, error) {
 
 // overloaded is the whole answer to a connection beyond the limit.
 var overloaded = func() []byte {
-	body := `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",` +
-		`"message":"the server has its maximum of connections; try again","reason":"ServiceUnavailable","code":503}` + "\n"
+	body, err := json.Marshal(errorStatus(retryLater("the server has its maximum of connections; try again")))
+	if err != nil {
+		panic(err) // a constant Status always marshals
+	}
+	body = append(body, '\n')
 	return fmt.Appendf(nil, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"+
-		"Retry-After: 1\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		"Retry-After: %d\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s",
+		retryAfterSeconds, len(body), body)
 }()
 
 // refuseConn answers 503, then closes without a reset: the request is

@@ -3,7 +3,6 @@ package server
 import (
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -25,6 +24,8 @@ type metrics struct {
 	// of the write that carried them, by transport.
 	delivery                *prometheus.HistogramVec
 	deliveryWS, deliverySSE prometheus.Observer
+	// unmatched counts the requests that matched no route.
+	unmatched *routeMetrics
 }
 
 func newMetrics(r Reader) *metrics {
@@ -47,6 +48,7 @@ func newMetrics(r Reader) *metrics {
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 		}, []string{"transport"}),
 	}
+	m.unmatched = m.forRoute("unmatched")
 	m.deliveryWS = m.delivery.WithLabelValues("websocket")
 	m.deliverySSE = m.delivery.WithLabelValues("sse")
 	m.registry.MustRegister(m.requests, m.latency, m.delivery, &cacheCollector{r: r},
@@ -69,19 +71,16 @@ type routeMetrics struct {
 func (m *metrics) forRoute(route string) *routeMetrics { return &routeMetrics{route: route} }
 
 // observe counts a request under its route pattern (never the raw path:
-// that would make one series per pod name); rm is nil for paths that
-// matched no route.
-func (m *metrics) observe(c echo.Context, rm *routeMetrics, start time.Time, err error) {
+// that would make one series per pod name). A stream's duration is the
+// life of a subscription, not a latency: it is not sampled.
+func (m *metrics) observe(c echo.Context, rt *route, stream bool, start time.Time, err error) {
+	rm := rt.metrics
 	code := c.Response().Status
 	if err != nil {
 		code = errorStatus(err).Code
 	}
 	if rm == nil {
-		route := c.Path()
-		if route == "" {
-			route = "unmatched"
-		}
-		rm = m.forRoute(route)
+		rm = m.unmatched // no route: echo's 404 or 405
 	}
 	if method := c.Request().Method; code == http.StatusOK && method == http.MethodGet {
 		rm.okOnce.Do(func() { rm.ok = m.requests.WithLabelValues(rm.route, method, "200") })
@@ -89,16 +88,10 @@ func (m *metrics) observe(c echo.Context, rm *routeMetrics, start time.Time, err
 	} else {
 		m.requests.WithLabelValues(rm.route, method, strconv.Itoa(code)).Inc()
 	}
-	if !isStream(c.Request()) {
+	if !stream {
 		rm.latencyOnce.Do(func() { rm.latency = m.latency.WithLabelValues(rm.route) })
 		rm.latency.Observe(time.Since(start).Seconds())
 	}
-}
-
-// isStream tells WebSocket and SSE requests apart: their duration is the
-// life of a subscription, not a latency.
-func isStream(r *http.Request) bool {
-	return r.Header.Get("Upgrade") != "" || strings.Contains(r.Header.Get("Accept"), "text/event-stream")
 }
 
 func (m *metrics) handler() http.Handler {
@@ -117,10 +110,21 @@ var (
 	descRestarts  = prometheus.NewDesc("kubeindex_watch_starts_total", "Watches opened per resource (restarts included).", []string{"resource"}, nil)
 	descSince     = prometheus.NewDesc("kubeindex_seconds_since_last_event", "Seconds since the last add, update or delete; absent before the first.", []string{"resource"}, nil)
 	descEvents    = prometheus.NewDesc("kubeindex_events_total", "Events received per resource and type.", []string{"resource", "type"}, nil)
+
+	descSubscribers = prometheus.NewDesc("kubeindex_stream_subscribers",
+		"Open stream subscriptions per resource (WebSocket, multiplexed and event-stream alike).", []string{"resource"}, nil)
+	descQueuedEvents = prometheus.NewDesc("kubeindex_stream_queued_events",
+		"Events waiting in the resource's subscriber queues for their consumers to take them.", []string{"resource"}, nil)
+	descQueuedBytes = prometheus.NewDesc("kubeindex_stream_queued_bytes",
+		"Size of the objects of the events waiting in the resource's subscriber queues (an object waiting for two subscribers counts twice).",
+		[]string{"resource"}, nil)
+	descResyncs = prometheus.NewDesc("kubeindex_stream_resyncs_total",
+		"Subscriptions ended with RESYNC_REQUIRED because they fell too far behind (their queue overflowed).", []string{"resource"}, nil)
 )
 
 func (cc *cacheCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descObjects, descSynced, descConnected, descStale, descRestarts, descSince, descEvents} {
+	for _, d := range []*prometheus.Desc{descObjects, descSynced, descConnected, descStale, descRestarts, descSince, descEvents,
+		descSubscribers, descQueuedEvents, descQueuedBytes, descResyncs} {
 		ch <- d
 	}
 }
@@ -139,6 +143,12 @@ func (cc *cacheCollector) Collect(ch chan<- prometheus.Metric) {
 		for typ, n := range map[string]int64{"ADDED": st.Events.Added, "MODIFIED": st.Events.Modified, "DELETED": st.Events.Deleted} {
 			ch <- prometheus.MustNewConstMetric(descEvents, prometheus.CounterValue, float64(n), st.Name, typ)
 		}
+	}
+	for _, st := range cc.r.StreamStats() {
+		ch <- prometheus.MustNewConstMetric(descSubscribers, prometheus.GaugeValue, float64(st.Subscribers), st.Resource)
+		ch <- prometheus.MustNewConstMetric(descQueuedEvents, prometheus.GaugeValue, float64(st.QueuedEvents), st.Resource)
+		ch <- prometheus.MustNewConstMetric(descQueuedBytes, prometheus.GaugeValue, float64(st.QueuedBytes), st.Resource)
+		ch <- prometheus.MustNewConstMetric(descResyncs, prometheus.CounterValue, float64(st.Dropped), st.Resource)
 	}
 }
 

@@ -79,13 +79,13 @@ func TestEveryRouteIsInTheSpecAndBack(t *testing.T) {
 			inSpec[method+" "+path] = op
 		}
 	}
-	routes := New(noCache{}, Options{Logger: quiet()}).Routes()
+	routes := New(noCache{}, Options{Logger: quiet()}).table()
 	if len(routes) == 0 {
 		t.Fatal("the route table is empty")
 	}
 	inTable := map[string]bool{}
 	for _, rt := range routes {
-		key := rt.Method + " " + specPath(t, rt.Path)
+		key := rt.method + " " + specPath(t, rt.path)
 		if inTable[key] {
 			t.Errorf("route %s is registered twice", key)
 		}
@@ -93,9 +93,9 @@ func TestEveryRouteIsInTheSpecAndBack(t *testing.T) {
 		op, ok := inSpec[key]
 		switch {
 		case !ok:
-			t.Errorf("route %s (%s) is not in openapi/openapi.json", key, rt.Path)
-		case op.Summary != rt.Summary:
-			t.Errorf("%s: summary in the spec %q; in the route table %q", key, op.Summary, rt.Summary)
+			t.Errorf("route %s (%s) is not in openapi/openapi.json", key, rt.path)
+		case op.Summary != rt.summary:
+			t.Errorf("%s: summary in the spec %q; in the route table %q", key, op.Summary, rt.summary)
 		}
 	}
 	for key := range inSpec {
@@ -208,6 +208,22 @@ func TestResponsesMatchTheSpec(t *testing.T) {
 		{"/api/v1/{resource}/{namespace}/{name}", "/api/v1/pods/kube-system/nope", synced, 404, false},
 		{"/api/v1/{resource}/{namespace}/{name}", "/api/v1/pods/a/b", unsynced, 503, false},
 		{"/api/v1/stream", "/api/v1/stream", synced, 400, false},
+		{"/k8s/version", "/k8s/version", synced, 200, false},
+		{"/k8s/api", "/k8s/api", synced, 200, false},
+		{"/k8s/api/v1", "/k8s/api/v1", synced, 200, false},
+		{"/k8s/apis", "/k8s/apis", synced, 200, false},
+		{"/k8s/apis/{group}", "/k8s/apis/apps", synced, 200, false},
+		{"/k8s/apis/{group}/{version}", "/k8s/apis/apps/v1", synced, 200, false},
+		{"/k8s/api/v1/{resource}", "/k8s/api/v1/pods", synced, 200, false},
+		{"/k8s/api/v1/{resource}/{name}", "/k8s/api/v1/nodes/node-2", synced, 200, false},
+		{"/k8s/api/v1/namespaces/{namespace}", "/k8s/api/v1/namespaces/kube-system", synced, 200, false},
+		{"/k8s/api/v1/namespaces/{namespace}/{resource}", "/k8s/api/v1/namespaces/kube-system/pods", synced, 200, false},
+		{"/k8s/api/v1/namespaces/{namespace}/{resource}/{name}", "/k8s/api/v1/namespaces/kube-system/pods/kube-proxy-zhstf", synced, 200, false},
+		{"/k8s/apis/{group}/{version}/{resource}", "/k8s/apis/apps/v1/deployments", synced, 200, false},
+		// The demo has no cluster-scoped resource in a named group: a core one answers the same shape.
+		{"/k8s/apis/{group}/{version}/{resource}/{name}", "/k8s/api/v1/nodes/node-1", synced, 200, false},
+		{"/k8s/apis/{group}/{version}/namespaces/{namespace}/{resource}", "/k8s/apis/apps/v1/namespaces/kube-system/replicasets", synced, 200, false},
+		{"/k8s/apis/{group}/{version}/namespaces/{namespace}/{resource}/{name}", "/k8s/apis/apps/v1/namespaces/kube-system/deployments/coredns", synced, 200, false},
 	}
 	// Statuses a ResponseRecorder cannot produce; stream_test.go proves them
 	// over real connections (upgrade, origin refusal, shutdown).

@@ -2,64 +2,224 @@ package server
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 )
 
-// Route is one entry of the route table. The OpenAPI test walks this table.
-type Route struct {
-	Method, Path string
-	Summary      string
+// The route table is the one place that knows a route. Each entry declares
+// its facts, and the edge (edge.go), authentication (auth.go), the limits
+// (limits.go), the metrics (metrics.go) and the freshness headers
+// (headers.go) read them from the entry the request matched, never from
+// the path or the request's headers. Adding a route is one line in table.
+
+// kind says how the edge treats a route's requests.
+type kind uint8
+
+const (
+	// restKind answers from memory: the response has a write deadline and
+	// its latency is sampled.
+	restKind kind = iota
+	// streamKind is a WebSocket or an event stream for its whole life: no
+	// deadline, counted against the client's streams, its duration is not
+	// a latency, and its token may travel outside the Authorization header
+	// (browsers cannot set one on a WebSocket or an EventSource).
+	streamKind
+	// watchableKind is REST, or a stream when the query asks to watch.
+	watchableKind
+	// staticKind serves a file that holds no cluster data.
+	staticKind
+	// probeKind is a health probe.
+	probeKind
+)
+
+// authz says who may call a route.
+type authz uint8
+
+const (
+	// public routes answer without credentials: health probes (a kubelet
+	// sends no token), the API description and the dashboard's files,
+	// which hold no cluster data (the dashboard asks for a token before it
+	// reads any).
+	public authz = iota
+	// byHandler routes need an authenticated caller; the handler asks the
+	// authorizer about the resource, verb, namespace and name it serves.
+	byHandler
+	// nonResourceURL routes need get on the route's path as a non-resource
+	// URL, as the API server's own /metrics does.
+	nonResourceURL
+	// authenticated routes need an authenticated caller and nothing more:
+	// the Kubernetes API's discovery, as on the API server.
+	authenticated
+)
+
+// freshness says who sets an answer's freshness headers.
+type freshness uint8
+
+const (
+	// cacheFreshness: the edge gives the answer the whole cache's.
+	cacheFreshness freshness = iota
+	// resourceFreshness: the handler sets the freshness of the resource it
+	// answers about on every answer it writes; errors raised before it
+	// found its resource get the whole cache's from the error translation.
+	resourceFreshness
+)
+
+// route is one entry of the route table.
+type route struct {
+	method, path string
+	summary      string // the OpenAPI test holds the spec to these
+	kind         kind
+	authz        authz
+	freshness    freshness
+	// maxBody bounds the request body the handler reads; 0: the route
+	// takes none, and a request with one is refused before the handler.
+	maxBody int64
+	handler echo.HandlerFunc
+
+	metrics *routeMetrics // set at registration
 }
 
-// routes is the one place routes are registered.
-func (s *Server) routes() {
-	s.routeInfo = map[string]*routeInfo{}
-	for _, rt := range s.table() {
-		s.echo.Add(rt.route.Method, rt.route.Path, rt.handler)
-		s.routeInfo[rt.route.Path] = &routeInfo{freshness: rt.freshness, metrics: s.metrics.forRoute(rt.route.Path)}
+// table lists every route. Read it as a table: method, path, facts, summary.
+func (s *Server) table() []*route {
+	table := []*route{
+		probe("/healthz", "Liveness: the process serves HTTP.", s.healthz),
+		probe("/readyz", "Readiness: every informer has synced; per-resource detail.", s.readyz),
+		{method: http.MethodGet, path: "/metrics", kind: restKind, authz: nonResourceURL,
+			summary: "Prometheus metrics.", handler: echo.WrapHandler(s.metrics.handler())},
+		static("/openapi.json", "This API's OpenAPI 3.0 document.", s.openAPI),
+		static("/", "The web dashboard.", s.dashboardPage),
+		static("/ui/:file", "A file of the web dashboard: script, style sheet or icon.", s.dashboardFile),
+		rest("/api/v1/resources", cacheFreshness, "Configured resources with counts, indexes and freshness.", s.listResources),
+		rest("/api/v1/resources/:resource", resourceFreshness, "One configured resource.", s.getResource),
+		rest("/api/v1/resources/:resource/indexes/:index", resourceFreshness, "Values of an index with object counts.", s.indexValues),
+		rest("/api/v1/ip/:ip", resourceFreshness, "Which pod has this IP (dual-stack, hostNetwork, reuse aware).", s.lookupIP),
+		{method: http.MethodGet, path: "/api/v1/stream", kind: streamKind, authz: byHandler,
+			summary: "One WebSocket multiplexing subscriptions to several resources.", handler: s.stream},
+		{method: http.MethodGet, path: "/api/v1/:resource", kind: watchableKind, authz: byHandler, freshness: resourceFreshness,
+			summary: "List objects; filter by namespace, labelSelector or index value.", handler: s.list},
+		rest("/api/v1/:resource/:name", resourceFreshness, "Get a cluster-scoped object.", s.getClusterScoped),
+		rest("/api/v1/:resource/:namespace/:name", resourceFreshness, "Get a namespaced object.", s.getNamespaced),
 	}
+	// The Kubernetes read API (README "Kubernetes API"): a kubeconfig's
+	// server is http://host:port/k8s, so that no path means two things.
+	reads := []*route{
+		s.kubeRead("/k8s/api/v1/:resource", "Kubernetes API: list or watch a core resource in all namespaces."),
+		s.kubeRead("/k8s/api/v1/:resource/:name", "Kubernetes API: get a cluster-scoped core object."),
+		{method: http.MethodGet, path: "/k8s/api/v1/namespaces/:namespace", kind: restKind, authz: byHandler,
+			freshness: resourceFreshness, summary: "Kubernetes API: get a Namespace.", handler: s.kubeHandler(s.kubeNamespace)},
+		s.kubeRead("/k8s/api/v1/namespaces/:namespace/:resource", "Kubernetes API: list or watch a core resource in a namespace."),
+		s.kubeRead("/k8s/api/v1/namespaces/:namespace/:resource/:name", "Kubernetes API: get a namespaced core object."),
+		s.kubeRead("/k8s/apis/:group/:version/:resource", "Kubernetes API: list or watch a resource in all namespaces."),
+		s.kubeRead("/k8s/apis/:group/:version/:resource/:name", "Kubernetes API: get a cluster-scoped object."),
+		s.kubeRead("/k8s/apis/:group/:version/namespaces/:namespace/:resource", "Kubernetes API: list or watch a resource in a namespace."),
+		s.kubeRead("/k8s/apis/:group/:version/namespaces/:namespace/:resource/:name", "Kubernetes API: get a namespaced object."),
+	}
+	table = append(table,
+		s.kubeDiscovery("/k8s/version", "Kubernetes API: the upstream API server's version.", s.kubeVersion),
+		s.kubeDiscovery("/k8s/api", "Kubernetes API: the core group's versions, or aggregated discovery.", s.kubeAPI),
+		s.kubeDiscovery("/k8s/api/v1", "Kubernetes API: the cached core resources.", s.kubeCoreResources),
+		s.kubeDiscovery("/k8s/apis", "Kubernetes API: the groups of the cached resources, or aggregated discovery.", s.kubeAPIs),
+		s.kubeDiscovery("/k8s/apis/:group", "Kubernetes API: one group.", s.kubeGroup),
+		s.kubeDiscovery("/k8s/apis/:group/:version", "Kubernetes API: the cached resources of a group version.", s.kubeGroupVersion))
+	table = append(table, reads...)
+	return append(table, s.kubeWrites(reads)...)
 }
 
-// Routes lists every registered route.
-func (s *Server) Routes() []Route {
-	var out []Route
-	for _, rt := range s.table() {
-		out = append(out, rt.route)
+// kubeRead is a read path of the Kubernetes API: get, list, or a watch
+// when the query asks; the handler authorizes the verb on the resource.
+func (s *Server) kubeRead(path, summary string) *route {
+	return &route{method: http.MethodGet, path: path, kind: watchableKind, authz: byHandler, freshness: resourceFreshness,
+		summary: summary, handler: s.kubeHandler(s.kubeResourcePath)}
+}
+
+// kubeDiscovery is a discovery path of the Kubernetes API: any
+// authenticated caller may read it, as on the API server.
+func (s *Server) kubeDiscovery(path, summary string, h echo.HandlerFunc) *route {
+	return &route{method: http.MethodGet, path: path, kind: restKind, authz: authenticated, summary: summary, handler: s.kubeHandler(h)}
+}
+
+// kubeWrites refuses every write on the Kubernetes API's paths with the
+// API server's 405: kubectl apply, edit and delete get a Status that says
+// why. The body (an object, a patch) is allowed in, never read.
+func (s *Server) kubeWrites(reads []*route) []*route {
+	var out []*route
+	for _, rd := range reads {
+		for _, m := range []string{http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+			out = append(out, &route{method: m, path: rd.path, kind: restKind, authz: authenticated, maxBody: kubeMaxWriteBody,
+				summary: "Kubernetes API: refused, kubeindex is read-only (405).", handler: s.kubeHandler(s.kubeWrite)})
+		}
 	}
 	return out
 }
 
-type routeEntry struct {
-	route   Route
-	handler echo.HandlerFunc
-	// freshness: the handler sets the freshness of the resource it answers
-	// about on every answer (see routeInfo).
-	freshness bool
+// rest is a GET that answers JSON from the cache to an authorized caller.
+func rest(path string, f freshness, summary string, h echo.HandlerFunc) *route {
+	return &route{method: http.MethodGet, path: path, kind: restKind, authz: byHandler, freshness: f, summary: summary, handler: h}
 }
 
-func (s *Server) table() []routeEntry {
-	get := func(path, summary string, h echo.HandlerFunc) routeEntry {
-		return routeEntry{Route{http.MethodGet, path, summary}, h, false}
+func probe(path, summary string, h echo.HandlerFunc) *route {
+	return &route{method: http.MethodGet, path: path, kind: probeKind, authz: public, summary: summary, handler: h}
+}
+
+func static(path, summary string, h echo.HandlerFunc) *route {
+	return &route{method: http.MethodGet, path: path, kind: staticKind, authz: public, summary: summary, handler: h}
+}
+
+// routeKey finds a request's route: echo's matched path and the method.
+type routeKey struct{ method, path string }
+
+// routes registers the table with echo and keeps each entry for the edge.
+func (s *Server) routes() {
+	s.routeInfo = map[routeKey]*route{}
+	for _, rt := range s.table() {
+		rt.metrics = s.metrics.forRoute(rt.path)
+		s.echo.Add(rt.method, rt.path, rt.handler)
+		s.routeInfo[routeKey{rt.method, rt.path}] = rt
 	}
-	// about a resource: its handler sets the resource's freshness.
-	about := func(path, summary string, h echo.HandlerFunc) routeEntry {
-		return routeEntry{Route{http.MethodGet, path, summary}, h, true}
+}
+
+// unmatched is the entry of requests that match no route (echo answers
+// 404 or 405): they are authenticated like any data route, so that an
+// unauthenticated caller learns nothing about which paths exist.
+var unmatched = route{kind: restKind, authz: byHandler}
+
+// routeOf returns the entry of the route c matched.
+func (s *Server) routeOf(c echo.Context) *route {
+	if rt := s.routeInfo[routeKey{c.Request().Method, c.Path()}]; rt != nil {
+		return rt
 	}
-	return []routeEntry{
-		get("/healthz", "Liveness: the process serves HTTP.", s.healthz),
-		get("/readyz", "Readiness: every informer has synced; per-resource detail.", s.readyz),
-		get("/metrics", "Prometheus metrics.", echo.WrapHandler(s.metrics.handler())),
-		get("/openapi.json", "This API's OpenAPI 3.0 document.", s.openAPI),
-		get("/", "The web dashboard.", s.dashboardPage),
-		get("/ui/:file", "A file of the web dashboard: script, style sheet or icon.", s.dashboardFile),
-		get("/api/v1/resources", "Configured resources with counts, indexes and freshness.", s.listResources),
-		about("/api/v1/resources/:resource", "One configured resource.", s.getResource),
-		about("/api/v1/resources/:resource/indexes/:index", "Values of an index with object counts.", s.indexValues),
-		about("/api/v1/ip/:ip", "Which pod has this IP (dual-stack, hostNetwork, reuse aware).", s.lookupIP),
-		get("/api/v1/stream", "One WebSocket multiplexing subscriptions to several resources.", s.stream),
-		about("/api/v1/:resource", "List objects; filter by namespace, labelSelector or index value.", s.list),
-		about("/api/v1/:resource/:name", "Get a cluster-scoped object.", s.getClusterScoped),
-		about("/api/v1/:resource/:namespace/:name", "Get a namespaced object.", s.getNamespaced),
+	return &unmatched
+}
+
+// isStream tells whether this request is served as a stream.
+func (rt *route) isStream(r *http.Request) bool {
+	switch rt.kind {
+	case streamKind:
+		return true
+	case watchableKind:
+		return watchRequested(r.URL.RawQuery)
 	}
+	return false
+}
+
+// watchRequested reports whether a query asks to watch: a watch parameter
+// whose value is not false, as the API server reads it (a bare "watch", "1"
+// and "true" watch; "0" and "false" do not).
+func watchRequested(rawQuery string) bool {
+	if !strings.Contains(rawQuery, "watch") {
+		return false // the common case, without parsing
+	}
+	for part := range strings.SplitSeq(rawQuery, "&") {
+		key, value, _ := strings.Cut(part, "=")
+		if key != "watch" {
+			continue
+		}
+		switch strings.ToLower(value) {
+		case "0", "false":
+			return false
+		}
+		return true
+	}
+	return false
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"k8s.io/apimachinery/pkg/version"
 
 	"github.com/kubeindex/kubeindex/cache"
 )
@@ -31,15 +32,20 @@ type Reader interface {
 	LookupIP(ip string) (cache.IPLookup, error)
 	// Watch subscribes to a resource's events (see cache.Cache.Watch).
 	Watch(resource string, q cache.WatchQuery, notify chan<- struct{}) (*cache.Subscription, error)
+	// StreamStats describes each resource's stream broker, for metrics.
+	StreamStats() []cache.StreamStats
 	// Resolve and Namespaces serve authorization (see cache.Cache.Resolve).
 	Resolve(resource string) (cache.Resource, error)
 	Namespaces() []string
+	// APIResources, Position and WaitPosition serve the Kubernetes API
+	// (see cache.Cache).
+	APIResources() []cache.Resource
+	Position(resource string) (uint64, error)
+	WaitPosition(ctx context.Context, resource string, rv uint64) (pos uint64, reached bool, err error)
 }
 
 // Options configures the server. Zero values take the documented defaults.
 type Options struct {
-	// Addr to listen on. Default 127.0.0.1:8080.
-	Addr string
 	// Simulated labels every response as coming from the --demo cluster.
 	Simulated bool
 	// ShutdownTimeout bounds graceful shutdown. Default 10s.
@@ -53,6 +59,10 @@ type Options struct {
 	Auth AuthOptions
 	// Limits bounds connections, streams per client and REST requests.
 	Limits LimitOptions
+	// KubeVersion is what the Kubernetes API's /version reports: the
+	// upstream API server's, as discovery found it at start. nil: a
+	// version naming kubeindex only.
+	KubeVersion *version.Info
 }
 
 // Server serves the REST API from a Reader.
@@ -66,14 +76,13 @@ type Server struct {
 	limits  *limiter
 	headers []header // security headers of every response
 	// routeInfo is read by every request and written only by New.
-	routeInfo map[string]*routeInfo
+	routeInfo map[routeKey]*route
+	// fresh holds the freshness header values last written (headers.go).
+	fresh atomicFreshness
 }
 
 // New builds the server and its routes. It starts nothing.
 func New(r Reader, opts Options) *Server {
-	if opts.Addr == "" {
-		opts.Addr = "127.0.0.1:8080"
-	}
 	if opts.ShutdownTimeout <= 0 {
 		opts.ShutdownTimeout = 10 * time.Second
 	}
@@ -98,17 +107,8 @@ func New(r Reader, opts Options) *Server {
 // Handler returns the HTTP handler, for tests and embedding.
 func (s *Server) Handler() http.Handler { return s.echo }
 
-// Start listens and serves until ctx is cancelled, then shuts down
+// Serve serves HTTP on ln until ctx is cancelled, then shuts down
 // gracefully within ShutdownTimeout using a fresh context.
-func (s *Server) Start(ctx context.Context) error {
-	ln, err := net.Listen("tcp", s.opts.Addr)
-	if err != nil {
-		return fmt.Errorf("listening on %s: %w", s.opts.Addr, err)
-	}
-	return s.Serve(ctx, ln)
-}
-
-// Serve is Start on an existing listener.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
 		Handler:           s.echo,

@@ -152,17 +152,26 @@ func newStreamHub(o StreamOptions) *streamHub {
 	return &streamHub{opts: o.withDefaults(), ctx: ctx, cancel: cancel}
 }
 
-// acquire reserves a subscription slot; release gives it back.
-func (h *streamHub) acquire() error {
+// subscribe opens a subscription within the server's bound on them. Every
+// subscription it returns must end with unsubscribe, which frees its slot.
+func (h *streamHub) subscribe(r Reader, resource string, q cache.WatchQuery, notify chan<- struct{}) (*cache.Subscription, error) {
 	if h.subscribers.Add(1) > int64(h.opts.MaxSubscribers) {
 		h.subscribers.Add(-1)
-		return echo.NewHTTPError(http.StatusTooManyRequests,
+		return nil, echo.NewHTTPError(http.StatusTooManyRequests,
 			fmt.Sprintf("the server has its maximum of %d stream subscriptions; try again later", h.opts.MaxSubscribers))
 	}
-	return nil
+	sub, err := r.Watch(resource, q, notify)
+	if err != nil {
+		h.subscribers.Add(-1)
+		return nil, err
+	}
+	return sub, nil
 }
 
-func (h *streamHub) release() { h.subscribers.Add(-1) }
+func (h *streamHub) unsubscribe(sub *cache.Subscription) {
+	sub.Close()
+	h.subscribers.Add(-1)
+}
 
 // enter registers a WebSocket connection; false once shutdown has begun.
 func (h *streamHub) enter() bool {
@@ -198,6 +207,25 @@ func (h *streamHub) wait(ctx context.Context) {
 	case <-ctx.Done():
 	}
 }
+
+// subscribe opens one subscription for a stream handler, within the
+// server's bound on subscriptions, and puts the resource's freshness in
+// header. notify is the subscription's wake-up. Every subscription it
+// returns must end with unsubscribe.
+func (s *Server) subscribe(resource string, q cache.WatchQuery, header http.Header) (*cache.Subscription, chan struct{}, error) {
+	notify := make(chan struct{}, 1)
+	sub, err := s.streams.subscribe(s.r, resource, q, notify)
+	if err != nil {
+		return nil, nil, err
+	}
+	if st, err := s.r.ResourceStatus(resource); err == nil {
+		s.setFreshness(header, st.Freshness)
+	}
+	return sub, notify, nil
+}
+
+// unsubscribe ends a subscription of subscribe.
+func (s *Server) unsubscribe(sub *cache.Subscription) { s.streams.unsubscribe(sub) }
 
 // watchParams are the query parameters of a per-resource watch.
 var watchParams = []string{"watch", "namespace", "labelSelector", "index", "value", "resourceVersion", "snapshot", "diff"}

@@ -26,20 +26,12 @@ import (
 // Errors are returned only before the status line is written; after that,
 // the stream just ends.
 func (s *Server) watchSSE(c echo.Context, resource string, q cache.WatchQuery) error {
-	if err := s.streams.acquire(); err != nil {
-		return err
-	}
-	defer s.streams.release()
-	notify := make(chan struct{}, 1)
-	sub, err := s.r.Watch(resource, q, notify)
+	w := c.Response()
+	sub, notify, err := s.subscribe(resource, q, w.Header())
 	if err != nil {
 		return err
 	}
-	defer sub.Close()
-	w := c.Response()
-	if st, err := s.r.ResourceStatus(resource); err == nil {
-		setFreshness(w.Header(), st.Freshness)
-	}
+	defer s.unsubscribe(sub)
 	w.Header().Set(echo.HeaderContentType, "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no") // proxies must not hold events back

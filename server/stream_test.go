@@ -263,6 +263,14 @@ func TestStalledReaderIsDroppedAndOthersContinue(t *testing.T) {
 	if st := f.Cache.StreamStats()[0]; st.Subscribers != 1 {
 		t.Errorf("broker has %d subscribers; expect only the healthy one", st.Subscribers)
 	}
+	// Operators see it: the drop and the remaining subscriber are metrics.
+	metrics := do(t, s.Handler(), http.MethodGet, "/metrics").Body.String()
+	for _, want := range []string{`kubeindex_stream_resyncs_total{resource="pods"} 1`, `kubeindex_stream_subscribers{resource="pods"} 1`,
+		`kubeindex_stream_queued_events{resource="pods"}`, `kubeindex_stream_queued_bytes{resource="pods"}`} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
 	churn(t, ss, 20)
 	r.waitEqual(t, "the healthy client keeps up", pods)
 

@@ -41,23 +41,14 @@ func (s *Server) watchWebSocket(c echo.Context, resource string, q *cache.WatchQ
 // that run must serve. (Kept apart from the handler, whose frame stays on
 // the stack for the socket's life.)
 func (s *Server) openWatchSocket(c echo.Context, resource string, q *cache.WatchQuery) (*wsConn, error) {
-	if err := s.streams.acquire(); err != nil {
-		return nil, err
-	}
-	notify := make(chan struct{}, 1)
-	sub, err := s.r.Watch(resource, *q, notify)
-	if err != nil {
-		s.streams.release()
-		return nil, err
-	}
 	header := http.Header{}
-	if st, err := s.r.ResourceStatus(resource); err == nil {
-		setFreshness(header, st.Freshness)
+	sub, notify, err := s.subscribe(resource, *q, header)
+	if err != nil {
+		return nil, err
 	}
 	ws, err := s.openSocket(c, header, false, notify)
 	if err != nil {
-		sub.Close()
-		s.streams.release()
+		s.unsubscribe(sub)
 		return nil, err
 	}
 	ws.add("", sub)
@@ -96,7 +87,7 @@ func ignoreHijacked(err error) error {
 // socket that run must serve. notify becomes the writer's wake-up.
 func (s *Server) openSocket(c echo.Context, header http.Header, mux bool, notify chan struct{}) (*wsConn, error) {
 	if !s.streams.enter() {
-		return nil, echo.NewHTTPError(http.StatusServiceUnavailable, "the server is shutting down")
+		return nil, retryLater("the server is shutting down")
 	}
 	conn, err := s.upgrade(c, header)
 	if err != nil {
@@ -167,8 +158,7 @@ func (w *wsConn) find(id string) int {
 }
 
 func (w *wsConn) removeAt(i int) {
-	w.subs[i].sub.Close()
-	w.hub.release()
+	w.hub.unsubscribe(w.subs[i].sub)
 	w.subs = slices.Delete(w.subs, i, i+1)
 }
 

@@ -210,12 +210,8 @@ func (w *wsConn) subscribe(m clientMessage, namespaces []string) error {
 		return err
 	}
 	q.QueueSize, q.Namespaces = w.opts.QueueSize, namespaces
-	if err := w.hub.acquire(); err != nil {
-		return err
-	}
-	sub, err := w.r.Watch(m.Resource, q, w.wake)
+	sub, err := w.hub.subscribe(w.r, m.Resource, q, w.wake)
 	if err != nil {
-		w.hub.release()
 		return err
 	}
 	w.add(m.ID, sub)

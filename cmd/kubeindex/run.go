@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -53,7 +54,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return err
 	}
-	resources, err := resolve(restCfg, cfg.Resources)
+	resources, kubeVersion, err := resolve(restCfg, cfg.Resources)
 	if err != nil {
 		return err
 	}
@@ -67,8 +68,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return err
 	}
-	srv := server.New(c, server.Options{Addr: cfg.Listen, Simulated: cfg.Demo, Logger: log,
-		Auth: authOpts, Limits: cfg.Security.limits(), Streams: server.StreamOptions{Coalesce: cfg.StreamCoalesce}})
+	srv := server.New(c, server.Options{Simulated: cfg.Demo, Logger: log,
+		Auth: authOpts, Limits: cfg.Security.limits(), Streams: server.StreamOptions{Coalesce: cfg.StreamCoalesce},
+		KubeVersion: kubeVersion})
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", cfg.Listen, err)
@@ -96,15 +98,21 @@ func clusterConfig(cfg *Config, getenv func(string) string) (*rest.Config, error
 }
 
 // resolve maps every configured resource through discovery, reporting all
-// the names the API server does not serve at once.
-func resolve(rc *rest.Config, configured []ResourceConfig) ([]cache.Configured, error) {
+// the names the API server does not serve at once. It also returns the API
+// server's version, which the Kubernetes API's /version repeats (nil when
+// the API server would not say).
+func resolve(rc *rest.Config, configured []ResourceConfig) ([]cache.Configured, *version.Info, error) {
 	dc, err := discovery.NewDiscoveryClientForConfig(rc)
 	if err != nil {
-		return nil, fmt.Errorf("discovery client: %w", err)
+		return nil, nil, fmt.Errorf("discovery client: %w", err)
 	}
 	found, err := cache.Discover(dc)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	v, err := dc.ServerVersion()
+	if err != nil {
+		v = nil // only /version needs it: not worth refusing to start
 	}
 	var out []cache.Configured
 	var resolved []cache.Resource
@@ -119,13 +127,13 @@ func resolve(rc *rest.Config, configured []ResourceConfig) ([]cache.Configured, 
 		out = append(out, cache.Configured{Spec: r.spec()})
 	}
 	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+		return nil, nil, errors.Join(errs...)
 	}
 	cache.NameResources(resolved)
 	for i := range out {
 		out[i].Resource = resolved[i]
 	}
-	return out, nil
+	return out, v, nil
 }
 
 // startDemo serves the simulated cluster on a loopback port, and churns it,

@@ -1,0 +1,62 @@
+package cache
+
+import (
+	"context"
+	"time"
+)
+
+// Position returns the resource's stream position: the resourceVersion
+// that a list read from the cache right after it is at least as fresh as,
+// and that a watch (Watch with WatchQuery.ResourceVersion) resumes from
+// without a gap. It starts the resource's stream history if no
+// subscription has yet. Safe for concurrent use.
+//
+// A list taken after Position may already hold a few changes the position
+// does not count; a watch from the position then repeats them (whole
+// objects, harmless to apply again), never skips one.
+func (c *Cache) Position(resource string) (uint64, error) {
+	r, err := c.resource(resource)
+	if err != nil {
+		return 0, err
+	}
+	return r.position(), nil
+}
+
+func (r *resourceCache) position() uint64 {
+	listRV := r.listRV()
+	b := r.broker
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.startLocked(listRV)
+	// The informers may have seen bookmarks, or events not yet handed to
+	// the broker: those arrive stamped with this position, so resuming
+	// from it re-sends them (see broker).
+	b.hw = max(b.hw, listRV)
+	return b.hw
+}
+
+// positionPoll is how often WaitPosition looks again: the position also
+// moves with the API server's bookmarks, which publish nothing.
+const positionPoll = 20 * time.Millisecond
+
+// WaitPosition waits until the resource's position (see Position) reaches
+// rv, or until ctx ends, and returns the position it saw last; reached
+// says whether it got there.
+func (c *Cache) WaitPosition(ctx context.Context, resource string, rv uint64) (pos uint64, reached bool, err error) {
+	r, err := c.resource(resource)
+	if err != nil {
+		return 0, false, err
+	}
+	t := time.NewTicker(positionPoll)
+	defer t.Stop()
+	for {
+		if pos = r.position(); pos >= rv {
+			return pos, true, nil
+		}
+		select {
+		case <-ctx.Done():
+			return pos, false, nil
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,195 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"runtime"
+
+	"github.com/labstack/echo/v4"
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/version"
+
+	"github.com/kubeindex/kubeindex/cache"
+)
+
+// Discovery of the Kubernetes API: exactly the cached resources, each with
+// the verbs get, list and watch, as the API server describes them (names,
+// kinds, scope, short names, categories). Any authenticated caller may
+// read it, as on the API server.
+
+var kubeVerbs = []string{"get", "list", "watch"}
+
+// kubeGroup is one API group of the cached resources, its versions in the
+// order first configured; the first is the preferred one.
+type kubeGroup struct {
+	name     string
+	versions []string
+	byVer    map[string][]cache.Resource
+}
+
+// kubeGroups groups the cached resources; the core group ("") first.
+func kubeGroups(all []cache.Resource) []*kubeGroup {
+	core := &kubeGroup{versions: []string{"v1"}, byVer: map[string][]cache.Resource{}}
+	out := []*kubeGroup{core}
+	byName := map[string]*kubeGroup{"": core}
+	for _, r := range all {
+		g := byName[r.Group]
+		if g == nil {
+			g = &kubeGroup{name: r.Group, byVer: map[string][]cache.Resource{}}
+			byName[r.Group] = g
+			out = append(out, g)
+		}
+		if _, ok := g.byVer[r.Version]; !ok && r.Group != "" {
+			g.versions = append(g.versions, r.Version)
+		}
+		g.byVer[r.Version] = append(g.byVer[r.Version], r)
+	}
+	return out
+}
+
+func (g *kubeGroup) apiGroup() metav1.APIGroup {
+	ag := metav1.APIGroup{TypeMeta: metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}, Name: g.name}
+	for _, v := range g.versions {
+		ag.Versions = append(ag.Versions, metav1.GroupVersionForDiscovery{GroupVersion: g.name + "/" + v, Version: v})
+	}
+	ag.PreferredVersion = ag.Versions[0]
+	return ag
+}
+
+func apiResource(r cache.Resource) metav1.APIResource {
+	return metav1.APIResource{Name: r.Plural, SingularName: r.Singular, Namespaced: r.Namespaced, Kind: r.Kind,
+		Verbs: kubeVerbs, ShortNames: r.ShortNames, Categories: r.Categories}
+}
+
+func resourceList(groupVersion string, rs []cache.Resource) metav1.APIResourceList {
+	l := metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"},
+		GroupVersion: groupVersion, APIResources: []metav1.APIResource{}}
+	for _, r := range rs {
+		l.APIResources = append(l.APIResources, apiResource(r))
+	}
+	return l
+}
+
+// aggregated is the apidiscovery.k8s.io/v2 form of some groups.
+func aggregated(groups []*kubeGroup) apidiscoveryv2.APIGroupDiscoveryList {
+	out := apidiscoveryv2.APIGroupDiscoveryList{
+		TypeMeta: metav1.TypeMeta{Kind: "APIGroupDiscoveryList", APIVersion: "apidiscovery.k8s.io/v2"},
+		Items:    []apidiscoveryv2.APIGroupDiscovery{}}
+	for _, g := range groups {
+		gd := apidiscoveryv2.APIGroupDiscovery{ObjectMeta: metav1.ObjectMeta{Name: g.name}}
+		for _, v := range g.versions {
+			vd := apidiscoveryv2.APIVersionDiscovery{Version: v, Freshness: apidiscoveryv2.DiscoveryFreshnessCurrent,
+				Resources: []apidiscoveryv2.APIResourceDiscovery{}}
+			for _, r := range g.byVer[v] {
+				scope := apidiscoveryv2.ScopeCluster
+				if r.Namespaced {
+					scope = apidiscoveryv2.ScopeNamespace
+				}
+				vd.Resources = append(vd.Resources, apidiscoveryv2.APIResourceDiscovery{
+					Resource: r.Plural, SingularResource: r.Singular, Scope: scope, Verbs: kubeVerbs,
+					ResponseKind: &metav1.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind},
+					ShortNames:   r.ShortNames, Categories: r.Categories})
+			}
+			gd.Versions = append(gd.Versions, vd)
+		}
+		out.Items = append(out.Items, gd)
+	}
+	return out
+}
+
+func writeKubeJSON(c echo.Context, contentType string, v any) error {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set(echo.HeaderContentType, contentType)
+	c.Response().WriteHeader(http.StatusOK)
+	_, err = c.Response().Write(body)
+	return err
+}
+
+func (s *Server) kubeVersion(c echo.Context) error {
+	v := s.opts.KubeVersion
+	if v == nil {
+		v = &version.Info{GitVersion: "v0.0.0-kubeindex", GoVersion: runtime.Version(), Compiler: runtime.Compiler,
+			Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	}
+	return writeKubeJSON(c, "application/json", v)
+}
+
+// kubeAPI serves /k8s/api: the core group's versions, or its aggregated
+// discovery.
+func (s *Server) kubeAPI(c echo.Context) error {
+	groups := kubeGroups(s.r.APIResources())
+	switch negotiateDiscovery(c.Request()) {
+	case kubeDiscoveryV2:
+		return writeKubeJSON(c, kubeDiscoveryMediaType, aggregated(groups[:1]))
+	case kubeNotAcceptableM:
+		return kubeNotAcceptable("application/json", kubeDiscoveryMediaType)
+	}
+	return writeKubeJSON(c, "application/json", metav1.APIVersions{TypeMeta: metav1.TypeMeta{Kind: "APIVersions"},
+		Versions:                   []string{"v1"},
+		ServerAddressByClientCIDRs: []metav1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: c.Request().Host}}})
+}
+
+func (s *Server) kubeCoreResources(c echo.Context) error {
+	if negotiateObjects(c.Request(), false) == kubeNotAcceptableM {
+		return kubeNotAcceptable("application/json")
+	}
+	groups := kubeGroups(s.r.APIResources())
+	return writeKubeJSON(c, "application/json", resourceList("v1", groups[0].byVer["v1"]))
+}
+
+// kubeAPIs serves /k8s/apis: the named groups, or their aggregated
+// discovery.
+func (s *Server) kubeAPIs(c echo.Context) error {
+	groups := kubeGroups(s.r.APIResources())[1:]
+	switch negotiateDiscovery(c.Request()) {
+	case kubeDiscoveryV2:
+		return writeKubeJSON(c, kubeDiscoveryMediaType, aggregated(groups))
+	case kubeNotAcceptableM:
+		return kubeNotAcceptable("application/json", kubeDiscoveryMediaType)
+	}
+	l := metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}, Groups: []metav1.APIGroup{}}
+	for _, g := range groups {
+		l.Groups = append(l.Groups, g.apiGroup())
+	}
+	return writeKubeJSON(c, "application/json", l)
+}
+
+func (s *Server) findGroup(name string) *kubeGroup {
+	for _, g := range kubeGroups(s.r.APIResources())[1:] {
+		if g.name == name {
+			return g
+		}
+	}
+	return nil
+}
+
+func (s *Server) kubeGroup(c echo.Context) error {
+	if negotiateObjects(c.Request(), false) == kubeNotAcceptableM {
+		return kubeNotAcceptable("application/json")
+	}
+	g := s.findGroup(c.Param("group"))
+	if g == nil {
+		return kubeNotFoundPath()
+	}
+	return writeKubeJSON(c, "application/json", g.apiGroup())
+}
+
+func (s *Server) kubeGroupVersion(c echo.Context) error {
+	if negotiateObjects(c.Request(), false) == kubeNotAcceptableM {
+		return kubeNotAcceptable("application/json")
+	}
+	g := s.findGroup(c.Param("group"))
+	if g == nil {
+		return kubeNotFoundPath()
+	}
+	v := c.Param("version")
+	rs, ok := g.byVer[v]
+	if !ok {
+		return kubeNotFoundPath()
+	}
+	return writeKubeJSON(c, "application/json", resourceList(g.name+"/"+v, rs))
+}

@@ -1,0 +1,116 @@
+package server
+
+import (
+	"mime"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// What a request of the Kubernetes API may be answered with. Only JSON is
+// served: objects are held as the API server's JSON bytes, so a protobuf
+// answer would cost a decode and an encode per object.
+type kubeMedia int
+
+const (
+	kubeJSON           kubeMedia = iota // the object, the list or the watch events as they are
+	kubeTable                           // a meta.k8s.io/v1 Table
+	kubeDiscoveryV2                     // an apidiscovery.k8s.io/v2 APIGroupDiscoveryList
+	kubeNotAcceptableM                  // nothing offered is served
+)
+
+const (
+	kubeTableMediaType     = "application/json;as=Table;v=v1;g=meta.k8s.io"
+	kubeDiscoveryMediaType = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+)
+
+// mediaRange is one entry of an Accept header.
+type mediaRange struct {
+	typ, sub string
+	params   map[string]string
+	q        float64
+}
+
+// parseAccept reads an Accept header into its ranges, most preferred
+// first (by q, then by order). Entries that do not parse are skipped.
+func parseAccept(h string) []mediaRange {
+	var out []mediaRange
+	for part := range strings.SplitSeq(h, ",") {
+		if strings.TrimSpace(part) == "" {
+			continue
+		}
+		mt, params, err := mime.ParseMediaType(part)
+		if err != nil {
+			continue
+		}
+		typ, sub, _ := strings.Cut(mt, "/")
+		r := mediaRange{typ: typ, sub: sub, params: params, q: 1}
+		if q, ok := params["q"]; ok {
+			if v, err := strconv.ParseFloat(q, 64); err == nil {
+				r.q = v
+			}
+		}
+		if r.q > 0 {
+			out = append(out, r)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b mediaRange) int {
+		switch {
+		case a.q > b.q:
+			return -1
+		case a.q < b.q:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// json reports whether r accepts plain JSON.
+func (r mediaRange) json() bool {
+	if r.params["as"] != "" {
+		return false
+	}
+	return r.typ == "*" || r.typ == "application" && (r.sub == "*" || r.sub == "json")
+}
+
+func (r mediaRange) is(as, version, group string) bool {
+	return r.typ == "application" && r.sub == "json" && r.params["as"] == as && r.params["v"] == version && r.params["g"] == group
+}
+
+// negotiateObjects picks how to answer a get, list or watch: the first of
+// JSON and (when table is served) Table that the client accepts.
+func negotiateObjects(req *http.Request, table bool) kubeMedia {
+	h := strings.Join(req.Header.Values("Accept"), ",")
+	if strings.TrimSpace(h) == "" {
+		return kubeJSON
+	}
+	for _, r := range parseAccept(h) {
+		switch {
+		case r.json():
+			return kubeJSON
+		case table && r.is("Table", "v1", "meta.k8s.io"):
+			return kubeTable
+		}
+	}
+	return kubeNotAcceptableM
+}
+
+// negotiateDiscovery picks between aggregated discovery and the legacy
+// documents for /api and /apis.
+func negotiateDiscovery(req *http.Request) kubeMedia {
+	h := strings.Join(req.Header.Values("Accept"), ",")
+	if strings.TrimSpace(h) == "" {
+		return kubeJSON
+	}
+	for _, r := range parseAccept(h) {
+		switch {
+		case r.json():
+			return kubeJSON
+		case r.is("APIGroupDiscoveryList", "v2", "apidiscovery.k8s.io"):
+			return kubeDiscoveryV2
+		}
+	}
+	return kubeNotAcceptableM
+}

@@ -1,0 +1,221 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+
+	"github.com/kubeindex/kubeindex/auth"
+	"github.com/kubeindex/kubeindex/cache"
+)
+
+// minWatchTimeout is the API server's --min-request-timeout default: a
+// watch without timeoutSeconds ends after between one and two of it, so
+// that clients spread their re-watches.
+const minWatchTimeout = 30 * time.Minute
+
+// kubeWatch serves ?watch=true in the API server's streaming format: one
+// JSON watch event per line, from the resource's broker (cache.Watch).
+//
+//   - resourceVersion "" or "0": the current state as ADDED, then changes;
+//     with sendInitialEvents and allowWatchBookmarks, a BOOKMARK annotated
+//     k8s.io/initial-events-end after the initial state (a watch list);
+//   - resourceVersion X: the changes after X, once the cache has reached X
+//     (else 504 after freshWait); older than the history: one ERROR event
+//     with a 410 Expired Status, as the watch cache sends it;
+//   - a watcher whose queue overflows is closed, as the API server closes
+//     one it cannot keep up with: the client watches again from where it
+//     got to.
+func (s *Server) kubeWatch(c echo.Context, t kubeTarget, opts *metainternalversion.ListOptions, tb *tableRequest) error {
+	if err := s.kubeAllow(c, auth.VerbWatch, t.res, t.namespace, ""); err != nil {
+		return err
+	}
+	wq := cache.WatchQuery{Namespace: t.namespace, LabelSelector: c.QueryParam("labelSelector"),
+		Fields: opts.FieldSelector, QueueSize: s.streams.opts.QueueSize}
+	if t.name != "" {
+		wq.Fields = fields.AndSelectors(fields.OneTermEqualSelector("metadata.name", t.name), nonNil(opts.FieldSelector))
+	}
+	initial := opts.SendInitialEvents != nil && *opts.SendInitialEvents
+	want, err := parseKubeRV(opts.ResourceVersion)
+	if err != nil {
+		return err
+	}
+	if want > 0 {
+		// NotOlderThan: wait for the cache to get there, as the watch cache does.
+		if _, err := s.kubePosition(c.Request().Context(), t.res, opts.ResourceVersion, ""); err != nil {
+			return err
+		}
+	}
+	switch {
+	case initial:
+		wq.Snapshot = true
+	case want > 0:
+		wq.ResourceVersion = opts.ResourceVersion
+	case opts.SendInitialEvents != nil: // false, from now on
+		pos, err := s.r.Position(t.res.Name)
+		if err != nil {
+			return err
+		}
+		wq.ResourceVersion = strconv.FormatUint(pos, 10)
+	default:
+		wq.Snapshot = true
+	}
+	notify := make(chan struct{}, 1)
+	sub, err := s.streams.subscribe(s.r, t.res.Name, wq, notify)
+	if err != nil {
+		return err
+	}
+	defer s.streams.unsubscribe(sub)
+
+	timeout := time.Duration(float64(minWatchTimeout) * (1 + rand.Float64()))
+	if opts.TimeoutSeconds != nil {
+		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
+	}
+	ctx, cancel := context.WithTimeout(c.Request().Context(), timeout)
+	defer cancel()
+
+	w := c.Response()
+	s.fillFreshness(w.Header()) // the whole cache's: a resource's would cost a count of its objects
+	if tb != nil {
+		w.Header().Set(echo.HeaderContentType, kubeTableMediaType)
+	} else {
+		w.Header().Set(echo.HeaderContentType, "application/json")
+	}
+	w.Header().Set("Cache-Control", "no-cache, private")
+	w.WriteHeader(http.StatusOK)
+	out := &kubeWatchWriter{conn: sseConn{rc: http.NewResponseController(w), w: w, timeout: s.streams.opts.WriteTimeout},
+		res: t.res, bookmarks: opts.AllowWatchBookmarks, initialEnd: initial && opts.AllowWatchBookmarks, table: tb}
+	defer out.conn.rc.SetWriteDeadline(time.Time{}) // the connection may serve another request
+	out.bw = bufio.NewWriterSize(&out.conn, 32<<10)
+	if oldest, expired := sub.Expired(); expired {
+		out.status(kubeStatus(kubeExpired(want, oldest)))
+		return out.flush()
+	}
+	if err := out.flush(); err != nil { // the status line now: clients wait for it
+		return nil
+	}
+	if err := s.pumpKubeWatch(ctx, sub, notify, out); err != nil {
+		s.log.Debug("watch ended", "resource", t.res.Name, "err", err)
+	}
+	return nil
+}
+
+func nonNil(sel fields.Selector) fields.Selector {
+	if sel == nil {
+		return fields.Everything()
+	}
+	return sel
+}
+
+// pumpKubeWatch writes the subscription's events until it ends, the
+// timeout passes, the client goes away or the server shuts down.
+func (s *Server) pumpKubeWatch(ctx context.Context, sub *cache.Subscription, notify <-chan struct{}, out *kubeWatchWriter) error {
+	for {
+		for {
+			m, ok := sub.Next()
+			if !ok {
+				break
+			}
+			if m.Terminal() {
+				return out.flush() // overflowed: closed, the client re-watches
+			}
+			if err := out.write(&m); err != nil {
+				return err
+			}
+		}
+		if err := out.flush(); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.streams.ctx.Done():
+			return nil
+		case <-notify:
+		}
+	}
+}
+
+// kubeWatchWriter writes watch events, one JSON object per line.
+type kubeWatchWriter struct {
+	conn       sseConn
+	bw         *bufio.Writer
+	res        cache.Resource
+	bookmarks  bool          // allowWatchBookmarks
+	initialEnd bool          // mark the end of the initial events with a bookmark
+	table      *tableRequest // nil: objects as they are
+}
+
+func (w *kubeWatchWriter) write(m *cache.Message) error {
+	switch m.Type {
+	case cache.Synced:
+		if w.initialEnd {
+			w.initialEnd = false
+			w.bookmark(m.ResourceVersion, true)
+		}
+	case cache.Bookmark:
+		if w.bookmarks {
+			w.bookmark(m.ResourceVersion, false)
+		}
+	default:
+		o := m.Object()
+		if o == nil {
+			return nil
+		}
+		raw := o.Raw()
+		if w.table != nil {
+			var err error
+			if raw, err = w.table.build([]*cache.Object{o}, metav1.ListMeta{}); err != nil {
+				return err
+			}
+		}
+		w.bw.WriteString(`{"type":"`)
+		w.bw.WriteString(string(m.Type))
+		w.bw.WriteString(`","object":`)
+		w.bw.Write(raw)
+		_, err := w.bw.WriteString("}\n")
+		return err
+	}
+	return nil
+}
+
+// bookmark writes a BOOKMARK: an object with only its kind, apiVersion
+// and resourceVersion (and the end-of-initial-events annotation).
+func (w *kubeWatchWriter) bookmark(rv string, initialEnd bool) {
+	b := w.bw.AvailableBuffer()
+	b = append(b, `{"type":"BOOKMARK","object":{"kind":`...)
+	b = appendJSONString(b, w.res.Kind)
+	b = append(b, `,"apiVersion":`...)
+	b = appendJSONString(b, w.res.APIVersion())
+	b = append(b, `,"metadata":{"resourceVersion":`...)
+	b = appendJSONString(b, rv)
+	if initialEnd {
+		b = append(b, `,"annotations":{"k8s.io/initial-events-end":"true"}`...)
+	}
+	b = append(b, "}}}\n"...)
+	w.bw.Write(b)
+}
+
+// status writes an ERROR event carrying st.
+func (w *kubeWatchWriter) status(st any) {
+	body, _ := json.Marshal(st) // a Status always encodes
+	w.bw.WriteString(`{"type":"ERROR","object":`)
+	w.bw.Write(body)
+	w.bw.WriteString("}\n")
+}
+
+func (w *kubeWatchWriter) flush() error {
+	if err := w.bw.Flush(); err != nil {
+		return err
+	}
+	return w.conn.rc.Flush()
+}
