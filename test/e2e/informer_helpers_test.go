@@ -34,7 +34,7 @@ type observedLW struct {
 	watches       []metav1.ListOptions
 	initialEvents int // watches with sendInitialEvents=true
 	expired       int // 410s seen, as a watch's error or an ERROR event
-	events        int // events passed on by the current watches
+	events        int // events passed on by the current watch
 	staleRV       string
 	cut           chan struct{} // closed to end the current watches
 }
@@ -74,6 +74,7 @@ func (o *observedLW) WatchWithContext(ctx context.Context, opts metav1.ListOptio
 		opts.ResourceVersion, o.staleRV = o.staleRV, ""
 	}
 	o.watches = append(o.watches, opts)
+	o.events = 0
 	if opts.SendInitialEvents != nil && *opts.SendInitialEvents {
 		o.initialEvents++
 	}
@@ -101,7 +102,6 @@ func (o *observedLW) resumeFromStale(rv string) {
 	o.staleRV = rv
 	close(o.cut)
 	o.cut = make(chan struct{})
-	o.events = 0
 }
 
 // stats is a snapshot of what the informer did.

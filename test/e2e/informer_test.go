@@ -31,10 +31,11 @@ var podsGVR = corev1.SchemeGroupVersion.WithResource("pods")
 // and no list at all); each over all pods and over one node's
 // (fieldSelector=spec.nodeName, the per-node agent). Each must hold exactly
 // what the API server lists with the same selector: after the first sync,
-// after pods are created, relabelled and deleted under it, after kubeindex
-// restarts under it (with changes while it was down), and after a watch
+// after pods are created, relabelled and deleted under it, after a watch
 // resumed from a resourceVersion kubeindex no longer holds got 410 Expired
-// and the informer relisted.
+// and the informer relisted, and after kubeindex restarts under it (with
+// changes while it was down: the new process does not hold the informer's
+// resourceVersion either).
 func TestKubeInformers(t *testing.T) {
 	c := cluster.StartForTest(t)
 	cs, dyn := c.Clients(t)
@@ -89,24 +90,7 @@ func TestKubeInformers(t *testing.T) {
 	ch.run(t, 30)
 	checkInformers(t, cs, infs, "pods were created, relabelled and deleted under them")
 
-	k.stop(t)
-	ch.run(t, 6)
-	k = startKubeAPIKubeindex(t, c.Kubeconfig, "--listen", addr)
-	ch.run(t, 6)
-	checkInformers(t, cs, infs, "kubeindex restarted under them, with changes while it was down")
-
-	// Every informer's current watch must have passed an event on, or the
-	// reflector takes its end for a broken watch and relists by itself
-	// instead of resuming from the stale version.
-	ch.run(t, 4)
-	eventually(t, converge, "an event on every informer's watch", func() error {
-		for _, inf := range infs {
-			if inf.lw.stats().Events == 0 {
-				return fmt.Errorf("%s: no event since the last cut", inf.name)
-			}
-		}
-		return nil
-	})
+	eventOnEveryWatch(t, ch, infs)
 	was := map[string]lwStats{}
 	for _, inf := range infs {
 		was[inf.name] = inf.lw.stats()
@@ -132,6 +116,29 @@ func TestKubeInformers(t *testing.T) {
 		}
 	}
 
+	// With an event on its current watch, the reflector takes the end of
+	// the watch for a server going away and watches again from its last
+	// resourceVersion, against the new process (not relisting by itself).
+	eventOnEveryWatch(t, ch, infs)
+	for _, inf := range infs {
+		was[inf.name] = inf.lw.stats()
+	}
+	k.stop(t)
+	ch.run(t, 6)
+	startKubeAPIKubeindex(t, c.Kubeconfig, "--listen", addr)
+	ch.run(t, 6)
+	checkInformers(t, cs, infs, "kubeindex restarted under them, with changes while it was down")
+	for _, inf := range infs {
+		// The new process's history starts at its first list, after the
+		// pods deleted while it was down: it cannot resume the informers'
+		// watches and must answer 410, unless a watch came while it was
+		// not yet synced and its error made the informer relist anyway.
+		// Equality above is what matters; this says which happened.
+		s := inf.lw.stats()
+		t.Logf("%s after the restart: %d more 410s, %d more lists, %d more streaming lists", inf.name,
+			s.Expired-was[inf.name].Expired, s.Lists-was[inf.name].Lists, s.InitialEvents-was[inf.name].InitialEvents)
+	}
+
 	for _, inf := range infs {
 		s := inf.lw.stats()
 		if inf.watchList && (s.Lists != 0 || s.InitialEvents == 0) {
@@ -139,6 +146,23 @@ func TestKubeInformers(t *testing.T) {
 		}
 		t.Logf("%s: %+v", inf.name, s)
 	}
+}
+
+// eventOnEveryWatch churns until every informer's current watch has passed
+// an event on. Else the reflector takes the watch's end for a broken watch
+// ("very short watch") and relists by itself, instead of resuming from its
+// resourceVersion, which is what the test is about.
+func eventOnEveryWatch(t *testing.T, ch *churner, infs []*informerUnderTest) {
+	t.Helper()
+	ch.run(t, 4)
+	eventually(t, converge, "an event on every informer's watch", func() error {
+		for _, inf := range infs {
+			if inf.lw.stats().Events == 0 {
+				return fmt.Errorf("%s: no event on its current watch", inf.name)
+			}
+		}
+		return nil
+	})
 }
 
 // checkInformers waits until every informer holds what the API server lists

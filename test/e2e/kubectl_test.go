@@ -163,19 +163,22 @@ func watchSeesCreateRelabelDelete(t *testing.T, p kubectlPair, cs kubernetes.Int
 		return err
 	})
 	watches := map[string]*kubectlWatch{"API server": p.api.watch(t, args...), "kubeindex": p.ki.watch(t, args...)}
-	rowsAtLeast := func(n int) func() error {
+	printed := func(want func(rows []string) bool, what string) func() error {
 		return func() error {
 			for name, w := range watches {
 				out, errOut, exited := w.output()
 				if exited {
 					return stopPolling{fmt.Errorf("kubectl %s against the %s exited:\n%s\nstderr: %s", strings.Join(args, " "), name, out, errOut)}
 				}
-				if got := len(watchRows(out)); got < n+1 {
-					return fmt.Errorf("the %s's watch printed %d rows, want %d:\n%s\nstderr: %s", name, got-1, n, out, errOut)
+				if !want(watchRows(out)) {
+					return fmt.Errorf("the %s's watch has not printed %s:\n%s\nstderr: %s", name, what, out, errOut)
 				}
 			}
 			return nil
 		}
+	}
+	rowsAtLeast := func(n int) func() error {
+		return printed(func(rows []string) bool { return len(rows) >= n+1 }, fmt.Sprintf("%d rows", n))
 	}
 	// The initial rows are printed once the list is done; the watch goes on
 	// from the list's resourceVersion, so what follows is never missed.
@@ -198,7 +201,10 @@ func watchSeesCreateRelabelDelete(t *testing.T, p kubectlPair, cs kubernetes.Int
 	if err := cs.CoreV1().Pods(ns).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, converge, "both watches to print ADDED, MODIFIED, DELETED", rowsAtLeast(len(existing.Items)+3))
+	deleted := func(rows []string) bool {
+		return len(rows) > 0 && strings.HasPrefix(rows[len(rows)-1], "DELETED | watched |")
+	}
+	eventually(t, converge, "both watches to print the DELETED row", printed(deleted, "DELETED watched"))
 
 	apiOut, _, _ := watches["API server"].output()
 	kiOut, _, _ := watches["kubeindex"].output()
@@ -206,13 +212,18 @@ func watchSeesCreateRelabelDelete(t *testing.T, p kubectlPair, cs kubernetes.Int
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("kubectl %s: rows differ (-API server +kubeindex):\n%s", strings.Join(args, " "), d)
 	}
+	// The API server prints ADDED, MODIFIED for the relabel, then (since
+	// 1.3x, even with a zero grace period) MODIFIED as the deletion sets
+	// deletionTimestamp, and DELETED.
 	var events []string
-	for _, r := range want[len(want)-3:] {
+	for _, r := range want[len(existing.Items)+1:] {
 		ev, rest, _ := strings.Cut(r, " | ")
-		name, _, _ := strings.Cut(rest, " | ")
-		events = append(events, ev+" "+name)
+		name, rest, _ := strings.Cut(rest, " | ")
+		status := strings.Split(rest, " | ")[1]
+		events = append(events, ev+" "+name+" "+status)
 	}
-	if d := cmp.Diff([]string{"ADDED watched", "MODIFIED watched", "DELETED watched"}, events); d != "" {
+	wantEvents := []string{"ADDED watched Pending", "MODIFIED watched Pending", "MODIFIED watched Terminating", "DELETED watched Terminating"}
+	if d := cmp.Diff(wantEvents, events); d != "" {
 		t.Errorf("the API server's watch did not print what this test did (-want +got):\n%s\n%s", d, apiOut)
 	}
 }
@@ -234,22 +245,36 @@ func (p kubectlPair) same1(ns string) (string, error) {
 	return apiOut, nil
 }
 
-// applyRefused runs `kubectl apply` against kubeindex: it must fail, say
-// that kubeindex is read-only (a 405 MethodNotAllowed), and change nothing.
+// applyRefused runs `kubectl apply` against kubeindex, as is and without
+// client-side validation (which needs the OpenAPI document first): it must
+// fail, say that kubeindex is read-only (a 405 MethodNotAllowed), and change
+// nothing.
 func applyRefused(t *testing.T, ki *kubectlCmd, cs kubernetes.Interface, ns string) {
+	for _, flags := range [][]string{nil, {"--validate=false"}} {
+		t.Run(strings.Join(append([]string{"apply"}, flags...), " "), func(t *testing.T) {
+			applyRefusedWith(t, ki, cs, ns, flags...)
+		})
+	}
+}
+
+func applyRefusedWith(t *testing.T, ki *kubectlCmd, cs kubernetes.Interface, ns string, flags ...string) {
+	// A pod: kubectl maps the kind through kubeindex's discovery, which
+	// lists only what is cached.
 	manifest := fmt.Sprintf(`apiVersion: v1
-kind: ConfigMap
+kind: Pod
 metadata:
   name: applied
   namespace: %s
-data:
-  k: v
+spec:
+  containers:
+  - name: c
+    image: example.com/applied:1
 `, ns)
 	path := filepath.Join(t.TempDir(), "applied.yaml")
 	if err := os.WriteFile(path, []byte(manifest), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, errOut, err := ki.run("apply", "-f", path)
+	out, errOut, err := ki.run(append([]string{"apply", "-f", path}, flags...)...)
 	if err == nil {
 		t.Fatalf("kubectl apply against kubeindex succeeded:\n%s", out)
 	}
@@ -259,9 +284,9 @@ data:
 			t.Errorf("kubectl apply's error does not say %q:\n%s", want, errOut)
 		}
 	}
-	_, err = cs.CoreV1().ConfigMaps(ns).Get(t.Context(), "applied", metav1.GetOptions{})
+	_, err = cs.CoreV1().Pods(ns).Get(t.Context(), "applied", metav1.GetOptions{})
 	if !apierrors.IsNotFound(err) {
-		t.Errorf("the ConfigMap kubectl tried to apply through kubeindex: %v, want NotFound", err)
+		t.Errorf("the pod kubectl tried to apply through kubeindex: %v, want NotFound", err)
 	}
 }
 
