@@ -77,7 +77,7 @@ func (s *Server) kubeWatch(c echo.Context, t kubeTarget, opts *metainternalversi
 	defer s.streams.unsubscribe(sub)
 
 	timeout := time.Duration(float64(minWatchTimeout) * (1 + rand.Float64()))
-	if opts.TimeoutSeconds != nil {
+	if opts.TimeoutSeconds != nil && *opts.TimeoutSeconds != 0 { // 0: the default, as on the API server
 		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
 	}
 	ctx, cancel := context.WithTimeout(c.Request().Context(), timeout)
