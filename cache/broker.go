@@ -36,16 +36,6 @@ func (o StreamOptions) withDefaults() StreamOptions {
 	return o
 }
 
-// SetStreamOptions changes the history bounds and bookmark interval of
-// every resource's broker. It is safe to call at any time; a shorter
-// history takes effect with the next event or subscription, a new bookmark
-// interval with the next Start.
-func (c *Cache) SetStreamOptions(o StreamOptions) {
-	for _, r := range c.resources {
-		r.broker.setOptions(o)
-	}
-}
-
 // StreamStats describes one resource's broker, for metrics.
 type StreamStats struct {
 	Resource        string `json:"resource"`
@@ -106,20 +96,13 @@ type broker struct {
 	dropped atomic.Uint64
 }
 
-func newBroker(now func() time.Time) *broker {
+func newBroker(now func() time.Time, opts StreamOptions) *broker {
 	return &broker{
 		now:     now,
-		opts:    StreamOptions{}.withDefaults(),
+		opts:    opts.withDefaults(),
 		objects: map[string]map[string]*Object{},
 		subs:    map[*Subscription]struct{}{},
 	}
-}
-
-func (b *broker) setOptions(o StreamOptions) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.opts = o.withDefaults()
-	b.trimLocked()
 }
 
 func (b *broker) stats() StreamStats {

@@ -3,11 +3,12 @@ package cache
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"sync"
 	"time"
 
-	"github.com/tidwall/gjson"
+	"github.com/kubeindex/kubeindex/internal/jsonscan"
 )
 
 // EventType is the kind of change an event reports.
@@ -34,6 +35,12 @@ const (
 	// ResyncRequired ends a subscription that can no longer be continued
 	// without a gap; the client must start again with a snapshot.
 	ResyncRequired MessageType = "RESYNC_REQUIRED"
+	// StreamError answers a WebSocket message the server cannot act on (a
+	// malformed subscribe, an unknown subscription), with the message,
+	// reason and code the HTTP API would give; the socket stays open.
+	StreamError MessageType = "ERROR"
+	// Unsubscribed confirms an unsubscribe on the multiplexed WebSocket.
+	Unsubscribed MessageType = "UNSUBSCRIBED"
 )
 
 // Diff selects the patch carried by MODIFIED events.
@@ -46,7 +53,16 @@ const (
 	JSONPatch  Diff = "jsonpatch" // RFC 6902
 )
 
-func (d Diff) valid() bool { return d == NoDiff || d == MergePatch || d == JSONPatch }
+// Validate returns ErrInvalid, naming the choices, for a Diff that is none
+// of them. It is the one check of a diff mode, for any layer that takes one
+// from a client.
+func (d Diff) Validate() error {
+	switch d {
+	case NoDiff, MergePatch, JSONPatch:
+		return nil
+	}
+	return fmt.Errorf("%w: diff must be %q (JSON merge patch) or %q (JSON Patch), got %q", ErrInvalid, MergePatch, JSONPatch, string(d))
+}
 
 // Message is one message of a subscription. Its JSON (WriteTo) is, for
 // events, {"type","resourceVersion","object"[,"patch"]}; for SYNCED and
@@ -137,13 +153,13 @@ func (m *Message) parts() [3][]byte {
 	}
 	var buf []byte
 	if m.Type == ResyncRequired {
-		buf = append(buf, `{"type":"RESYNC_REQUIRED","reason":`...)
-		buf = gjson.AppendJSONString(buf, m.Reason)
+		buf = append(buf, `{"type":"`+string(ResyncRequired)+`","reason":`...)
+		buf = jsonscan.AppendString(buf, m.Reason)
 	} else {
 		buf = append(buf, `{"type":`...)
-		buf = gjson.AppendJSONString(buf, string(m.Type))
+		buf = jsonscan.AppendString(buf, string(m.Type))
 		buf = append(buf, `,"resourceVersion":`...)
-		buf = gjson.AppendJSONString(buf, m.ResourceVersion)
+		buf = jsonscan.AppendString(buf, m.ResourceVersion)
 	}
 	return [3][]byte{append(buf, '}')}
 }
@@ -192,7 +208,7 @@ func eventHead(buf []byte, as EventType, rv string) []byte {
 	buf = append(buf, `{"type":"`...)
 	buf = append(buf, as...)
 	buf = append(buf, `","resourceVersion":`...)
-	buf = gjson.AppendJSONString(buf, rv)
+	buf = jsonscan.AppendString(buf, rv)
 	return append(buf, `,"object":`...)
 }
 

@@ -44,8 +44,7 @@ func (c *fakeClock) Advance(d time.Duration) {
 
 func newTestBroker(t testing.TB, opts StreamOptions) *testBroker {
 	clock := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-	b := newBroker(clock.Now)
-	b.setOptions(opts)
+	b := newBroker(clock.Now, opts)
 	r := &resourceCache{res: Resource{Name: "pods", Kind: "Pod", Version: "v1", Namespaced: true}, broker: b}
 	return &testBroker{t: t, b: b, r: r, feed: b.handler(), clock: clock}
 }

@@ -125,8 +125,8 @@ func (c *Cache) Watch(resource string, q WatchQuery, notify chan<- struct{}) (*S
 	if err != nil {
 		return nil, err
 	}
-	if !q.Diff.valid() {
-		return nil, fmt.Errorf("%w: diff must be %q or %q, got %q", ErrInvalid, MergePatch, JSONPatch, q.Diff)
+	if err := q.Diff.Validate(); err != nil {
+		return nil, err
 	}
 	var from uint64
 	if q.ResourceVersion != "" {

@@ -87,7 +87,7 @@ func New(cfg *rest.Config, resources []Configured, opts Options) (*Cache, error)
 
 func (c *Cache) newResourceCache(client *apiClient, cr Configured) (*resourceCache, error) {
 	r := &resourceCache{res: cr.Resource, spec: cr.Spec, indexes: map[string]indexers.Spec{}, opts: &c.opts,
-		broker: newBroker(c.opts.Now)}
+		broker: newBroker(c.opts.Now, c.opts.Streams)}
 	idx := toolscache.Indexers{nsIndex: namespaceIndexFunc}
 	for _, s := range cr.Spec.Indexes {
 		s = s.Normalized()

@@ -69,7 +69,7 @@ func (s *jsonStream) fill() error {
 // peek skips white space and returns the next byte without consuming it.
 func (s *jsonStream) peek() (byte, error) {
 	for {
-		for s.start < s.end && isSpace(s.buf[s.start]) {
+		for s.start < s.end && jsonscan.IsSpace(s.buf[s.start]) {
 			s.start++
 		}
 		if s.start < s.end {

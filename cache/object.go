@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/tidwall/gjson"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -140,122 +139,162 @@ func (s Shape) Build(raw []byte) (*Object, error) {
 
 // build reads the object at the start of b (after any space) and returns
 // it with the number of bytes it took, or jsonscan.ErrShort if b ends
-// before the object does. It walks the object once: the top-level keys, and the
-// members of metadata, where it takes the key fields and finds
-// managedFields to cut out.
+// before the object does. It walks the object once (scan), writes the
+// stored bytes (assemble), records where the sections landed in them
+// (placeSections) and applies the redactions (redact).
 func (s Shape) build(b []byte) (*Object, int, error) {
-	r, err := jsonscan.OpenObject(b, 0)
-	if err == jsonscan.ErrNotObject {
-		return nil, 0, errNotObject
-	}
-	if err != nil {
+	o := &Object{}
+	var sc scanned
+	if err := o.scan(b, &sc); err != nil {
 		return nil, 0, err
 	}
-	start := jsonscan.SkipSpace(b, 0)
-	o := &Object{}
-	var hasKind, hasAPIVersion bool
-	var cuts spans       // managedFields, each with one comma
-	var sections [3]span // in b
+	prefixLen := s.assemble(o, b, &sc)
+	if len(s.Drop) == 0 && len(o.raw) <= math.MaxUint32 {
+		o.placeSections(&sc, prefixLen)
+	} else {
+		o.walked = [3]bool{} // redactions move things: sections stay unknown
+	}
+	if err := o.redact(s.Drop); err != nil {
+		return nil, 0, err
+	}
+	return o, sc.end, nil
+}
+
+// scanned is what scan found in the input: where the object is, whether
+// it has kind and apiVersion, the managedFields to cut (each with one
+// comma) and the sections' places, all in the input's coordinates.
+type scanned struct {
+	start, end             int
+	hasKind, hasAPIVersion bool
+	cuts                   spans
+	sections               [3]span
+}
+
+// scan walks the object at the start of b once: the top-level keys, and
+// the members of metadata, where it takes the key fields into o and finds
+// managedFields to cut out; each section's known members go into o.
+func (o *Object) scan(b []byte, sc *scanned) error {
+	r, err := jsonscan.OpenObject(b, 0)
+	if err == jsonscan.ErrNotObject {
+		return errNotObject
+	}
+	if err != nil {
+		return err
+	}
+	sc.start = jsonscan.SkipSpace(b, 0)
 	for {
 		more, err := r.Next()
 		if err != nil {
-			return nil, 0, err
+			return err
 		}
 		if !more {
 			break
 		}
 		switch string(r.Key) {
 		case "kind":
-			hasKind = true
+			sc.hasKind = true
 		case "apiVersion":
-			hasAPIVersion = true
+			sc.hasAPIVersion = true
 		case "metadata":
-			var end int
-			if end, err = o.readMetadata(b, r.ValAt, &cuts); err != nil {
-				return nil, 0, err
+			end, err := o.readMetadata(b, r.ValAt, &sc.cuts)
+			if err != nil {
+				return err
 			}
 			r.Done(end)
-			if sections[0].to == 0 {
-				sections[0] = span{r.ValAt, end}
+			if sc.sections[0].to == 0 {
+				sc.sections[0] = span{r.ValAt, end}
 			}
 			continue
 		}
 		i := slices.Index(sectionNames[1:], string(r.Key)) + 1
-		if i == 0 || sections[i].to != 0 {
+		if i == 0 || sc.sections[i].to != 0 {
 			if _, err := r.Skip(); err != nil {
-				return nil, 0, err
+				return err
 			}
 			continue
 		}
 		end, known, walked, err := walkSection(b, r.ValAt, knownMembers[i])
 		if err != nil {
-			return nil, 0, err
+			return err
 		}
 		r.Done(end)
-		sections[i] = span{r.ValAt, end}
+		sc.sections[i] = span{r.ValAt, end}
 		o.known[i], o.walked[i] = known, walked
 	}
 	if o.name == "" {
-		return nil, 0, errNotObject
+		return errNotObject
 	}
-	raw, end := b[start:r.End()], r.End()
+	sc.end = r.End()
+	return nil
+}
+
+// assemble writes o.raw in one allocation of the exact size: the object's
+// bytes with kind and apiVersion added where the input lacks them and the
+// Shape gives them, less the cuts. It returns the length of what was added
+// before the object's own first member.
+func (s Shape) assemble(o *Object, b []byte, sc *scanned) (prefixLen int) {
+	raw := b[sc.start:sc.end]
 	var kind, apiVersion string
 	size := len(raw)
-	if !hasKind && s.Kind != "" {
+	if !sc.hasKind && s.Kind != "" {
 		kind = s.Kind
-		size += len(`"kind":,`) + jsonStringLen(kind)
+		size += len(`"kind":,`) + jsonscan.StringLen(kind)
 	}
-	if !hasAPIVersion && s.APIVersion != "" {
+	if !sc.hasAPIVersion && s.APIVersion != "" {
 		apiVersion = s.APIVersion
-		size += len(`"apiVersion":,`) + jsonStringLen(apiVersion)
+		size += len(`"apiVersion":,`) + jsonscan.StringLen(apiVersion)
 	}
-	for _, c := range cuts.all() {
+	for _, c := range sc.cuts.all() {
 		size -= c.to - c.from
 	}
 	out := make([]byte, 0, size)
 	out = append(out, '{')
 	if kind != "" {
 		out = append(out, `"kind":`...)
-		out = append(gjson.AppendJSONString(out, kind), ',')
+		out = append(jsonscan.AppendString(out, kind), ',')
 	}
 	if apiVersion != "" {
 		out = append(out, `"apiVersion":`...)
-		out = append(gjson.AppendJSONString(out, apiVersion), ',')
+		out = append(jsonscan.AppendString(out, apiVersion), ',')
 	}
-	prefixLen := len(out) - 1
+	prefixLen = len(out) - 1
 	at := 1
-	for _, c := range cuts.all() {
-		out = append(out, raw[at:c.from-start]...)
-		at = c.to - start
+	for _, c := range sc.cuts.all() {
+		out = append(out, raw[at:c.from-sc.start]...)
+		at = c.to - sc.start
 	}
 	o.raw = append(out, raw[at:]...)
-	if len(s.Drop) == 0 && len(o.raw) <= math.MaxUint32 {
-		// Map the sections into raw: shifted by the prefix, less the cuts
-		// before each position (all inside metadata).
-		pos := func(p int) uint32 {
-			q := p - start + prefixLen
-			for _, c := range cuts.all() {
-				if c.to <= p {
-					q -= c.to - c.from
-				}
-			}
-			return uint32(q)
-		}
-		for i, sec := range sections {
-			if sec.to != 0 {
-				o.sections[i].from, o.sections[i].to = pos(sec.from), pos(sec.to)
+	return prefixLen
+}
+
+// placeSections maps the sections found by scan into o.raw: shifted by the
+// prefix, less the cuts before each position (all inside metadata).
+func (o *Object) placeSections(sc *scanned, prefixLen int) {
+	pos := func(p int) uint32 {
+		q := p - sc.start + prefixLen
+		for _, c := range sc.cuts.all() {
+			if c.to <= p {
+				q -= c.to - c.from
 			}
 		}
+		return uint32(q)
 	}
-	if len(s.Drop) > 0 || len(o.raw) > math.MaxUint32 {
-		o.walked = [3]bool{}
+	for i, sec := range sc.sections {
+		if sec.to != 0 {
+			o.sections[i].from, o.sections[i].to = pos(sec.from), pos(sec.to)
+		}
 	}
-	for _, path := range s.Drop { // redactions move things: sections stay unknown
+}
+
+// redact removes the Shape's Drop paths from o.raw.
+func (o *Object) redact(drop []string) error {
+	for _, path := range drop {
+		var err error
 		if o.raw, err = removePath(o.raw, path); err != nil {
-			return nil, 0, err
+			return err
 		}
 	}
-	return o, end, nil
+	return nil
 }
 
 // walkSection passes over the value at b[at:], as Skip would, and when it
@@ -332,16 +371,6 @@ func (s *spans) all() []span {
 		return s.more
 	}
 	return s.first[:s.n]
-}
-
-// jsonStringLen is the length of s as gjson.AppendJSONString writes it.
-func jsonStringLen(s string) int {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < ' ' || c > '~' || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			return len(gjson.AppendJSONString(nil, s))
-		}
-	}
-	return len(s) + 2
 }
 
 // readMetadata reads the metadata object at b[at:]: the key fields into o,
@@ -449,10 +478,8 @@ func memberSpan(b []byte, keyAt, valEnd, keptEnd int) (span, error) {
 }
 
 func skipSpaceBack(b []byte, i int) int {
-	for i >= 0 && isSpace(b[i]) {
+	for i >= 0 && jsonscan.IsSpace(b[i]) {
 		i--
 	}
 	return i
 }
-
-func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\t' || c == '\r' }

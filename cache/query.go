@@ -8,11 +8,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/kubeindex/kubeindex/indexers"
-	"github.com/tidwall/gjson"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/kubeindex/kubeindex/indexers"
 )
 
 // ListQuery filters and pages a list. The zero value lists everything.
@@ -82,35 +80,23 @@ func (c *Cache) List(resource string, q ListQuery) (ListResult, error) {
 		return ListResult{}, err
 	}
 	res := ListResult{Resource: r.res, Freshness: r.freshness()}
-	sel, after, err := r.parseQuery(q)
-	if err != nil {
-		return res, err
-	}
-	fm, err := r.newFieldMatcher(q.Fields)
+	f, after, err := r.compileQuery(q)
 	if err != nil {
 		return res, err
 	}
 	if !res.Freshness.Synced {
 		return res, fmt.Errorf("%s: %w", r.res.Name, ErrNotSynced)
 	}
-	if q.Index == "" && fm != nil {
-		if index, value, ok := r.indexHint(fm); ok {
-			if _, _, err := r.indexValue(index, value); err != nil {
+	if f.fn == nil && f.fields != nil {
+		if index, value, ok := r.indexHint(f.fields); ok {
+			spec, norm, err := r.indexValue(index, value)
+			if err != nil {
 				return res, nil // no object can hold a value the index cannot
 			}
-			q.Index, q.Value = index, value
+			f.index, f.value, f.fn = spec.Name, norm, spec.Func()
 		}
 	}
-	items, err := r.candidates(q)
-	if err != nil {
-		return res, err
-	}
-	inScope := namespaceSet(q.Namespaces)
-	multi := manyRequirements(sel)
-	items = slices.DeleteFunc(items, func(o *Object) bool {
-		return (q.Namespace != "" && o.namespace != q.Namespace) || !inScope(o.namespace) ||
-			!matchLabels(sel, multi, o.raw) || !fm.matches(o)
-	})
+	items := slices.DeleteFunc(r.candidates(f), func(o *Object) bool { return !f.selects(o) })
 	slices.SortFunc(items, func(a, b *Object) int { return strings.Compare(a.Key(), b.Key()) })
 	if after != "" {
 		start := sort.Search(len(items), func(i int) bool { return items[i].Key() > after })
@@ -125,60 +111,18 @@ func (c *Cache) List(resource string, q ListQuery) (ListResult, error) {
 	return res, nil
 }
 
-func (r *resourceCache) parseQuery(q ListQuery) (labels.Selector, string, error) {
-	if strings.ContainsRune(q.LabelSelector, 0) {
-		// The selector parser stops at a NUL and ignores the rest: refuse
-		// rather than answer a shorter selector than was asked.
-		return nil, "", fmt.Errorf("%w: labelSelector contains a NUL character", ErrInvalid)
+// candidates narrows the objects by f's index value, or by namespace,
+// before f.selects filters them.
+func (r *resourceCache) candidates(f *filter) []*Object {
+	if f.fn == nil && f.namespace == "" && f.namespaces != nil {
+		return r.inNamespaces(f.namespaces)
 	}
-	sel, err := labels.Parse(q.LabelSelector)
-	if err != nil {
-		return nil, "", fmt.Errorf("%w: labelSelector: %v", ErrInvalid, err)
-	}
-	if q.Limit < 0 {
-		return nil, "", fmt.Errorf("%w: limit must not be negative", ErrInvalid)
-	}
-	if q.Namespace != "" && !r.res.Namespaced {
-		return nil, "", fmt.Errorf("%w: %s is cluster-scoped: namespace does not apply", ErrInvalid, r.res.Name)
-	}
-	if q.Namespace != "" && len(validation.IsDNS1123Label(q.Namespace)) > 0 {
-		return nil, "", fmt.Errorf("%w: namespace %q is not a valid namespace name (a DNS-1123 label)", ErrInvalid, truncateName(q.Namespace))
-	}
-	if (q.Index == "") != (q.Value == "") {
-		return nil, "", fmt.Errorf("%w: index and value go together", ErrInvalid)
-	}
-	var after string
-	if q.Continue != "" {
-		if after, err = decodeContinue(r.res.Name, q.Continue); err != nil {
-			return nil, "", err
-		}
-	}
-	return sel, after, nil
-}
-
-// truncateName keeps an echoed name short: a hostile one may be megabytes.
-func truncateName(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "…"
-	}
-	return s
-}
-
-// candidates narrows the objects by index or namespace before filtering.
-func (r *resourceCache) candidates(q ListQuery) ([]*Object, error) {
-	if q.Index == "" && q.Namespace == "" && q.Namespaces != nil {
-		return r.inNamespaces(q.Namespaces), nil
-	}
-	index, value := nsIndex, q.Namespace
-	if q.Index != "" {
-		spec, norm, err := r.indexValue(q.Index, q.Value)
-		if err != nil {
-			return nil, err
-		}
-		index, value = spec.Name, norm
+	index, value := nsIndex, f.namespace
+	if f.fn != nil {
+		index, value = f.index, f.value
 	}
 	var out []*Object
-	for _, sh := range r.shardsFor(q.Namespace) {
+	for _, sh := range r.shardsFor(f.namespace) {
 		var items []any
 		if value == "" && index == nsIndex {
 			items = sh.informer.GetIndexer().List()
@@ -189,22 +133,7 @@ func (r *resourceCache) candidates(q ListQuery) ([]*Object, error) {
 			out = append(out, it.(*Object))
 		}
 	}
-	return out, nil
-}
-
-// namespaceSet is a membership test for ListQuery.Namespaces; nil allows all.
-func namespaceSet(namespaces []string) func(string) bool {
-	if namespaces == nil {
-		return func(string) bool { return true }
-	}
-	set := make(map[string]struct{}, len(namespaces))
-	for _, ns := range namespaces {
-		set[ns] = struct{}{}
-	}
-	return func(ns string) bool {
-		_, ok := set[ns]
-		return ok
-	}
+	return out
 }
 
 // inNamespaces gathers the objects of the given namespaces through the
@@ -260,46 +189,6 @@ func (r *resourceCache) shardsFor(namespace string) []*shard {
 		}
 	}
 	return nil
-}
-
-// matchLabels matches an object against sel. One requirement reads the
-// label straight from the bytes; several (multi) read all labels once per
-// object instead of once per requirement, so that a long hostile selector
-// costs a map lookup per requirement, not a scan of the object.
-func matchLabels(sel labels.Selector, multi bool, raw []byte) bool {
-	if multi {
-		return sel.Matches(parseLabels(raw))
-	}
-	return sel.Matches(objectLabels(raw))
-}
-
-func manyRequirements(sel labels.Selector) bool {
-	reqs, _ := sel.Requirements()
-	return len(reqs) > 1
-}
-
-// objectLabels reads labels straight from the bytes for selector matching.
-type objectLabels []byte
-
-func (l objectLabels) Has(key string) bool {
-	_, ok := l.Lookup(key)
-	return ok
-}
-
-func (l objectLabels) Get(key string) string {
-	v, _ := l.Lookup(key)
-	return v
-}
-
-func (l objectLabels) Lookup(key string) (val string, found bool) {
-	gjson.GetBytes(l, "metadata.labels").ForEach(func(k, v gjson.Result) bool {
-		if k.Str == key {
-			val, found = v.Str, true
-			return false
-		}
-		return true
-	})
-	return val, found
 }
 
 type continueToken struct {

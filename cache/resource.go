@@ -75,13 +75,18 @@ type Options struct {
 	// Compression asks the API server to gzip its responses. Off by default:
 	// compressing a large list costs the API server more CPU and time than
 	// sending it takes on a cluster network, and costs the cache again to
-	// decompress (a 50,000-pod list is about 575 MB of JSON).
+	// decompress (figures: BENCHMARKS.md, "Lists read uncompressed").
 	Compression bool
 	// HTTP2 speaks HTTP/2 to the API server. Off by default: Go's HTTP/2
-	// client sends a flow-control update for every 4 KiB it reads, which
-	// made up about a third of the CPU of reading a large list; over
-	// HTTP/1.1 each watch holds its own connection instead.
+	// client sends a flow-control update for every 4 KiB it reads, a large
+	// share of the CPU of reading a large list (BENCHMARKS.md, "HTTP/1.1
+	// to the API server"); over HTTP/1.1 each watch holds its own
+	// connection instead.
 	HTTP2 bool
+	// Streams bounds the event history kept for resuming streams and sets
+	// the bookmark interval, for every resource. The zero value takes
+	// StreamOptions' defaults.
+	Streams StreamOptions
 	// Simulated marks every status as coming from the --demo cluster.
 	Simulated bool
 	// Now is the clock; default time.Now. Tests replace it.

@@ -3,15 +3,17 @@ package demo
 import "testing"
 
 func BenchmarkStep(b *testing.B) {
-	c := New(Options{Seed: 1, Now: fixedClock})
+	c := newCluster(b, Options{Seed: 1, Now: fixedClock})
 	b.ResetTimer()
 	for range b.N {
-		c.Step()
+		if err := c.Step(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
 func BenchmarkNew(b *testing.B) {
 	for range b.N {
-		New(Options{Seed: 1, Now: fixedClock})
+		newCluster(b, Options{Seed: 1, Now: fixedClock})
 	}
 }

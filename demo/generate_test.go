@@ -20,7 +20,7 @@ func parse(objs [][]byte) []gjson.Result {
 func TestGeneratedShape(t *testing.T) {
 	t.Parallel()
 	opts := Options{Seed: 42, Namespaces: 3, Nodes: 4, DeploymentsPerNamespace: 2, Now: fixedClock}
-	c := New(opts)
+	c := newCluster(t, opts)
 	count := func(r string) int { return len(c.Objects(r)) }
 	if count(Namespaces) != 4+3 || count(Nodes) != 4 || count(Deployments) != 3*2+1 ||
 		count(ReplicaSets) != 3*2+1 || count(Services) != 3*2+2 {
@@ -61,7 +61,7 @@ func TestGeneratedShape(t *testing.T) {
 
 func TestOwnership(t *testing.T) {
 	t.Parallel()
-	c := New(Options{Seed: 9, Now: fixedClock})
+	c := newCluster(t, Options{Seed: 9, Now: fixedClock})
 	for range 100 {
 		c.Step()
 	}
@@ -104,7 +104,7 @@ func TestOwnership(t *testing.T) {
 
 func TestNetworkingCases(t *testing.T) {
 	t.Parallel()
-	c := New(Options{Seed: 4, Now: fixedClock})
+	c := newCluster(t, Options{Seed: 4, Now: fixedClock})
 	check := func(t *testing.T) {
 		nodeIPs := map[string][]string{}
 		for _, n := range parse(c.Objects(Nodes)) {
@@ -180,9 +180,9 @@ func TestNetworkingCases(t *testing.T) {
 
 func TestDeterministic(t *testing.T) {
 	t.Parallel()
-	a, b := New(Options{Seed: 5, Now: fixedClock}), New(Options{Seed: 5, Now: fixedClock})
-	other := New(Options{Seed: 6, Now: fixedClock})
-	equal := func(x, y *Cluster) bool {
+	a, b := newCluster(t, Options{Seed: 5, Now: fixedClock}), newCluster(t, Options{Seed: 5, Now: fixedClock})
+	other := newCluster(t, Options{Seed: 6, Now: fixedClock})
+	equal := func(x, y *TestCluster) bool {
 		for _, r := range []string{Namespaces, Nodes, Pods, Services, Deployments, ReplicaSets} {
 			if !slices.EqualFunc(x.Objects(r), y.Objects(r), func(p, q []byte) bool { return string(p) == string(q) }) {
 				return false

@@ -1,192 +1,19 @@
 package demo
 
 import (
-	"bufio"
-	"context"
-	"encoding/json"
-	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
-
-	"github.com/tidwall/gjson"
 )
 
 // fixedClock makes generated objects byte-identical across runs.
 func fixedClock() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }
 
-// newTestCluster returns a small deterministic cluster served over HTTP.
-func newTestCluster(t *testing.T, opts Options) (*Cluster, *httptest.Server) {
+// newCluster returns a test cluster or fails.
+func newCluster(t testing.TB, opts Options) *TestCluster {
 	t.Helper()
-	if opts.Now == nil {
-		opts.Now = fixedClock
-	}
-	c := New(opts)
-	srv := httptest.NewServer(c.Handler())
-	t.Cleanup(srv.Close)
-	return c, srv
-}
-
-// get fetches a URL and returns the status code and body.
-func get(t *testing.T, url string) (int, []byte) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("GET %s: reading body: %v", url, err)
-	}
-	return resp.StatusCode, body
-}
-
-// mustGet fetches a URL that must answer 200.
-func mustGet(t *testing.T, url string) []byte {
-	t.Helper()
-	code, body := get(t, url)
-	if code != http.StatusOK {
-		t.Fatalf("GET %s: %d %s", url, code, body)
-	}
-	return body
-}
-
-// wevent is one decoded watch event.
-type wevent struct {
-	Type   string          `json:"type"`
-	Object json.RawMessage `json:"object"`
-}
-
-func (e wevent) name() string { return gjson.GetBytes(e.Object, "metadata.name").Str }
-func (e wevent) rv() string   { return gjson.GetBytes(e.Object, "metadata.resourceVersion").Str }
-
-// watchStream reads a watch response in the background.
-type watchStream struct {
-	events chan wevent
-	cancel context.CancelFunc
-}
-
-// openWatch starts a watch request; the stream is closed at cleanup.
-func openWatch(t *testing.T, url string) *watchStream {
-	t.Helper()
-	w, err := startWatch(url)
+	c, err := NewTest(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(w.cancel)
-	return w
+	return c
 }
-
-// startWatch starts a watch request; it may be called from any goroutine.
-// The caller cancels it.
-func startWatch(url string) (*watchStream, error) {
-	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		cancel()
-		return nil, fmt.Errorf("watch %s: %w", url, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		resp.Body.Close()
-		cancel()
-		return nil, fmt.Errorf("watch %s: status %d", url, resp.StatusCode)
-	}
-	w := &watchStream{events: make(chan wevent, 10000), cancel: cancel}
-	go func() {
-		defer resp.Body.Close()
-		defer close(w.events)
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 1<<20), 16<<20)
-		for sc.Scan() {
-			var e wevent
-			if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-				e = wevent{Type: "UNDECODABLE", Object: json.RawMessage(`{}`)}
-			}
-			w.events <- e
-		}
-	}()
-	return w, nil
-}
-
-// next returns the next event, or fails after a deadline. ok is false when
-// the stream ended.
-func (w *watchStream) next(t *testing.T) (wevent, bool) {
-	t.Helper()
-	select {
-	case e, ok := <-w.events:
-		return e, ok
-	case <-time.After(5 * time.Second):
-		t.Fatal("no watch event within 5s")
-		return wevent{}, false
-	}
-}
-
-// collect reads exactly n events.
-func (w *watchStream) collect(t *testing.T, n int) []wevent {
-	t.Helper()
-	var out []wevent
-	for len(out) < n {
-		e, ok := w.next(t)
-		if !ok {
-			t.Fatalf("stream ended after %d of %d events", len(out), n)
-		}
-		out = append(out, e)
-	}
-	return out
-}
-
-// quiet asserts that no event but a bookmark arrives for a short while.
-func (w *watchStream) quiet(t *testing.T) {
-	t.Helper()
-	deadline := time.After(150 * time.Millisecond)
-	for {
-		select {
-		case e, ok := <-w.events:
-			if ok && e.Type != "BOOKMARK" {
-				t.Fatalf("unexpected event %s %s", e.Type, e.Object)
-			}
-			if !ok {
-				return
-			}
-		case <-deadline:
-			return
-		}
-	}
-}
-
-// ended waits for the stream to end, skipping events.
-func (w *watchStream) ended(t *testing.T) {
-	t.Helper()
-	deadline := time.After(5 * time.Second)
-	for {
-		select {
-		case _, ok := <-w.events:
-			if !ok {
-				return
-			}
-		case <-deadline:
-			t.Fatal("watch stream still open after 5s")
-		}
-	}
-}
-
-// listRV lists a collection and returns its resourceVersion.
-func listRV(t *testing.T, url string) string {
-	t.Helper()
-	return gjson.GetBytes(mustGet(t, url), "metadata.resourceVersion").Str
-}
-
-func podJSON(ns, name string, labels map[string]string) []byte {
-	b, _ := json.Marshal(map[string]any{
-		"apiVersion": "v1", "kind": "Pod",
-		"metadata": map[string]any{"namespace": ns, "name": name, "labels": labels},
-		"spec":     map[string]any{"containers": []any{map[string]any{"name": "c", "image": "busybox"}}},
-	})
-	return b
-}
-
-func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

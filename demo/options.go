@@ -2,8 +2,10 @@ package demo
 
 import "time"
 
-// Options configure a simulated cluster. The zero value is usable: every
-// field documents its default.
+// Options configure a simulated cluster: the scenario generated (Seed,
+// Namespaces, Nodes, DeploymentsPerNamespace, Now), how fast it churns,
+// and the fake API server (HistorySize, BookmarkInterval, WatchBuffer).
+// The zero value is usable: every field documents its default.
 type Options struct {
 	// Seed makes generation and churn deterministic: two clusters built
 	// with the same Options produce the same names, IPs, labels, uids and,
@@ -37,30 +39,8 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
-	if o.Namespaces <= 0 {
-		o.Namespaces = 4
-	}
-	if o.Nodes <= 0 {
-		o.Nodes = 6
-	}
-	o.Nodes = min(o.Nodes, 200) // node addresses are 10.0.0.11 upwards
-	if o.DeploymentsPerNamespace <= 0 {
-		o.DeploymentsPerNamespace = 3
-	}
 	if o.ChurnInterval <= 0 {
 		o.ChurnInterval = 500 * time.Millisecond
-	}
-	if o.HistorySize <= 0 {
-		o.HistorySize = 1000
-	}
-	if o.BookmarkInterval <= 0 {
-		o.BookmarkInterval = 5 * time.Second
-	}
-	if o.WatchBuffer <= 0 {
-		o.WatchBuffer = 256
-	}
-	if o.Now == nil {
-		o.Now = time.Now
 	}
 	return o
 }

@@ -94,7 +94,8 @@ func NormalizeIP(v string) (string, bool) {
 
 // The functions below walk the stored bytes with jsonscan, which skips
 // the parts of an object a lookup does not need (managedFields-free pods
-// are mostly spec and status strings) several times faster than gjson.
+// are mostly spec and status strings) faster than gjson (ARCHITECTURE.md,
+// "The byte scanner", for the benchmark).
 // gjson still evaluates the paths jsonscan does not cover, and is the
 // oracle the tests hold these functions to.
 

@@ -103,6 +103,9 @@ var errTokenSources = errors.New("give the bearer token once, in one place")
 // stream also in a Sec-WebSocket-Protocol entry or the access_token query
 // parameter. Those two are removed from the request.
 func takeToken(r *http.Request, stream bool) (string, error) {
+	if len(r.Header.Values("Authorization")) > 1 {
+		return "", errTokenSources // which one counts would be a guess
+	}
 	var tokens []string
 	if h := r.Header.Get("Authorization"); h != "" {
 		scheme, tok, _ := strings.Cut(strings.TrimSpace(h), " ")

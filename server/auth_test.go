@@ -162,10 +162,23 @@ func TestAuthRESTAnswersWhatRBACAllows(t *testing.T) {
 			if tt.code == 401 && resp.Header.Get("WWW-Authenticate") != `Bearer realm="kubeindex"` {
 				t.Errorf("401 without WWW-Authenticate: %v", resp.Header)
 			}
+			// Who has not shown a token learns nothing of the cluster's activity.
+			fresh := resp.Header.Get(HeaderLastEvent) + resp.Header.Get(HeaderResourceVersion) + resp.Header.Get(HeaderStale)
+			if unauthenticated := tt.token == "" || tt.token == "forged"; unauthenticated && fresh != "" {
+				t.Errorf("an unauthenticated answer carries freshness headers: %v", resp.Header)
+			}
 			if tt.items != nil && !slices.Equal(itemKeys(body), tt.items) {
 				t.Errorf("items %v; expect %v", itemKeys(body), tt.items)
 			}
 		})
+	}
+	req, _ := http.NewRequest(http.MethodGet, e.ss.url+"/api/v1/pods", nil)
+	req.Header.Add("Authorization", "Bearer forged")
+	req.Header.Add("Authorization", "Bearer admin-token")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("two Authorization headers: %v %v; expect 401, not a guess at which counts", resp.StatusCode, err)
+	} else {
+		resp.Body.Close()
 	}
 	_, body := e.get(t, "/api/v1/ip/10.77.0.9", "alice-token")
 	if m := gjson.GetBytes(body, "match").Str; m != "pod" {
@@ -381,7 +394,7 @@ func TestStaticTokensWithoutAuthorization(t *testing.T) {
 		auth string
 		code int
 	}{{"", 401}, {"Bearer s3cret", 200}, {"bearer   s3cret ", 200}, {"Bearer s3cre", 401}, {"Basic czNjcmV0", 401}} {
-		req := httptest.NewRequest("GET", "/api/v1/pods?limit=1", nil)
+		req := localRequest("GET", "/api/v1/pods?limit=1", nil)
 		if tc.auth != "" {
 			req.Header.Set("Authorization", tc.auth)
 		}
@@ -395,7 +408,7 @@ func TestStaticTokensWithoutAuthorization(t *testing.T) {
 		}
 	}
 	// Without an authorizer, /metrics needs a token only.
-	req := httptest.NewRequest("GET", "/metrics", nil)
+	req := localRequest("GET", "/metrics", nil)
 	req.Header.Set("Authorization", "Bearer s3cret")
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)

@@ -29,7 +29,7 @@ func BenchmarkHotPaths(b *testing.B) {
 		{"list_namespace", "/api/v1/pods?namespace=kube-system"},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			req := httptest.NewRequest(http.MethodGet, bc.target, nil)
+			req := localRequest(http.MethodGet, bc.target, nil)
 			b.ReportAllocs()
 			for b.Loop() {
 				rec := httptest.NewRecorder()

@@ -28,7 +28,7 @@ func (s *Server) edge(next echo.HandlerFunc) echo.HandlerFunc {
 			s.metrics.observe(c, rt, stream, start, err)
 		}()
 		if rt.freshness == cacheFreshness {
-			c.Response().Before(func() { s.fillFreshness(c.Response().Header()) })
+			c.Response().Before(func() { s.fillFreshness(c) })
 		}
 		return s.guard(c, rt, stream, next, start)
 	}

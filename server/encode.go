@@ -9,6 +9,7 @@ import (
 
 	"github.com/kubeindex/kubeindex/cache"
 	"github.com/kubeindex/kubeindex/indexers"
+	"github.com/kubeindex/kubeindex/internal/jsonscan"
 )
 
 // ListMeta is the metadata of list-shaped responses, as in Kubernetes.
@@ -66,11 +67,11 @@ func writeList(w http.ResponseWriter, res cache.ListResult) error {
 func writeIPLookup(w http.ResponseWriter, res cache.IPLookup) error {
 	return writeEnvelope(w, res.Items, func(b []byte) []byte {
 		b = append(b, `{"kind":"PodIPLookup","apiVersion":"kubeindex/v1","ip":`...)
-		b = appendJSONString(b, res.IP)
+		b = jsonscan.AppendString(b, res.IP)
 		b = append(b, `,"match":`...)
-		b = appendJSONString(b, string(res.Match))
+		b = jsonscan.AppendString(b, string(res.Match))
 		b = append(b, `,"metadata":{"resourceVersion":`...)
-		b = appendJSONString(b, res.Freshness.ResourceVersion)
+		b = jsonscan.AppendString(b, res.Freshness.ResourceVersion)
 		b = append(b, `},"pods":`...)
 		return appendIPPods(b, res.Pods)
 	})
@@ -87,16 +88,16 @@ func appendIPPods(b []byte, pods []cache.IPPod) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, `{"namespace":`...)
-		b = appendJSONString(b, p.Namespace)
+		b = jsonscan.AppendString(b, p.Namespace)
 		b = append(b, `,"name":`...)
-		b = appendJSONString(b, p.Name)
+		b = jsonscan.AppendString(b, p.Name)
 		b = append(b, `,"uid":`...)
-		b = appendJSONString(b, p.UID)
+		b = jsonscan.AppendString(b, p.UID)
 		b = append(b, `,"phase":`...)
-		b = appendJSONString(b, p.Phase)
+		b = jsonscan.AppendString(b, p.Phase)
 		if p.NodeName != "" {
 			b = append(b, `,"nodeName":`...)
-			b = appendJSONString(b, p.NodeName)
+			b = jsonscan.AppendString(b, p.NodeName)
 		}
 		b = append(b, `,"hostNetwork":`...)
 		b = strconv.AppendBool(b, p.HostNetwork)
@@ -105,21 +106,6 @@ func appendIPPods(b []byte, pods []cache.IPPod) []byte {
 		b = append(b, '}')
 	}
 	return append(b, ']')
-}
-
-// appendJSONString appends s as encoding/json encodes it. Names, UIDs,
-// phases and addresses are plain ASCII, copied as they are; anything else
-// (escapes, HTML characters, non-ASCII) is left to encoding/json itself.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			enc, _ := json.Marshal(s) // a string always encodes
-			return append(b, enc...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
 }
 
 // envelopeBuffers are the write buffers of list-shaped answers. A buffer

@@ -99,7 +99,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
 	}
-	s.fillFreshness(c.Response().Header()) // errors raised before a handler found its resource
+	s.fillFreshness(c) // errors raised before a handler found its resource
 	if st.Details != nil && st.Details.RetryAfterSeconds > 0 {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(st.Details.RetryAfterSeconds))
 	}

@@ -29,7 +29,7 @@ func fuzzServer(f *testing.F) (http.Handler, *cache.Cache) {
 }
 
 func fuzzGet(t *testing.T, h http.Handler, target string) *httptest.ResponseRecorder {
-	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	req := localRequest(http.MethodGet, "/", nil)
 	u, err := url.ParseRequestURI(target)
 	if err != nil {
 		t.Skip() // not a request line a client could send
@@ -183,7 +183,7 @@ func FuzzTakeToken(f *testing.F) {
 	f.Add("", "base64url.bearer.authorization.k8s.io.!!", "access_token=a&access_token=b")
 	f.Add("Basic x", "", "access_token=%zz")
 	f.Fuzz(func(t *testing.T, authz, protocols, query string) {
-		r := httptest.NewRequest(http.MethodGet, "/api/v1/stream", nil)
+		r := localRequest(http.MethodGet, "/api/v1/stream", nil)
 		r.Header.Set("Authorization", authz)
 		r.Header.Set("Sec-WebSocket-Protocol", protocols)
 		r.URL.RawQuery = query

@@ -103,8 +103,15 @@ func (s *Server) setResourceFreshness(c echo.Context, f cache.Freshness) {
 // fillFreshness gives a response that is not about one resource (health,
 // resource lists, unknown routes, errors before a resource was found) the
 // freshness of the cache as a whole, unless a handler set a resource's.
-func (s *Server) fillFreshness(h http.Header) {
-	if _, ok := h[HeaderStale]; !ok {
+//
+// An unauthenticated answer (a probe, a 401, the dashboard's files while
+// authentication is on) carries none: when the cache last changed, and its
+// resourceVersion, tell activity in namespaces the caller may not read.
+func (s *Server) fillFreshness(c echo.Context) {
+	if s.authenticating() && userOf(c) == nil {
+		return
+	}
+	if h := c.Response().Header(); h[HeaderStale] == nil {
 		s.setFreshness(h, s.r.Freshness())
 	}
 }

@@ -17,7 +17,7 @@ import (
 
 // hostileGET is a raw GET of target with extra header lines.
 func hostileGET(target string, headers ...string) string {
-	return "GET " + target + " HTTP/1.1\r\nHost: kubeindex\r\n" + strings.Join(append(headers, ""), "\r\n") + "\r\n"
+	return "GET " + target + " HTTP/1.1\r\nHost: localhost:8080\r\n" + strings.Join(append(headers, ""), "\r\n") + "\r\n"
 }
 
 // hostileRequests are sent byte for byte to the real server. Each must be
@@ -35,10 +35,10 @@ var hostileRequests = []struct {
 	{"a 9 KiB label selector", hostileGET("/api/v1/pods?labelSelector=" + strings.Repeat("a%21%3Db,", 1900) + "a%21%3Db"), 400},
 	{"a 9 KiB index value", hostileGET("/api/v1/pods?index=node&value=" + strings.Repeat("n", 9<<10)), 400},
 	{"a 9 KiB unknown parameter name", hostileGET("/api/v1/pods?" + strings.Repeat("x", 9<<10) + "=1"), 400},
-	{"a body", "GET /api/v1/pods HTTP/1.1\r\nHost: k\r\nContent-Length: 5\r\n\r\nhello", 413},
-	{"a 1 MiB body announced", "GET /api/v1/pods HTTP/1.1\r\nHost: k\r\nContent-Length: 1048576\r\n\r\n", 413},
-	{"a chunked body", "GET /api/v1/pods HTTP/1.1\r\nHost: k\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", 413},
-	{"a body behind Expect", "GET /api/v1/pods HTTP/1.1\r\nHost: k\r\nExpect: 100-continue\r\nContent-Length: 100\r\n\r\n", 413},
+	{"a body", "GET /api/v1/pods HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5\r\n\r\nhello", 413},
+	{"a 1 MiB body announced", "GET /api/v1/pods HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1048576\r\n\r\n", 413},
+	{"a chunked body", "GET /api/v1/pods HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", 413},
+	{"a body behind Expect", "GET /api/v1/pods HTTP/1.1\r\nHost: localhost\r\nExpect: 100-continue\r\nContent-Length: 100\r\n\r\n", 413},
 	// Limits and numbers
 	{"an enormous limit", hostileGET("/api/v1/pods?limit=99999999999999999999999999"), 400},
 	{"a limit above the maximum", hostileGET("/api/v1/pods?limit=100001"), 400},
@@ -86,14 +86,20 @@ var hostileRequests = []struct {
 	{"a WebSocket from another origin", hostileGET("/api/v1/stream", "Connection: Upgrade", "Upgrade: websocket",
 		"Sec-WebSocket-Version: 13", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", "Origin: https://evil.example"), 403},
 	// Protocol
-	{"POST", "POST /api/v1/pods HTTP/1.1\r\nHost: k\r\nContent-Length: 0\r\n\r\n", 405},
-	{"DELETE", "DELETE /api/v1/pods/kube-system/x HTTP/1.1\r\nHost: k\r\n\r\n", 405},
-	{"an invented method", "FOO /api/v1/pods HTTP/1.1\r\nHost: k\r\n\r\n", 405},
-	{"a malformed method", "G@T /api/v1/pods HTTP/1.1\r\nHost: k\r\n\r\n", 400},
+	{"POST", "POST /api/v1/pods HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\n\r\n", 405},
+	{"DELETE", "DELETE /api/v1/pods/kube-system/x HTTP/1.1\r\nHost: localhost\r\n\r\n", 405},
+	{"an invented method", "FOO /api/v1/pods HTTP/1.1\r\nHost: localhost\r\n\r\n", 405},
+	{"a malformed method", "G@T /api/v1/pods HTTP/1.1\r\nHost: localhost\r\n\r\n", 400},
 	{"no Host", "GET /api/v1/pods HTTP/1.1\r\n\r\n", 400},
-	{"Content-Length and chunked", "GET /api/v1/pods HTTP/1.1\r\nHost: k\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 413}, // chunked wins (RFC 9112)
-	{"two Content-Lengths", "GET /api/v1/pods HTTP/1.1\r\nHost: k\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab", 400},
-	{"a header without a colon", "GET /api/v1/pods HTTP/1.1\r\nHost: k\r\nBroken\r\n\r\n", 400},
+	// DNS rebinding: a page of attacker.example rebound to 127.0.0.1
+	{"another site's Host", "GET /api/v1/pods?limit=1 HTTP/1.1\r\nHost: attacker.example:8080\r\n\r\n", 403},
+	{"another site's Host, upper case", "GET /readyz HTTP/1.1\r\nHost: ATTACKER.example\r\n\r\n", 403},
+	{"a name that only starts like localhost", "GET /api/v1/pods HTTP/1.1\r\nHost: localhost.attacker.example\r\n\r\n", 403},
+	{"a rebound WebSocket", "GET /api/v1/stream HTTP/1.1\r\nHost: attacker.example\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n" +
+		"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nOrigin: http://attacker.example\r\n\r\n", 403},
+	{"Content-Length and chunked", "GET /api/v1/pods HTTP/1.1\r\nHost: localhost\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 413}, // chunked wins (RFC 9112)
+	{"two Content-Lengths", "GET /api/v1/pods HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab", 400},
+	{"a header without a colon", "GET /api/v1/pods HTTP/1.1\r\nHost: localhost\r\nBroken\r\n\r\n", 400},
 }
 
 // TestHostileRequests sends each hostile request to the real server, then

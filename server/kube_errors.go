@@ -109,7 +109,7 @@ func (s *Server) writeKubeError(c echo.Context, err error) error {
 		return merr
 	}
 	h := c.Response().Header()
-	s.fillFreshness(h) // errors raised before a handler found its resource
+	s.fillFreshness(c) // errors raised before a handler found its resource
 	h["Content-Type"] = jsonContentType
 	if st.Details != nil && st.Details.RetryAfterSeconds > 0 {
 		h.Set("Retry-After", strconv.Itoa(int(st.Details.RetryAfterSeconds)))

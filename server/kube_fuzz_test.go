@@ -41,7 +41,7 @@ func FuzzKubeQuery(f *testing.F) {
 			q.Set("timeoutSeconds", "1")
 			query = q.Encode()
 		}
-		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		req := localRequest(http.MethodGet, "/", nil)
 		target := path + "?" + query
 		if req.URL, err = url.ParseRequestURI(target); err != nil {
 			t.Skip()

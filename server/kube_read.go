@@ -20,6 +20,7 @@ import (
 
 	"github.com/kubeindex/kubeindex/auth"
 	"github.com/kubeindex/kubeindex/cache"
+	"github.com/kubeindex/kubeindex/internal/jsonscan"
 )
 
 // freshWait is how long a read asking for a resourceVersion the cache has
@@ -272,14 +273,14 @@ func (s *Server) kubeList(c echo.Context, t kubeTarget, opts *metainternalversio
 	}
 	return writeEnvelope(c.Response(), res.Items, func(b []byte) []byte {
 		b = append(b, `{"kind":`...)
-		b = appendJSONString(b, t.res.Kind+"List")
+		b = jsonscan.AppendString(b, t.res.Kind+"List")
 		b = append(b, `,"apiVersion":`...)
-		b = appendJSONString(b, t.res.APIVersion())
+		b = jsonscan.AppendString(b, t.res.APIVersion())
 		b = append(b, `,"metadata":{"resourceVersion":`...)
-		b = appendJSONString(b, meta.ResourceVersion)
+		b = jsonscan.AppendString(b, meta.ResourceVersion)
 		if meta.Continue != "" {
 			b = append(b, `,"continue":`...)
-			b = appendJSONString(b, meta.Continue)
+			b = jsonscan.AppendString(b, meta.Continue)
 			b = append(b, `,"remainingItemCount":`...)
 			b = strconv.AppendInt(b, int64(meta.Remaining), 10)
 		}

@@ -23,7 +23,7 @@ import (
 
 func kubeDo(t *testing.T, h http.Handler, method, target, accept string) *httptest.ResponseRecorder {
 	t.Helper()
-	req := httptest.NewRequest(method, target, nil)
+	req := localRequest(method, target, nil)
 	if accept != "" {
 		req.Header.Set("Accept", accept)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubeindex/kubeindex/auth"
 	"github.com/kubeindex/kubeindex/cache"
+	"github.com/kubeindex/kubeindex/internal/jsonscan"
 )
 
 // minWatchTimeout is the API server's --min-request-timeout default: a
@@ -84,7 +85,7 @@ func (s *Server) kubeWatch(c echo.Context, t kubeTarget, opts *metainternalversi
 	defer cancel()
 
 	w := c.Response()
-	s.fillFreshness(w.Header()) // the whole cache's: a resource's would cost a count of its objects
+	s.fillFreshness(c) // the whole cache's: a resource's would cost a count of its objects
 	if tb != nil {
 		w.Header().Set(echo.HeaderContentType, kubeTableMediaType)
 	} else {
@@ -193,11 +194,11 @@ func (w *kubeWatchWriter) write(m *cache.Message) error {
 func (w *kubeWatchWriter) bookmark(rv string, initialEnd bool) {
 	b := w.bw.AvailableBuffer()
 	b = append(b, `{"type":"BOOKMARK","object":{"kind":`...)
-	b = appendJSONString(b, w.res.Kind)
+	b = jsonscan.AppendString(b, w.res.Kind)
 	b = append(b, `,"apiVersion":`...)
-	b = appendJSONString(b, w.res.APIVersion())
+	b = jsonscan.AppendString(b, w.res.APIVersion())
 	b = append(b, `,"metadata":{"resourceVersion":`...)
-	b = appendJSONString(b, rv)
+	b = jsonscan.AppendString(b, rv)
 	if initialEnd {
 		b = append(b, `,"annotations":{"k8s.io/initial-events-end":"true"}`...)
 	}

@@ -63,6 +63,9 @@ func newLimiter(o LimitOptions) *limiter {
 // arrived.
 func (s *Server) guard(c echo.Context, rt *route, stream bool, next echo.HandlerFunc, now time.Time) error {
 	s.securityHeaders(c)
+	if err := s.checkHost(c); err != nil {
+		return err
+	}
 	if err := limitBody(c, rt.maxBody); err != nil {
 		return err
 	}

@@ -93,13 +93,13 @@ func TestBodiesAreRefused(t *testing.T) {
 		name string
 		req  *http.Request
 	}{
-		{"a body", httptest.NewRequest("GET", "/api/v1/pods", strings.NewReader("{}"))},
+		{"a body", localRequest("GET", "/api/v1/pods", strings.NewReader("{}"))},
 		{"a chunked body", func() *http.Request {
-			r := httptest.NewRequest("GET", "/api/v1/pods", io.NopCloser(strings.NewReader("x")))
+			r := localRequest("GET", "/api/v1/pods", io.NopCloser(strings.NewReader("x")))
 			r.ContentLength = -1
 			return r
 		}()},
-		{"a POST with a body", httptest.NewRequest("POST", "/api/v1/pods", strings.NewReader("{}"))},
+		{"a POST with a body", localRequest("POST", "/api/v1/pods", strings.NewReader("{}"))},
 	} {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, tc.req)
@@ -145,7 +145,7 @@ func TestConnectionsAreBounded(t *testing.T) {
 		held = append(held, c)
 	}
 	cachetest.Eventually(t, "3 connections open", func() bool { n, _, _ := s.limits.counts(); return n == 3 })
-	code, body := rawRequest(t, addr, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+	code, body := rawRequest(t, addr, "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
 	if code != 503 || !strings.Contains(body, `"reason":"ServiceUnavailable"`) {
 		t.Errorf("a fourth connection: %d %q; expect 503", code, body)
 	}
@@ -153,7 +153,7 @@ func TestConnectionsAreBounded(t *testing.T) {
 		c.Close()
 	}
 	cachetest.Eventually(t, "the connections are released", func() bool {
-		code, _ := rawRequest(t, addr, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+		code, _ := rawRequest(t, addr, "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
 		return code == 200
 	})
 	if _, refused, _ := s.limits.counts(); refused < 1 {
@@ -204,7 +204,7 @@ func TestRESTTimeoutCutsSlowReadersButNotStreams(t *testing.T) {
 	defer c.Close()
 	c.(*net.TCPConn).SetReadBuffer(1024)
 	for range 20 { // pipelined: far more than the socket buffers hold
-		io.WriteString(c, "GET /api/v1/pods HTTP/1.1\r\nHost: x\r\n\r\n")
+		io.WriteString(c, "GET /api/v1/pods HTTP/1.1\r\nHost: localhost\r\n\r\n")
 	}
 	time.Sleep(time.Second)
 	c.SetReadDeadline(time.Now().Add(10 * time.Second))

@@ -140,8 +140,8 @@ func (cc *cacheCollector) Collect(ch chan<- prometheus.Metric) {
 		if !st.LastEvent.IsZero() {
 			ch <- prometheus.MustNewConstMetric(descSince, prometheus.GaugeValue, now.Sub(st.LastEvent).Seconds(), st.Name)
 		}
-		for typ, n := range map[string]int64{"ADDED": st.Events.Added, "MODIFIED": st.Events.Modified, "DELETED": st.Events.Deleted} {
-			ch <- prometheus.MustNewConstMetric(descEvents, prometheus.CounterValue, float64(n), st.Name, typ)
+		for typ, n := range map[cache.EventType]int64{cache.Added: st.Events.Added, cache.Modified: st.Events.Modified, cache.Deleted: st.Events.Deleted} {
+			ch <- prometheus.MustNewConstMetric(descEvents, prometheus.CounterValue, float64(n), st.Name, string(typ))
 		}
 	}
 	for _, st := range cc.r.StreamStats() {

@@ -248,7 +248,7 @@ func TestResponsesMatchTheSpec(t *testing.T) {
 			t.Errorf("test case for %s: no GET operation at that path in the spec", tt.path)
 			continue
 		}
-		req := httptest.NewRequest(http.MethodGet, tt.target, nil)
+		req := localRequest(http.MethodGet, tt.target, nil)
 		if tt.revalidate {
 			req.Header.Set("If-None-Match", do(t, tt.h, http.MethodGet, tt.target).Header().Get("ETag"))
 		}

@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/kubeindex/kubeindex/internal/text"
 )
 
 // maxLimit bounds one page. Larger requests are refused rather than silently
@@ -31,12 +33,12 @@ func queryParams(c echo.Context, known ...string) (url.Values, error) {
 	// echo drops malformed pairs silently: a mangled namespace=%zz would
 	// list every namespace.
 	if _, err := url.ParseQuery(raw); err != nil {
-		return nil, fmt.Errorf("%w: malformed query string: %v", errBadRequest, truncate(err.Error(), 120))
+		return nil, fmt.Errorf("%w: malformed query string: %v", errBadRequest, text.Truncate(err.Error(), 120))
 	}
 	q := c.QueryParams()
 	for k, v := range q {
 		if !slices.Contains(known, k) {
-			return nil, fmt.Errorf("%w: unknown query parameter %q (known: %s)", errBadRequest, truncate(k, 64), strings.Join(known, ", "))
+			return nil, fmt.Errorf("%w: unknown query parameter %q (known: %s)", errBadRequest, text.Truncate(k, 64), strings.Join(known, ", "))
 		}
 		if len(v) > 1 {
 			return nil, fmt.Errorf("%w: query parameter %q given %d times", errBadRequest, k, len(v))

@@ -89,7 +89,7 @@ func TestRouteFactsDecideLatencySamples(t *testing.T) {
 	f := cachetest.Start(t, cachetest.PodSpec())
 	h := New(f.Cache, Options{Logger: quiet()}).Handler()
 	req := func(target string, header ...string) {
-		r := httptest.NewRequest(http.MethodGet, target, nil)
+		r := localRequest(http.MethodGet, target, nil)
 		for i := 0; i+1 < len(header); i += 2 {
 			r.Header.Set(header[i], header[i+1])
 		}

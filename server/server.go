@@ -57,6 +57,9 @@ type Options struct {
 	Streams StreamOptions
 	// Auth authenticates and authorizes callers. Default: no checks.
 	Auth AuthOptions
+	// Hosts are the Host values served while authentication is off.
+	// Default: loopback addresses and localhost.
+	Hosts HostOptions
 	// Limits bounds connections, streams per client and REST requests.
 	Limits LimitOptions
 	// KubeVersion is what the Kubernetes API's /version reports: the

@@ -54,9 +54,9 @@ type StreamOptions struct {
 
 // MaxCoalesce bounds StreamOptions.Coalesce: a stream that waits does not
 // answer pings or notice the server's shutdown until it wakes.
-// DefaultCoalesce is the command's default: at a hundred pod events a
-// second to a thousand sockets it saves a fifth of the CPU per frame, and
-// no event waits long enough for a person to see.
+// DefaultCoalesce is the command's default: it saves CPU per frame when
+// many sockets stream (BENCHMARKS.md, "Streams coalesce"), and no event
+// waits long enough for a person to see.
 const (
 	MaxCoalesce     = time.Second
 	DefaultCoalesce = 20 * time.Millisecond
@@ -283,12 +283,7 @@ func watchQuery(namespace, labelSelector, index, value, resourceVersion, snapsho
 		}
 		q.Snapshot = b
 	}
-	switch q.Diff {
-	case cache.NoDiff, cache.MergePatch, cache.JSONPatch:
-	default:
-		return q, fmt.Errorf("%w: diff must be %q (JSON merge patch) or %q (JSON Patch), got %q", errBadRequest, cache.MergePatch, cache.JSONPatch, diff)
-	}
-	return q, nil
+	return q, q.Diff.Validate()
 }
 
 func acceptsEventStream(r *http.Request) bool {

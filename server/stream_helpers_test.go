@@ -30,10 +30,16 @@ type streamServer struct {
 
 func startStreams(t *testing.T, opts Options, specs ...cache.Spec) *streamServer {
 	t.Helper()
+	return startStreamsWith(t, cachetest.Config{}, opts, specs...)
+}
+
+// startStreamsWith is startStreams over a cache configured by conf.
+func startStreamsWith(t *testing.T, conf cachetest.Config, opts Options, specs ...cache.Spec) *streamServer {
+	t.Helper()
 	if len(specs) == 0 {
 		specs = cachetest.DefaultSpecs()
 	}
-	f := cachetest.Start(t, specs...)
+	f := cachetest.StartWith(t, conf, specs...)
 	s := New(f.Cache, opts)
 	hs := httptest.NewServer(s.Handler())
 	t.Cleanup(func() {

@@ -173,8 +173,7 @@ func TestSSEResumesWithLastEventID(t *testing.T) {
 }
 
 func TestResumeBeyondTheHistoryRequiresResync(t *testing.T) {
-	ss := startStreams(t, Options{})
-	ss.f.Cache.SetStreamOptions(cache.StreamOptions{HistorySize: 5})
+	ss := startStreamsWith(t, cachetest.Config{Options: cache.Options{Streams: cache.StreamOptions{HistorySize: 5}}}, Options{})
 	sse := openSSE(t, ss.url+"/api/v1/pods?watch=true&snapshot=false", nil)
 	ev, _ := sse.next(t)
 	if ev.event != "SYNCED" || !ev.hasID {
@@ -467,7 +466,7 @@ func TestStreamRequestErrors(t *testing.T) {
 func TestNotSyncedStreamIs503(t *testing.T) {
 	f := cachetest.New(t, cachetest.PodSpec()) // never started
 	h := New(f.Cache, Options{}).Handler()
-	req := httptest.NewRequest(http.MethodGet, "/api/v1/pods?watch=true", nil)
+	req := localRequest(http.MethodGet, "/api/v1/pods?watch=true", nil)
 	req.Header.Set("Accept", "text/event-stream")
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)

@@ -64,7 +64,7 @@ func TestDashboardRevalidates(t *testing.T) {
 	if etag == "" || first.Header().Get("Cache-Control") != "no-cache" {
 		t.Fatalf("ETag %q, Cache-Control %q; expect an ETag and no-cache", etag, first.Header().Get("Cache-Control"))
 	}
-	req := httptest.NewRequest(http.MethodGet, "/ui/app.js", nil)
+	req := localRequest(http.MethodGet, "/ui/app.js", nil)
 	req.Header.Set("If-None-Match", etag)
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/kubeindex/kubeindex/cache"
+	"github.com/kubeindex/kubeindex/internal/jsonscan"
 )
 
 // errHijacked: the upgrade failed after the connection was taken over, so
@@ -146,8 +146,7 @@ type clientCmd struct {
 func (w *wsConn) add(id string, sub *cache.Subscription) {
 	ws := &wsSub{id: id, sub: sub}
 	if w.mux {
-		tag, _ := jsonString(id)
-		ws.tag = append(append([]byte(`{"id":`), tag...), ',')
+		ws.tag = append(jsonscan.AppendString([]byte(`{"id":`), id), ',')
 	}
 	w.subs = append(w.subs, ws)
 }
@@ -258,5 +257,3 @@ func (w *wsConn) readMessage(typ int, r io.Reader) clientCmd {
 	m, err := parseClientMessage(data)
 	return clientCmd{msg: m, err: err}
 }
-
-func jsonString(s string) ([]byte, error) { return json.Marshal(s) }

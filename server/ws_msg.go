@@ -13,6 +13,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/kubeindex/kubeindex/cache"
+	"github.com/kubeindex/kubeindex/internal/text"
 )
 
 // clientMessage is what a client sends on the multiplexed socket:
@@ -73,12 +74,12 @@ func parseClientMessage(data []byte) (clientMessage, error) {
 		return m, fmt.Errorf("%w: one JSON object per message", errBadRequest)
 	}
 	if k := unknownKey(data); k != "" {
-		return m, fmt.Errorf("%w: unknown field %q (fields: %s)", errBadRequest, truncate(k, 64), strings.Join(messageFields, ", "))
+		return m, fmt.Errorf("%w: unknown field %q (fields: %s)", errBadRequest, text.Truncate(k, 64), strings.Join(messageFields, ", "))
 	}
 	if !validID(m.ID) {
 		id := m.ID
 		m.ID = ""
-		return m, fmt.Errorf("%w: id must be a non-empty string of at most %d bytes, got %q", errBadRequest, maxIDBytes, truncate(id, maxIDBytes))
+		return m, fmt.Errorf("%w: id must be a non-empty string of at most %d bytes, got %q", errBadRequest, maxIDBytes, text.Truncate(id, maxIDBytes))
 	}
 	switch m.Op {
 	case "subscribe":
@@ -93,7 +94,7 @@ func parseClientMessage(data []byte) (clientMessage, error) {
 		}
 		return m, nil
 	}
-	return m, fmt.Errorf("%w: op must be \"subscribe\" or \"unsubscribe\", got %q", errBadRequest, truncate(m.Op, 64))
+	return m, fmt.Errorf("%w: op must be \"subscribe\" or \"unsubscribe\", got %q", errBadRequest, text.Truncate(m.Op, 64))
 }
 
 func (m *clientMessage) watchQuery() (cache.WatchQuery, error) {
@@ -106,13 +107,6 @@ func (m *clientMessage) watchQuery() (cache.WatchQuery, error) {
 
 func validID(id string) bool { return id != "" && len(id) <= maxIDBytes && utf8.ValidString(id) }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}
-
 // describeJSONError keeps decoder errors short and free of Go type names.
 func describeJSONError(err error) string {
 	var typeErr *json.UnmarshalTypeError
@@ -122,7 +116,7 @@ func describeJSONError(err error) string {
 	case errors.Is(err, io.EOF):
 		return "empty message"
 	}
-	return truncate(err.Error(), 200)
+	return text.Truncate(err.Error(), 200)
 }
 
 // errorMessage encodes {"type":"ERROR",...}, tagged with id when there is
@@ -130,11 +124,11 @@ func describeJSONError(err error) string {
 func errorMessage(id string, err error) []byte {
 	st := errorStatus(err)
 	b, _ := json.Marshal(struct {
-		ID      string `json:"id,omitempty"`
-		Type    string `json:"type"`
-		Message string `json:"message"`
-		Reason  string `json:"reason"`
-		Code    int    `json:"code"`
-	}{id, "ERROR", st.Message, st.Reason, st.Code})
+		ID      string            `json:"id,omitempty"`
+		Type    cache.MessageType `json:"type"`
+		Message string            `json:"message"`
+		Reason  string            `json:"reason"`
+		Code    int               `json:"code"`
+	}{id, cache.StreamError, st.Message, st.Reason, st.Code})
 	return b
 }

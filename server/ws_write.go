@@ -7,6 +7,9 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/labstack/echo/v4"
+
+	"github.com/kubeindex/kubeindex/cache"
+	"github.com/kubeindex/kubeindex/internal/jsonscan"
 )
 
 const (
@@ -188,8 +191,7 @@ func (w *wsConn) handle(cmd *clientCmd) error {
 			return w.sendRaw(errorMessage(m.ID, fmt.Errorf("%w: no subscription %q", errBadRequest, m.ID)))
 		}
 		w.removeAt(i)
-		b, _ := jsonString(m.ID)
-		return w.sendRaw(fmt.Appendf(nil, `{"id":%s,"type":"UNSUBSCRIBED"}`, b))
+		return w.sendRaw(fmt.Appendf(jsonscan.AppendString([]byte(`{"id":`), m.ID), `,"type":"%s"}`, cache.Unsubscribed))
 	}
 	if err := w.subscribe(m, cmd.namespaces); err != nil {
 		return w.sendRaw(errorMessage(m.ID, err))

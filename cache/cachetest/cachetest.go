@@ -20,14 +20,14 @@ import (
 
 // Fixture is a cache and the simulated cluster it watches.
 type Fixture struct {
-	Sim   *demo.Cluster
+	Sim   *demo.TestCluster
 	Cache *cache.Cache
 }
 
 // PodSpec is pods with the default indexes plus an image path index and an
 // app label index.
 func PodSpec() cache.Spec {
-	return cache.Spec{Resource: "pods", Indexes: append(indexers.Defaults("pods"),
+	return cache.Spec{Resource: "pods", Indexes: append(indexers.Defaults("", "pods"),
 		indexers.Spec{Name: "image", Path: "spec.containers.#.image"},
 		indexers.Spec{Name: "app", Label: "app"})}
 }
@@ -35,8 +35,11 @@ func PodSpec() cache.Spec {
 // DefaultSpecs is every resource the demo serves.
 func DefaultSpecs() []cache.Spec {
 	specs := []cache.Spec{PodSpec()}
-	for _, r := range []string{"services", "nodes", "deployments.apps", "replicasets", "namespaces"} {
-		specs = append(specs, cache.Spec{Resource: r, Indexes: indexers.Defaults(r)})
+	for _, r := range []struct{ name, group, plural string }{
+		{"services", "", "services"}, {"nodes", "", "nodes"}, {"deployments.apps", "apps", "deployments"},
+		{"replicasets", "apps", "replicasets"}, {"namespaces", "", "namespaces"},
+	} {
+		specs = append(specs, cache.Spec{Resource: r.name, Indexes: indexers.Defaults(r.group, r.plural)})
 	}
 	return specs
 }
@@ -61,7 +64,10 @@ func New(t testing.TB, specs ...cache.Spec) *Fixture {
 // NewWith is New with a Config.
 func NewWith(t testing.TB, conf Config, specs ...cache.Spec) *Fixture {
 	t.Helper()
-	sim := demo.New(demo.Options{Seed: 7, BookmarkInterval: 200 * time.Millisecond, Now: FixedClock})
+	sim, err := demo.NewTest(demo.Options{Seed: 7, BookmarkInterval: 200 * time.Millisecond, Now: FixedClock})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var h http.Handler = sim.Handler()
 	if conf.Wrap != nil {
 		h = conf.Wrap(h)

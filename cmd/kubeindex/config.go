@@ -46,6 +46,16 @@ type Config struct {
 	LogFormat      string // --log-format: text or json
 	Resources      []ResourceConfig
 	Security       SecurityConfig
+	// IndexFlags are the --index flags, attached to their resources after
+	// discovery (configure), so that any spelling of a resource finds it.
+	IndexFlags []IndexFlag
+}
+
+// IndexFlag is one --index resource:name=type[:arg] flag, parsed.
+type IndexFlag struct {
+	Flag     string // as given, for messages
+	Resource string // as typed; resolved through discovery
+	Spec     indexers.Spec
 }
 
 // SecurityConfig is who may read what, and the limits on clients.
@@ -55,6 +65,7 @@ type SecurityConfig struct {
 	TokenAudiences             string        // --token-audiences: comma-separated, for --auth=tokenreview
 	Authz                      string        // --authz: none or rbac
 	AllowUnauthenticatedRemote bool          // --allow-unauthenticated-remote
+	AcceptHosts                string        // --accept-hosts: comma-separated Host names served with --auth=none
 	MaxConnections             int           // --max-connections
 	MaxStreamsPerClient        int           // --max-streams-per-client
 	RequestTimeout             time.Duration // --request-timeout
@@ -104,6 +115,7 @@ var envNames = map[string]string{
 	"token-audiences":              "KUBEINDEX_TOKEN_AUDIENCES",
 	"authz":                        "KUBEINDEX_AUTHZ",
 	"allow-unauthenticated-remote": "KUBEINDEX_ALLOW_UNAUTHENTICATED_REMOTE",
+	"accept-hosts":                 "KUBEINDEX_ACCEPT_HOSTS",
 	"max-connections":              "KUBEINDEX_MAX_CONNECTIONS",
 	"max-streams-per-client":       "KUBEINDEX_MAX_STREAMS_PER_CLIENT",
 	"request-timeout":              "KUBEINDEX_REQUEST_TIMEOUT",
@@ -205,47 +217,31 @@ func (cfg *Config) readFile() error {
 	return nil
 }
 
-// addIndexes applies --index resource:name=type[:arg] flags.
+// addIndexes parses --index resource:name=type[:arg] flags. Which resource
+// each adds to is known only after discovery (configure).
 func (cfg *Config) addIndexes(flags []string) error {
 	for _, f := range flags {
 		res, def, ok := strings.Cut(f, ":")
-		if !ok {
+		if !ok || strings.TrimSpace(res) == "" {
 			return fmt.Errorf("--index %q: want resource:name=type[:arg]", f)
 		}
 		spec, err := indexers.Parse(def)
 		if err != nil {
 			return fmt.Errorf("--index %q: %w", f, err)
 		}
-		i := cfg.find(res)
-		if i < 0 {
-			return fmt.Errorf("--index %q: resource %q is not configured", f, res)
-		}
-		specs := cfg.Resources[i].indexes()
-		cfg.Resources[i].Indexes = &specs
-		*cfg.Resources[i].Indexes = append(*cfg.Resources[i].Indexes, spec)
+		cfg.IndexFlags = append(cfg.IndexFlags, IndexFlag{Flag: f, Resource: res, Spec: spec})
 	}
 	return nil
 }
 
-func (cfg *Config) find(resource string) int {
-	for i, r := range cfg.Resources {
-		if r.Resource == resource || strings.Split(r.Resource, ".")[0] == resource {
-			return i
-		}
-	}
-	return -1
-}
-
-// indexes returns the configured indexes, or the resource's defaults.
-func (r ResourceConfig) indexes() []indexers.Spec {
+// indexes returns the configured indexes, or the defaults of the resource
+// the name resolved to: defaults follow the group and resource, never the
+// spelling (po, Pod and v1/pods are all pods).
+func (r ResourceConfig) indexes(res cache.Resource) []indexers.Spec {
 	if r.Indexes != nil {
 		return append([]indexers.Spec(nil), (*r.Indexes)...)
 	}
-	plural := r.Resource
-	if i := strings.LastIndex(plural, "/"); i >= 0 {
-		plural = plural[i+1:]
-	}
-	return indexers.Defaults(strings.Split(plural, ".")[0])
+	return indexers.Defaults(res.Group, res.Plural)
 }
 
 // Validate reports every problem in the configuration at once, each naming
@@ -311,15 +307,8 @@ func (r ResourceConfig) validate() error {
 			errs = append(errs, err)
 		}
 	}
-	names := map[string]bool{}
-	for _, s := range r.indexes() {
-		if err := s.Validate(); err != nil {
-			errs = append(errs, err)
-		}
-		if names[s.Name] {
-			errs = append(errs, fmt.Errorf("index %q is defined twice", s.Name))
-		}
-		names[s.Name] = true
+	if r.Indexes != nil {
+		errs = append(errs, validateIndexes(*r.Indexes)...)
 	}
 	if len(errs) == 0 {
 		return nil
@@ -338,8 +327,25 @@ func (r ResourceConfig) resync() (time.Duration, error) {
 	return d, nil
 }
 
-// spec converts the validated configuration into the cache's own type.
-func (r ResourceConfig) spec() cache.Spec {
+// validateIndexes reports every invalid index and every name used twice.
+func validateIndexes(specs []indexers.Spec) []error {
+	var errs []error
+	names := map[string]bool{}
+	for _, s := range specs {
+		if err := s.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+		if names[s.Name] {
+			errs = append(errs, fmt.Errorf("index %q is defined twice", s.Name))
+		}
+		names[s.Name] = true
+	}
+	return errs
+}
+
+// spec converts the validated configuration, with the indexes chosen after
+// discovery, into the cache's own type.
+func (r ResourceConfig) spec(indexes []indexers.Spec) cache.Spec {
 	resync, _ := r.resync()
 	return cache.Spec{
 		Resource:      r.Resource,
@@ -347,7 +353,7 @@ func (r ResourceConfig) spec() cache.Spec {
 		LabelSelector: r.LabelSelector,
 		FieldSelector: r.FieldSelector,
 		Resync:        resync,
-		Indexes:       r.indexes(),
+		Indexes:       indexes,
 		Redact:        r.Redact,
 
 		AllowSecretData: r.AllowSecretData,

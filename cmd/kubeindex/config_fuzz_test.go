@@ -9,7 +9,7 @@ import (
 
 // FuzzConfigFile: any YAML file is read and validated or refused, never a
 // panic; a configuration that validates converts into cache specs whose
-// indexes all validate.
+// indexes all validate. defaults included.
 func FuzzConfigFile(f *testing.F) {
 	for _, s := range []string{
 		"resources:\n- resource: pods\n",
@@ -23,6 +23,7 @@ func FuzzConfigFile(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	dir := f.TempDir()
+	found := fakeFound(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		path := filepath.Join(dir, "config.yaml")
 		if err := os.WriteFile(path, data, 0o600); err != nil {
@@ -35,10 +36,14 @@ func FuzzConfigFile(f *testing.F) {
 		if cfg.Validate() != nil {
 			return
 		}
-		for _, r := range cfg.Resources {
-			for _, s := range r.spec().Indexes {
+		configured, err := cfg.configure(found)
+		if err != nil {
+			return
+		}
+		for _, c := range configured {
+			for _, s := range c.Spec.Indexes {
 				if err := s.Validate(); err != nil {
-					t.Fatalf("%s: a validated configuration has an invalid index: %v", r.Resource, err)
+					t.Fatalf("%s: a validated configuration has an invalid index: %v", c.Spec.Resource, err)
 				}
 			}
 		}

@@ -31,13 +31,15 @@ func TestConfigDefaults(t *testing.T) {
 	if strings.Join(names, ",") != "pods,services,nodes,deployments.apps,replicasets.apps,namespaces" {
 		t.Errorf("default resources %v", names)
 	}
-	pods := cfg.Resources[0].spec()
-	var idx []string
-	for _, s := range pods.Indexes {
-		idx = append(idx, s.Name+"="+string(s.Type))
+	configured, err := cfg.configure(fakeFound(t))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if strings.Join(idx, ",") != "ip=podIP,node=nodeName,owner=owner" {
+	if idx := indexNames(configured[0]); idx != "ip=podIP,node=nodeName,owner=owner" {
 		t.Errorf("default pod indexes %v", idx)
+	}
+	if idx := indexNames(configured[4]); idx != "owner=owner" {
+		t.Errorf("default replicaset indexes %v", idx)
 	}
 	if cfg.Listen != "127.0.0.1:8080" || cfg.StaleAfter != 30*time.Second || cfg.APICompression {
 		t.Errorf("defaults: listen %q stale-after %s api-compression %t", cfg.Listen, cfg.StaleAfter, cfg.APICompression)
@@ -124,11 +126,15 @@ resources:
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	pods := cfg.Resources[0].spec()
+	configured, err := cfg.configure(fakeFound(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods := configured[0].Spec
 	if len(pods.Indexes) != 3 || pods.Resync != 10*time.Minute || len(pods.Namespaces) != 2 {
 		t.Errorf("pods spec %+v", pods)
 	}
-	w := cfg.Resources[1].spec()
+	w := configured[1].Spec
 	if len(w.Indexes) != 1 || w.Indexes[0].Path != "spec.color" {
 		t.Errorf("--index did not reach widgets: %+v", w.Indexes)
 	}
@@ -155,7 +161,7 @@ func TestConfigErrorsNameTheirSetting(t *testing.T) {
 		{name: "bad listen", args: []string{"--listen", "8080"}, want: []string{"--listen"}},
 		{name: "bad log level", args: []string{"--log-level", "loud"}, want: []string{"--log-level"}},
 		{name: "bad --index", args: []string{"--index", "pods:x=path:a..b"}, want: []string{"--index", "empty component"}},
-		{name: "--index on unknown resource", args: []string{"--index", "widgets:x=podIP"}, want: []string{"not configured"}},
+		{name: "--index on unknown resource", args: []string{"--demo", "--index", "widgets:x=podIP"}, want: []string{"not configured"}},
 		{name: "stray argument", args: []string{"pods"}, want: []string{"unexpected argument"}},
 		{name: "resources and config", yaml: "resources:\n- resource: pods\n", args: []string{"--resources", "pods"}, want: []string{"use one"}},
 	}

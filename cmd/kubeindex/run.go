@@ -54,7 +54,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return err
 	}
-	resources, kubeVersion, err := resolve(restCfg, cfg.Resources)
+	resources, kubeVersion, err := resolve(restCfg, cfg)
 	if err != nil {
 		return err
 	}
@@ -69,7 +69,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	srv := server.New(c, server.Options{Simulated: cfg.Demo, Logger: log,
-		Auth: authOpts, Limits: cfg.Security.limits(), Streams: server.StreamOptions{Coalesce: cfg.StreamCoalesce},
+		Auth: authOpts, Hosts: cfg.Security.hosts(cfg.Demo), Limits: cfg.Security.limits(), Streams: server.StreamOptions{Coalesce: cfg.StreamCoalesce},
 		KubeVersion: kubeVersion})
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -97,11 +97,11 @@ func clusterConfig(cfg *Config, getenv func(string) string) (*rest.Config, error
 	return rc, nil
 }
 
-// resolve maps every configured resource through discovery, reporting all
-// the names the API server does not serve at once. It also returns the API
-// server's version, which the Kubernetes API's /version repeats (nil when
-// the API server would not say).
-func resolve(rc *rest.Config, configured []ResourceConfig) ([]cache.Configured, *version.Info, error) {
+// resolve asks the API server what it serves and maps the configuration
+// onto it (configure). It also returns the API server's version, which
+// the Kubernetes API's /version repeats (nil when it would not say: only
+// /version needs it, not worth refusing to start).
+func resolve(rc *rest.Config, cfg *Config) ([]cache.Configured, *version.Info, error) {
 	dc, err := discovery.NewDiscoveryClientForConfig(rc)
 	if err != nil {
 		return nil, nil, fmt.Errorf("discovery client: %w", err)
@@ -112,28 +112,10 @@ func resolve(rc *rest.Config, configured []ResourceConfig) ([]cache.Configured, 
 	}
 	v, err := dc.ServerVersion()
 	if err != nil {
-		v = nil // only /version needs it: not worth refusing to start
+		v = nil
 	}
-	var out []cache.Configured
-	var resolved []cache.Resource
-	var errs []error
-	for _, r := range configured {
-		res, err := found.Resolve(r.Resource)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		resolved = append(resolved, res)
-		out = append(out, cache.Configured{Spec: r.spec()})
-	}
-	if len(errs) > 0 {
-		return nil, nil, errors.Join(errs...)
-	}
-	cache.NameResources(resolved)
-	for i := range out {
-		out[i].Resource = resolved[i]
-	}
-	return out, v, nil
+	configured, err := cfg.configure(found)
+	return configured, v, err
 }
 
 // startDemo serves the simulated cluster on a loopback port, and churns it,
@@ -141,7 +123,10 @@ func resolve(rc *rest.Config, configured []ResourceConfig) ([]cache.Configured, 
 // here rather than with the other long-lived parts. wait blocks until both
 // have stopped.
 func startDemo(ctx context.Context, log *slog.Logger) (cfg *rest.Config, wait func(), err error) {
-	sim := demo.New(demo.Options{Seed: 1})
+	sim, err := demo.New(demo.Options{Seed: 1})
+	if err != nil {
+		return nil, nil, err
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, nil, fmt.Errorf("demo API server: %w", err)
@@ -150,7 +135,11 @@ func startDemo(ctx context.Context, log *slog.Logger) (cfg *rest.Config, wait fu
 		"fakeAPIServer", ln.Addr().String())
 	hs := &http.Server{Handler: sim.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	var wg sync.WaitGroup
-	wg.Go(func() { sim.Run(ctx) })
+	wg.Go(func() {
+		if err := sim.Run(ctx); err != nil {
+			log.Error("demo churn stopped", "err", err)
+		}
+	})
 	wg.Go(func() {
 		if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			log.Error("demo API server stopped", "err", err)

@@ -30,20 +30,7 @@ func TestRunDemoEndToEnd(t *testing.T) {
 	}()
 
 	base := "http://" + addr
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		resp, err := http.Get(base + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("demo never became ready: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitReady(t, base)
 	resp, err := http.Get(base + "/api/v1/resources")
 	if err != nil {
 		t.Fatal(err)
@@ -72,6 +59,83 @@ func TestRunDemoEndToEnd(t *testing.T) {
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("run did not stop after cancel")
+	}
+}
+
+// waitReady polls /readyz until it answers 200, failing after 20s.
+func waitReady(t *testing.T, base string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := http.Get(base + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("demo never became ready: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestRunShortNamesGetDefaults: `--resources po,svc`, as a new user types
+// it, serves pods with their default indexes, so IP lookups answer.
+func TestRunShortNamesGetDefaults(t *testing.T) {
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"--demo", "--listen", addr, "--resources", "po,svc"}, env(nil), io.Discard)
+	}()
+	defer func() { cancel(); <-done }()
+	base := "http://" + addr
+	waitReady(t, base)
+
+	var resources struct {
+		Resources []struct {
+			Name    string
+			Indexes []struct{ Name string }
+		}
+	}
+	getJSON(t, base+"/api/v1/resources", &resources)
+	var pods []string
+	for _, ix := range resources.Resources[0].Indexes {
+		pods = append(pods, ix.Name)
+	}
+	if resources.Resources[0].Name != "pods" || strings.Join(pods, ",") != "ip,node,owner" {
+		t.Fatalf("resources %+v; expect pods with ip,node,owner", resources.Resources)
+	}
+	var list struct {
+		Items []struct{ Status struct{ PodIP string } }
+	}
+	getJSON(t, base+"/api/v1/pods?limit=1", &list)
+	if len(list.Items) == 0 || list.Items[0].Status.PodIP == "" {
+		t.Fatalf("no pod with an IP: %+v", list)
+	}
+	var lookup struct{ Pods []struct{ Name string } }
+	getJSON(t, base+"/api/v1/ip/"+list.Items[0].Status.PodIP, &lookup)
+	if len(lookup.Pods) == 0 {
+		t.Errorf("IP lookup of %s found no pod", list.Items[0].Status.PodIP)
+	}
+}
+
+// getJSON decodes a 200 answer into v, failing on any other status.
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(resp.Body)
+		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, body)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatalf("GET %s: %v", url, err)
 	}
 }
 

@@ -20,6 +20,7 @@ func (sc *SecurityConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&sc.TokenAudiences, "token-audiences", "", "comma-separated audiences tokens must be meant for, with --auth=tokenreview (default: the API server's)")
 	fs.StringVar(&sc.Authz, "authz", "none", "authorization: none (an authenticated caller reads everything) or rbac (Kubernetes SubjectAccessReview)")
 	fs.BoolVar(&sc.AllowUnauthenticatedRemote, "allow-unauthenticated-remote", false, "with --auth=none, serve on an address other hosts can reach")
+	fs.StringVar(&sc.AcceptHosts, "accept-hosts", "", "with --auth=none, comma-separated Host names served besides loopback addresses and localhost (* for any), as kubectl proxy's --accept-hosts: other names are refused, so a web page that rebinds its DNS name to this address reads nothing")
 	fs.IntVar(&sc.MaxConnections, "max-connections", 4096, "open client connections at most; the next is answered 503")
 	fs.IntVar(&sc.MaxStreamsPerClient, "max-streams-per-client", 32, "open streams per client (user, or IP address without authentication)")
 	fs.DurationVar(&sc.RequestTimeout, "request-timeout", 60*time.Second, "bound on a REST request, writing the response included (streams are exempt)")
@@ -48,6 +49,14 @@ func (sc *SecurityConfig) validate(listen string, demo bool) []error {
 	if sc.Auth == "none" && !isLoopback(listen) && !sc.AllowUnauthenticatedRemote && !demo {
 		errs = append(errs, fmt.Errorf("--listen %q can be reached from other hosts, and with --auth=none anyone there reads everything cached: "+
 			"use --auth=tokenreview, listen on 127.0.0.1, or pass --allow-unauthenticated-remote", listen))
+	}
+	if sc.AcceptHosts != "" && sc.Auth != "none" {
+		errs = append(errs, fmt.Errorf("--accept-hosts applies to --auth=none only: authenticated callers are served under any name"))
+	}
+	for _, h := range splitList(sc.AcceptHosts) {
+		if h != "*" && strings.ContainsAny(h, "/:@ ") {
+			errs = append(errs, fmt.Errorf("--accept-hosts %q: want host names (kubeindex.example), without scheme or port", h))
+		}
 	}
 	if sc.MaxConnections <= 0 {
 		errs = append(errs, fmt.Errorf("--max-connections must be positive, got %d", sc.MaxConnections))
@@ -101,6 +110,13 @@ func (sc *SecurityConfig) serverAuth(rc *rest.Config) (server.AuthOptions, error
 		o.Authorizer = ar
 	}
 	return o, nil
+}
+
+// hosts are the Host values served while authentication is off. A server
+// other hosts may reach without authentication (allowed, or the demo's
+// simulated cluster) is reached by address too.
+func (sc *SecurityConfig) hosts(demo bool) server.HostOptions {
+	return server.HostOptions{AcceptHosts: splitList(sc.AcceptHosts), AcceptIPs: sc.AllowUnauthenticatedRemote || demo}
 }
 
 func (sc *SecurityConfig) limits() server.LimitOptions {

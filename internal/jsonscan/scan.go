@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 )
 
 // ErrShort means the bytes end inside the value: read more and scan again.
@@ -190,7 +191,7 @@ func (s *Scanner) Composite(b []byte) (int, error) {
 }
 
 func SkipSpace(b []byte, i int) int {
-	for i < len(b) && isSpace(b[i]) {
+	for i < len(b) && IsSpace(b[i]) {
 		i++
 	}
 	return i
@@ -281,25 +282,40 @@ func (r *Object) Done(valEnd int) { r.i = valEnd }
 // returned false.
 func (r *Object) End() int { return r.i }
 
-// String decodes the JSON string value s (with its quotes). Strings
-// without escapes, nearly all in Kubernetes objects, are copied as they
-// are.
+// String decodes the JSON string value s (with its quotes) as
+// encoding/json does. Strings without escapes, nearly all in Kubernetes
+// objects, are copied as they are, unless they hold invalid UTF-8, which
+// encoding/json replaces.
 func String(s []byte) (string, error) {
 	if len(s) < 2 || s[0] != '"' {
 		return "", fmt.Errorf("expected a string, got %.16q", s)
 	}
 	raw := s[1 : len(s)-1]
-	for _, c := range raw {
-		if c == '\\' {
-			var out string
-			err := json.Unmarshal(s, &out)
-			return out, err
-		}
+	if !decodesToItself(raw) {
+		var out string
+		err := json.Unmarshal(s, &out)
+		return out, err
 	}
 	return string(raw), nil
 }
 
-func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\t' || c == '\r' }
+// decodesToItself reports whether the raw string (quotes off) decodes to
+// itself: no escape, and valid UTF-8.
+func decodesToItself(raw []byte) bool {
+	ascii := true
+	for _, c := range raw {
+		if c == '\\' {
+			return false
+		}
+		if c >= utf8.RuneSelf {
+			ascii = false
+		}
+	}
+	return ascii || utf8.Valid(raw)
+}
+
+// IsSpace reports whether c is JSON white space.
+func IsSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\t' || c == '\r' }
 
 // Member returns the value of the first member named key in the JSON
 // object obj, or nil when obj is not an object or has no such member.
@@ -331,13 +347,11 @@ func KeyIs(raw []byte, key string) bool {
 	if string(raw) == key {
 		return true
 	}
-	for _, c := range raw {
-		if c == '\\' {
-			dec, err := String(append(append([]byte{'"'}, raw...), '"'))
-			return err == nil && dec == key
-		}
+	if decodesToItself(raw) {
+		return false
 	}
-	return false
+	dec, err := String(append(append([]byte{'"'}, raw...), '"'))
+	return err == nil && dec == key
 }
 
 // Elements calls fn with each element of the JSON array arr, in order,

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -290,6 +291,33 @@ func eventPrinter() Convertor {
 		{Name: "Count", Type: "string", Priority: 1, Description: doc["count"]},
 		{Name: "Name", Type: "string", Priority: 1, Format: "name", Description: metaDoc["name"]},
 	}, cells: eventCells}
+}
+
+// eventsV1Printer is the events.k8s.io/v1 view of the same events: the
+// API server converts them to the core kind (Convert_v1_Event_To_core_Event)
+// and prints them with the same printer.
+func eventsV1Printer() Convertor {
+	return printer[eventsv1.Event]{columns: eventPrinter().ColumnDefinitions(),
+		cells: func(e *eventsv1.Event, now time.Time) ([]any, []metav1.TableRowCondition) {
+			core := corev1.Event{
+				ObjectMeta:          e.ObjectMeta,
+				InvolvedObject:      e.Regarding,
+				Reason:              e.Reason,
+				Message:             e.Note,
+				Source:              e.DeprecatedSource,
+				FirstTimestamp:      e.DeprecatedFirstTimestamp,
+				LastTimestamp:       e.DeprecatedLastTimestamp,
+				Count:               e.DeprecatedCount,
+				Type:                e.Type,
+				EventTime:           e.EventTime,
+				ReportingController: e.ReportingController,
+				ReportingInstance:   e.ReportingInstance,
+			}
+			if e.Series != nil {
+				core.Series = &corev1.EventSeries{Count: e.Series.Count, LastObservedTime: e.Series.LastObservedTime}
+			}
+			return eventCells(&core, now)
+		}}
 }
 
 func eventCells(e *corev1.Event, now time.Time) ([]any, []metav1.TableRowCondition) {

@@ -18,7 +18,7 @@ var (
 )
 
 func podPrinter() Convertor {
-	return printer[corev1.Pod]{columns: []metav1.TableColumnDefinition{
+	return printer[podView]{columns: []metav1.TableColumnDefinition{
 		nameColumn,
 		{Name: "Ready", Type: "string", Description: "The aggregate readiness state of this pod for accepting traffic."},
 		{Name: "Status", Type: "string", Description: "The aggregate status of the containers in this pod."},
@@ -31,14 +31,68 @@ func podPrinter() Convertor {
 	}, cells: podCells}
 }
 
-func isRestartableInit(c *corev1.Container) bool {
-	return c != nil && c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+// podView is the part of a v1 Pod the printer reads, under the same JSON
+// names: decoding only these (encoding/json skips the rest without
+// allocating) is what makes rows cheap; test/table proves the result the
+// printer's on whole pods.
+type podView struct {
+	Metadata struct {
+		Name              string       `json:"name"`
+		CreationTimestamp metav1.Time  `json:"creationTimestamp"`
+		DeletionTimestamp *metav1.Time `json:"deletionTimestamp"`
+	} `json:"metadata"`
+	Spec struct {
+		Containers     []struct{} `json:"containers"`
+		InitContainers []struct {
+			Name          string                         `json:"name"`
+			RestartPolicy *corev1.ContainerRestartPolicy `json:"restartPolicy"`
+		} `json:"initContainers"`
+		NodeName       string                    `json:"nodeName"`
+		ReadinessGates []corev1.PodReadinessGate `json:"readinessGates"`
+	} `json:"spec"`
+	Status podStatusView `json:"status"`
+}
+
+type podStatusView struct {
+	Phase                 corev1.PodPhase       `json:"phase"`
+	Reason                string                `json:"reason"`
+	Conditions            []podCondition        `json:"conditions"`
+	InitContainerStatuses []containerStatusView `json:"initContainerStatuses"`
+	ContainerStatuses     []containerStatusView `json:"containerStatuses"`
+	PodIP                 string                `json:"podIP"`
+	PodIPs                []struct {
+		IP string `json:"ip"`
+	} `json:"podIPs"`
+	NominatedNodeName string `json:"nominatedNodeName"`
+}
+
+type podCondition struct {
+	Type   corev1.PodConditionType `json:"type"`
+	Status corev1.ConditionStatus  `json:"status"`
+	Reason string                  `json:"reason"`
+}
+
+type containerStatusView struct {
+	Name                 string                `json:"name"`
+	State                corev1.ContainerState `json:"state"`
+	LastTerminationState struct {
+		Terminated *struct {
+			FinishedAt metav1.Time `json:"finishedAt"`
+		} `json:"terminated"`
+	} `json:"lastState"`
+	Ready        bool  `json:"ready"`
+	RestartCount int32 `json:"restartCount"`
+	Started      *bool `json:"started"`
+}
+
+func isRestartableInit(p *corev1.ContainerRestartPolicy) bool {
+	return p != nil && *p == corev1.ContainerRestartPolicyAlways
 }
 
 // podCells follows the pod printer's reasoning step by step, on the v1
 // object rather than the internal one (the only conversion that matters
 // here is that of podIP and podIPs, see podIP).
-func podCells(pod *corev1.Pod, now time.Time) ([]any, []metav1.TableRowCondition) {
+func podCells(pod *podView, now time.Time) ([]any, []metav1.TableRowCondition) {
 	restarts, initRestarts := 0, 0
 	total := len(pod.Spec.Containers)
 	ready := 0
@@ -63,10 +117,18 @@ func podCells(pod *corev1.Pod, now time.Time) ([]any, []metav1.TableRowCondition
 		conds = podFailedConditions
 	}
 
-	inits := make(map[string]*corev1.Container, len(pod.Spec.InitContainers))
+	// The printer looks init containers up by name: the last of a name wins.
+	restartableInit := func(name string) bool {
+		var p *corev1.ContainerRestartPolicy
+		for i := range pod.Spec.InitContainers {
+			if pod.Spec.InitContainers[i].Name == name {
+				p = pod.Spec.InitContainers[i].RestartPolicy
+			}
+		}
+		return isRestartableInit(p)
+	}
 	for i := range pod.Spec.InitContainers {
-		inits[pod.Spec.InitContainers[i].Name] = &pod.Spec.InitContainers[i]
-		if isRestartableInit(&pod.Spec.InitContainers[i]) {
+		if isRestartableInit(pod.Spec.InitContainers[i].RestartPolicy) {
 			total++
 		}
 	}
@@ -78,7 +140,7 @@ func podCells(pod *corev1.Pod, now time.Time) ([]any, []metav1.TableRowCondition
 		if t := c.LastTerminationState.Terminated; t != nil && lastRestart.Before(&t.FinishedAt) {
 			lastRestart = t.FinishedAt
 		}
-		restartable := isRestartableInit(inits[c.Name])
+		restartable := restartableInit(c.Name)
 		if restartable {
 			initRestarts += int(c.RestartCount)
 			if t := c.LastTerminationState.Terminated; t != nil && lastInitRestart.Before(&t.FinishedAt) {
@@ -154,9 +216,9 @@ func podCells(pod *corev1.Pod, now time.Time) ([]any, []metav1.TableRowCondition
 		}
 	}
 
-	if pod.DeletionTimestamp != nil && pod.Status.Reason == nodeUnreachablePodReason {
+	if pod.Metadata.DeletionTimestamp != nil && pod.Status.Reason == nodeUnreachablePodReason {
 		reason = "Unknown"
-	} else if pod.DeletionTimestamp != nil && phase != corev1.PodFailed && phase != corev1.PodSucceeded {
+	} else if pod.Metadata.DeletionTimestamp != nil && phase != corev1.PodFailed && phase != corev1.PodSucceeded {
 		reason = "Terminating"
 	}
 
@@ -187,18 +249,18 @@ func podCells(pod *corev1.Pod, now time.Time) ([]any, []metav1.TableRowCondition
 		gates = strconv.Itoa(n) + "/" + strconv.Itoa(len(pod.Spec.ReadinessGates))
 	}
 	return []any{
-		pod.Name,
+		pod.Metadata.Name,
 		strconv.Itoa(ready) + "/" + strconv.Itoa(total),
 		reason,
 		restartsCell,
-		since(pod.CreationTimestamp, now),
+		since(pod.Metadata.CreationTimestamp, now),
 		ip, node, nominated, gates,
 	}, conds
 }
 
 // podIP is the first of the internal object's podIPs: v1's podIP wins
 // when set (Convert_v1_PodStatus_To_core_PodStatus), else podIPs[0].
-func podIP(s *corev1.PodStatus) string {
+func podIP(s *podStatusView) string {
 	if s.PodIP != "" {
 		return s.PodIP
 	}
@@ -208,7 +270,7 @@ func podIP(s *corev1.PodStatus) string {
 	return ""
 }
 
-func podInitialized(s *corev1.PodStatus) bool {
+func podInitialized(s *podStatusView) bool {
 	for _, c := range s.Conditions {
 		if c.Type == corev1.PodInitialized {
 			return c.Status == corev1.ConditionTrue
@@ -217,7 +279,7 @@ func podInitialized(s *corev1.PodStatus) bool {
 	return false
 }
 
-func podReady(conds []corev1.PodCondition) bool {
+func podReady(conds []podCondition) bool {
 	for _, c := range conds {
 		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
 			return true

@@ -14,6 +14,7 @@ var printers = map[schema.GroupResource]Convertor{
 	{Resource: "serviceaccounts"}:                           serviceAccountPrinter(),
 	{Resource: "persistentvolumeclaims"}:                    pvcPrinter(),
 	{Resource: "events"}:                                    eventPrinter(),
+	{Group: "events.k8s.io", Resource: "events"}:            eventsV1Printer(),
 	{Group: "apps", Resource: "deployments"}:                deploymentPrinter(),
 	{Group: "apps", Resource: "replicasets"}:                replicaSetPrinter(),
 	{Group: "apps", Resource: "statefulsets"}:               statefulSetPrinter(),

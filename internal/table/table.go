@@ -20,6 +20,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kubeindex/kubeindex/internal/jsonscan"
 )
 
 // Convertor turns objects of one resource into table rows.
@@ -121,14 +123,15 @@ func Build(c Convertor, objs [][]byte, opts Options, now time.Time) (*metav1.Tab
 
 // partialMetadata is the JSON of what meta.AsPartialObjectMetadata makes of
 // the object, with the kind the API server gives it in a Table.
+// Only the metadata member is decoded: a pod's spec and status are most
+// of its bytes.
 func partialMetadata(raw []byte) ([]byte, error) {
-	var obj struct {
-		Metadata metav1.ObjectMeta `json:"metadata"`
+	var p metav1.PartialObjectMetadata
+	if md := jsonscan.Member(raw, "metadata"); md != nil {
+		if err := json.Unmarshal(md, &p.ObjectMeta); err != nil {
+			return nil, fmt.Errorf("reading metadata: %w", err)
+		}
 	}
-	if err := json.Unmarshal(raw, &obj); err != nil {
-		return nil, fmt.Errorf("reading metadata: %w", err)
-	}
-	p := metav1.PartialObjectMetadata{ObjectMeta: obj.Metadata}
 	p.SetGroupVersionKind(metav1.SchemeGroupVersion.WithKind("PartialObjectMetadata"))
 	return json.Marshal(p)
 }

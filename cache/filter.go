@@ -1,0 +1,203 @@
+package cache
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/tidwall/gjson"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/kubeindex/kubeindex/indexers"
+	"github.com/kubeindex/kubeindex/internal/text"
+)
+
+// filter is a compiled selection: namespace, namespace scope, label
+// selector and index value. It is the one matcher of the cache: List
+// filters its candidates with it and every subscription applies it to each
+// event as it is published (route).
+type filter struct {
+	namespace  string
+	namespaces []string                    // ListQuery.Namespaces, for candidates
+	scope      func(namespace string) bool // membership in namespaces; nil: all
+	selector   labels.Selector             // nil: everything
+	multi      bool                        // selector has several requirements
+	index      string
+	value      string        // normalised
+	fn         indexers.Func // nil: no index
+	fields     *fieldMatcher // nil: every object
+}
+
+// facts are what filters read from one object, computed at most once per
+// object per publish however many subscribers ask.
+type facts struct {
+	labels  labels.Set
+	indexes map[string][]string
+}
+
+// newFilter compiles a subscription's selection: the list filters.
+func (r *resourceCache) newFilter(q WatchQuery) (*filter, error) {
+	f, _, err := r.compileQuery(ListQuery{Namespace: q.Namespace, Namespaces: q.Namespaces,
+		LabelSelector: q.LabelSelector, Index: q.Index, Value: q.Value, Fields: q.Fields})
+	return f, err
+}
+
+// compileQuery validates q and compiles its filter; after is the key a
+// continue token resumes after ("" for the first page).
+func (r *resourceCache) compileQuery(q ListQuery) (*filter, string, error) {
+	if strings.ContainsRune(q.LabelSelector, 0) {
+		// The selector parser stops at a NUL and ignores the rest: refuse
+		// rather than answer a shorter selector than was asked.
+		return nil, "", fmt.Errorf("%w: labelSelector contains a NUL character", ErrInvalid)
+	}
+	sel, err := labels.Parse(q.LabelSelector)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: labelSelector: %v", ErrInvalid, err)
+	}
+	if q.Limit < 0 {
+		return nil, "", fmt.Errorf("%w: limit must not be negative", ErrInvalid)
+	}
+	if q.Namespace != "" && !r.res.Namespaced {
+		return nil, "", fmt.Errorf("%w: %s is cluster-scoped: namespace does not apply", ErrInvalid, r.res.Name)
+	}
+	if q.Namespace != "" && len(validation.IsDNS1123Label(q.Namespace)) > 0 {
+		return nil, "", fmt.Errorf("%w: namespace %q is not a valid namespace name (a DNS-1123 label)", ErrInvalid, text.Truncate(q.Namespace, 80))
+	}
+	if (q.Index == "") != (q.Value == "") {
+		return nil, "", fmt.Errorf("%w: index and value go together", ErrInvalid)
+	}
+	var after string
+	if q.Continue != "" {
+		if after, err = decodeContinue(r.res.Name, q.Continue); err != nil {
+			return nil, "", err
+		}
+	}
+	fm, err := r.newFieldMatcher(q.Fields)
+	if err != nil {
+		return nil, "", err
+	}
+	f := &filter{namespace: q.Namespace, namespaces: q.Namespaces, fields: fm}
+	if q.Namespaces != nil {
+		f.scope = namespaceSet(q.Namespaces)
+	}
+	if !sel.Empty() {
+		f.selector, f.multi = sel, manyRequirements(sel)
+	}
+	if q.Index != "" {
+		spec, norm, err := r.indexValue(q.Index, q.Value)
+		if err != nil {
+			return nil, "", err
+		}
+		f.index, f.value, f.fn = spec.Name, norm, spec.Func()
+	}
+	return f, after, nil
+}
+
+// matches reports whether o is in the selection. fa (never nil) caches
+// what was read from o, for the other filters that ask about the same
+// object.
+func (f *filter) matches(o *Object, fa *facts) bool {
+	return f.inNamespace(o.namespace) && f.labelsMatch(o.raw, fa) && f.indexMatches(o.raw, fa) && f.fields.matches(o)
+}
+
+// selects is matches for an object taken from candidates, which already
+// hold f's index value only; nothing is shared with other filters.
+func (f *filter) selects(o *Object) bool {
+	return f.inNamespace(o.namespace) && f.labelsMatch(o.raw, nil) && f.fields.matches(o)
+}
+
+// inNamespace applies the namespace and the namespace scope.
+func (f *filter) inNamespace(ns string) bool {
+	return (f.namespace == "" || ns == f.namespace) && (f.scope == nil || f.scope(ns))
+}
+
+// labelsMatch applies the selector. With facts to share, all labels are
+// read once for every filter; without, one requirement reads its label
+// straight from the bytes, and several read all labels once per object
+// instead of once per requirement, so that a long hostile selector costs a
+// map lookup per requirement, not a scan of the object.
+func (f *filter) labelsMatch(raw []byte, fa *facts) bool {
+	switch {
+	case f.selector == nil:
+		return true
+	case fa != nil:
+		if fa.labels == nil {
+			fa.labels = parseLabels(raw)
+		}
+		return f.selector.Matches(fa.labels)
+	case f.multi:
+		return f.selector.Matches(parseLabels(raw))
+	}
+	return f.selector.Matches(objectLabels(raw))
+}
+
+// indexMatches applies the index value, computing the index at most once
+// per object across the filters sharing fa.
+func (f *filter) indexMatches(raw []byte, fa *facts) bool {
+	if f.fn == nil {
+		return true
+	}
+	vals, ok := fa.indexes[f.index]
+	if !ok {
+		vals = f.fn(raw)
+		if fa.indexes == nil {
+			fa.indexes = map[string][]string{}
+		}
+		fa.indexes[f.index] = vals
+	}
+	return slices.Contains(vals, f.value)
+}
+
+// namespaceSet is a membership test for ListQuery.Namespaces; nil allows all.
+func namespaceSet(namespaces []string) func(string) bool {
+	if namespaces == nil {
+		return func(string) bool { return true }
+	}
+	set := make(map[string]struct{}, len(namespaces))
+	for _, ns := range namespaces {
+		set[ns] = struct{}{}
+	}
+	return func(ns string) bool {
+		_, ok := set[ns]
+		return ok
+	}
+}
+
+func parseLabels(raw []byte) labels.Set {
+	set := labels.Set{}
+	gjson.GetBytes(raw, "metadata.labels").ForEach(func(k, v gjson.Result) bool {
+		set[k.Str] = v.Str
+		return true
+	})
+	return set
+}
+
+func manyRequirements(sel labels.Selector) bool {
+	reqs, _ := sel.Requirements()
+	return len(reqs) > 1
+}
+
+// objectLabels reads labels straight from the bytes for selector matching.
+type objectLabels []byte
+
+func (l objectLabels) Has(key string) bool {
+	_, ok := l.Lookup(key)
+	return ok
+}
+
+func (l objectLabels) Get(key string) string {
+	v, _ := l.Lookup(key)
+	return v
+}
+
+func (l objectLabels) Lookup(key string) (val string, found bool) {
+	gjson.GetBytes(l, "metadata.labels").ForEach(func(k, v gjson.Result) bool {
+		if k.Str == key {
+			val, found = v.Str, true
+			return false
+		}
+		return true
+	})
+	return val, found
+}

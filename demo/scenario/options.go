@@ -1,0 +1,41 @@
+package scenario
+
+import "time"
+
+// Options configure a scenario. The zero value is usable: every field
+// documents its default.
+type Options struct {
+	// Seed makes generation and churn deterministic: two scenarios with
+	// the same Options produce the same names, IPs, labels, uids and, step
+	// for step, the same churn. Timestamps come from Now.
+	Seed int64
+	// Namespaces is the number of application namespaces (default 4).
+	// "default" and "kube-system" exist in addition.
+	Namespaces int
+	// Nodes is the number of nodes (default 6, at most 200). Every other
+	// node, starting with the first, is dual-stack.
+	Nodes int
+	// DeploymentsPerNamespace (default 3): each deployment has one
+	// ReplicaSet, 2-5 pods and a Service.
+	DeploymentsPerNamespace int
+	// Now is the clock for timestamps (default time.Now). Set it to a
+	// fixed clock for byte-identical output across runs.
+	Now func() time.Time
+}
+
+func (o Options) withDefaults() Options {
+	if o.Namespaces <= 0 {
+		o.Namespaces = 4
+	}
+	if o.Nodes <= 0 {
+		o.Nodes = 6
+	}
+	o.Nodes = min(o.Nodes, 200) // node addresses are 10.0.0.11 upwards
+	if o.DeploymentsPerNamespace <= 0 {
+		o.DeploymentsPerNamespace = 3
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
