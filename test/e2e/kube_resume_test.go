@@ -21,8 +21,10 @@ import (
 // which a freshly started kubeindex never holds (a pod was created and
 // deleted since). From the moment kubeindex serves, still syncing, until
 // after it is ready, every such watch must be refused (410 Expired, as an
-// ERROR event or a status; or a 5xx the client retries): never a stream that
-// carries on from the present, which would silently drop the deletion.
+// ERROR event or a status; a 429 with Retry-After, which the API server's
+// watch cache answers while it initialises, or a 5xx: the client retries):
+// never a stream that carries on from the present, which would silently
+// drop the deletion.
 func TestKubeWatchResumeAcrossRestart(t *testing.T) {
 	c := cluster.StartForTest(t)
 	cs, dyn := c.Clients(t)
@@ -59,8 +61,8 @@ func TestKubeWatchResumeAcrossRestart(t *testing.T) {
 	t.Logf("%d watches from resourceVersion %s, all refused", attempts, rv)
 }
 
-// refusedResume is nil when the watch at url is refused: an error status,
-// or a stream whose first event is an ERROR with a 410.
+// refusedResume is nil when the watch at url is refused: an error status
+// the client retries, or a stream whose first event is an ERROR with a 410.
 func refusedResume(url string) error {
 	res, err := http.Get(url)
 	if err != nil {
@@ -68,6 +70,10 @@ func refusedResume(url string) error {
 	}
 	defer res.Body.Close()
 	if res.StatusCode == http.StatusGone || res.StatusCode >= 500 {
+		return nil
+	}
+	// k8s.io/apiserver's cacher: "storage is (re)initializing".
+	if res.StatusCode == http.StatusTooManyRequests && res.Header.Get("Retry-After") != "" {
 		return nil
 	}
 	if res.StatusCode != http.StatusOK {
