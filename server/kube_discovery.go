@@ -1,9 +1,12 @@
 package server
 
 import (
+	"cmp"
 	"encoding/json"
 	"net/http"
 	"runtime"
+	"slices"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
@@ -20,15 +23,32 @@ import (
 
 var kubeVerbs = []string{"get", "list", "watch"}
 
-// kubeGroup is one API group of the cached resources, its versions in the
-// order first configured; the first is the preferred one.
+// kubeGroup is one API group of the cached resources, its versions
+// newest first (the first is the preferred one), each version's resources
+// by name.
 type kubeGroup struct {
 	name     string
 	versions []string
 	byVer    map[string][]cache.Resource
 }
 
-// kubeGroups groups the cached resources; the core group ("") first.
+// kubeGroupOrder is the order in which the API server lists its built-in
+// groups: by the priority kube-apiserver registers each with the
+// aggregator (cmd/kube-apiserver/app/aggregator.go), highest first, equal
+// priorities by name. Other groups (CRDs: priority 1000) come after, by
+// name. kubectl prints `get all` in this order.
+var kubeGroupOrder = []string{
+	"", "apps", "events.k8s.io", "authentication.k8s.io", "authorization.k8s.io", "autoscaling", "batch",
+	"certificates.k8s.io", "networking.k8s.io", "policy", "rbac.authorization.k8s.io", "storage.k8s.io",
+	"admissionregistration.k8s.io", "apiextensions.k8s.io", "scheduling.k8s.io", "coordination.k8s.io",
+	"node.k8s.io", "discovery.k8s.io", "resource.k8s.io", "flowcontrol.apiserver.k8s.io",
+	"internal.apiserver.k8s.io", "storagemigration.k8s.io",
+}
+
+// kubeGroups groups the cached resources in the API server's order: the
+// core group ("") first, then kubeGroupOrder, then the others by name;
+// within a group, versions newest first (Kubernetes version order), and
+// within a version, resources by name.
 func kubeGroups(all []cache.Resource) []*kubeGroup {
 	core := &kubeGroup{versions: []string{"v1"}, byVer: map[string][]cache.Resource{}}
 	out := []*kubeGroup{core}
@@ -44,6 +64,21 @@ func kubeGroups(all []cache.Resource) []*kubeGroup {
 			g.versions = append(g.versions, r.Version)
 		}
 		g.byVer[r.Version] = append(g.byVer[r.Version], r)
+	}
+	rank := func(name string) int {
+		if i := slices.Index(kubeGroupOrder, name); i >= 0 {
+			return i
+		}
+		return len(kubeGroupOrder)
+	}
+	slices.SortStableFunc(out, func(a, b *kubeGroup) int {
+		return cmp.Or(cmp.Compare(rank(a.name), rank(b.name)), strings.Compare(a.name, b.name))
+	})
+	for _, g := range out {
+		slices.SortStableFunc(g.versions, func(a, b string) int { return -version.CompareKubeAwareVersionStrings(a, b) })
+		for _, rs := range g.byVer {
+			slices.SortStableFunc(rs, func(a, b cache.Resource) int { return strings.Compare(a.Plural, b.Plural) })
+		}
 	}
 	return out
 }

@@ -123,7 +123,10 @@ func (s *Server) table() []*route {
 		s.kubeDiscovery("/k8s/api/v1", "Kubernetes API: the cached core resources.", s.kubeCoreResources),
 		s.kubeDiscovery("/k8s/apis", "Kubernetes API: the groups of the cached resources, or aggregated discovery.", s.kubeAPIs),
 		s.kubeDiscovery("/k8s/apis/:group", "Kubernetes API: one group.", s.kubeGroup),
-		s.kubeDiscovery("/k8s/apis/:group/:version", "Kubernetes API: the cached resources of a group version.", s.kubeGroupVersion))
+		s.kubeDiscovery("/k8s/apis/:group/:version", "Kubernetes API: the cached resources of a group version.", s.kubeGroupVersion),
+		s.kubeDiscovery("/k8s/openapi/v3", "Kubernetes API: the OpenAPI v3 group versions.", s.kubeOpenAPIV3),
+		s.kubeDiscovery("/k8s/openapi/v3/api/v1", "Kubernetes API: the core group's OpenAPI v3 document.", s.kubeOpenAPIV3Core),
+		s.kubeDiscovery("/k8s/openapi/v3/apis/:group/:version", "Kubernetes API: a group version's OpenAPI v3 document.", s.kubeOpenAPIV3Group))
 	table = append(table, reads...)
 	return append(table, s.kubeWrites(reads)...)
 }

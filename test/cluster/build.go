@@ -19,10 +19,21 @@ import (
 // modulePath is the module holding cmd/testcluster.
 const modulePath = "github.com/kubeindex/kubeindex/test"
 
-var built struct {
+// toolBinary is one program of this module's build list, built at most once per
+// test process.
+type toolBinary struct {
 	sync.Mutex
-	path string
+	name string // file name in the cache directory
+	pkg  string // package to build, as `go build` takes it
+	path string // set once built
 }
+
+var (
+	testcluster = &toolBinary{name: "testcluster", pkg: "./cmd/testcluster"}
+	// kubectl comes from the k8s.io/kubernetes that test/go.mod requires (a
+	// `tool` there), so it is the same release as the test API server.
+	kubectl = &toolBinary{name: "kubectl", pkg: "k8s.io/kubernetes/cmd/kubectl"}
+)
 
 // Build compiles cmd/testcluster into a stable cache directory and returns
 // the binary's path. It is safe to call concurrently, from any number of test
@@ -34,11 +45,19 @@ var built struct {
 // The binary goes under $KUBEINDEX_TESTCLUSTER_CACHE if set, else
 // os.UserCacheDir()/kubeindex-testcluster, in a directory named after the
 // checkout.
-func Build(ctx context.Context) (string, error) {
-	built.Lock()
-	defer built.Unlock()
-	if built.path != "" {
-		return built.path, nil
+func Build(ctx context.Context) (string, error) { return testcluster.build(ctx) }
+
+// BuildKubectl is Build for kubectl (k8s.io/kubernetes/cmd/kubectl at the
+// version test/go.mod pins), so that tests never depend on a kubectl
+// installed on the machine, nor on its version. The first build on a machine
+// compiles kubectl's own packages (minutes on a small machine).
+func BuildKubectl(ctx context.Context) (string, error) { return kubectl.build(ctx) }
+
+func (b *toolBinary) build(ctx context.Context) (string, error) {
+	b.Lock()
+	defer b.Unlock()
+	if b.path != "" {
+		return b.path, nil
 	}
 	modDir, err := moduleDir()
 	if err != nil {
@@ -48,14 +67,14 @@ func Build(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	unlock, err := lockFile(filepath.Join(binDir, ".build.lock"))
+	unlock, err := lockFile(filepath.Join(binDir, "."+b.name+".lock"))
 	if err != nil {
 		return "", err
 	}
 	defer unlock()
 
-	bin := filepath.Join(binDir, "testcluster")
-	cmd := exec.CommandContext(ctx, goTool(), "build", "-o", bin, "./cmd/testcluster")
+	bin := filepath.Join(binDir, b.name)
+	cmd := exec.CommandContext(ctx, goTool(), "build", "-o", bin, b.pkg)
 	cmd.Dir = modDir
 	if flags, ok := os.LookupEnv("GOFLAGS"); ok {
 		cmd.Env = append(os.Environ(), "GOFLAGS="+withoutRace(flags))
@@ -63,14 +82,15 @@ func Build(ctx context.Context) (string, error) {
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/testcluster in %s: %w\n%s", modDir, err, out.Bytes())
+		return "", fmt.Errorf("go build %s in %s: %w\n%s", b.pkg, modDir, err, out.Bytes())
 	}
-	built.path = bin
+	b.path = bin
 	return bin, nil
 }
 
 // withoutRace drops -race from GOFLAGS: cmd/testcluster is not built with
-// the race detector (see its package documentation).
+// the race detector (see its package documentation), nor is kubectl, which
+// is a tool the tests run, not code under test.
 func withoutRace(goflags string) string {
 	var keep []string
 	for _, f := range strings.Fields(goflags) {
