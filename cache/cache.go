@@ -41,7 +41,8 @@ type resourceCache struct {
 	shape   Shape
 	shards  []*shard
 	opts    *Options
-	broker  *broker // fed by every shard's one handler; serves streams
+	broker  *broker        // fed by every shard's one handler; serves streams
+	crds    *resourceCache // the cached CRDs, for a custom resource's field selectors; nil: none
 }
 
 // shard is one informer: the whole resource, or one namespace of it.
@@ -93,6 +94,7 @@ func New(cfg *rest.Config, resources []Configured, opts Options) (*Cache, error)
 		c.resources = append(c.resources, r)
 	}
 	c.indexNames()
+	c.linkCRDs()
 	return c, nil
 }
 

@@ -126,7 +126,10 @@ func (r *resourceCache) newFieldMatcher(sel fields.Selector) (*fieldMatcher, err
 	if sel == nil || sel.Empty() {
 		return nil, nil
 	}
-	t := fieldTableFor(r.res)
+	t, custom := r.crdFieldTable()
+	if !custom {
+		t = fieldTableFor(r.res)
+	}
 	out, err := sel.Transform(func(label, value string) (string, string, error) {
 		if a, ok := t.aliases[label]; ok {
 			label = a

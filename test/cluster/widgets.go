@@ -58,6 +58,7 @@ func WidgetCRD() *apiextensionsv1.CustomResourceDefinition {
 				AdditionalPrinterColumns: []apiextensionsv1.CustomResourceColumnDefinition{
 					{Name: "Color", Type: "string", JSONPath: ".spec.color"},
 				},
+				SelectableFields: []apiextensionsv1.SelectableField{{JSONPath: ".spec.color"}, {JSONPath: ".spec.size"}},
 			}},
 		},
 	}

@@ -63,6 +63,8 @@ func TestKubectl(t *testing.T) {
 		{"get all -n", []string{"get", "all", "-n", ns, "-o", "wide"}, tableCells},
 		{"get CRD printer columns", []string{"get", "widgets", "-A"}, tableCells},
 		{"get CRD by short name", []string{"get", "wd", "-n", ns, "-o", "wide"}, tableCells},
+		{"CRD selectable field", []string{"get", "widgets", "-A", "--field-selector", "spec.color=red"}, tableCells},
+		{"CRD selectable fields, negated", []string{"get", "widgets", "-A", "--field-selector", "spec.color!=red,spec.size!=3"}, tableCells},
 		{"get CRD as yaml", []string{"get", "widgets.example.com", "-n", ns, "-o", "yaml"}, asIs},
 		{"get nodes", []string{"get", "nodes", "-o", "wide"}, tableCells},
 		{"get deployments", []string{"get", "deploy", "-A", "-o", "wide"}, tableCells},
@@ -73,6 +75,18 @@ func TestKubectl(t *testing.T) {
 			p.same(t, tc.norm, tc.args...)
 		})
 	}
+
+	t.Run("a field the CRD does not select on is refused as the API server refuses it", func(t *testing.T) {
+		args := []string{"get", "widgets", "-A", "--field-selector", "spec.tags=a"}
+		_, apiErr, err := p.api.run(args...)
+		if err == nil {
+			t.Fatal("the API server accepted a field the CRD does not declare")
+		}
+		_, kiErr, err := p.ki.run(args...)
+		if err == nil || kiErr != apiErr {
+			t.Errorf("kubeindex: %v %q; the API server said %q", err, kiErr, apiErr)
+		}
+	})
 
 	t.Run("chunks are what the API server pages", func(t *testing.T) {
 		// The same output paged by 7 or not at all: a wrong continue token
