@@ -28,7 +28,15 @@ type ipLookup struct {
 		HostNetwork bool   `json:"hostNetwork"`
 		Active      bool   `json:"active"`
 	} `json:"pods"`
-	Items []json.RawMessage `json:"items"`
+	// Services and Nodes holding the address too (when cached).
+	Services []ipOwner         `json:"services"`
+	Nodes    []ipOwner         `json:"nodes"`
+	Items    []json.RawMessage `json:"items"`
+}
+
+type ipOwner struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
 }
 
 func (l ipLookup) keys() []string {
@@ -129,8 +137,21 @@ func sameIPLookup(ctx context.Context, k *kubeindex, cs kubernetes.Interface, ip
 	if d := cmp.Diff(wantKeys, gotKeys); d != "" {
 		return got, fmt.Errorf("/api/v1/ip/%s: pods differ from the API server's (-API server +kubeindex):\n%s", ip, d)
 	}
-	if len(got.Items) != len(got.Pods) {
-		return got, fmt.Errorf("/api/v1/ip/%s: %d items for %d pods", ip, len(got.Items), len(got.Pods))
+	if err := itemsInOrder(got); err != nil {
+		return got, fmt.Errorf("/api/v1/ip/%s: %w", ip, err)
+	}
+	if len(got.Nodes) > 0 { // nodes are cached: the ones the API server says hold ip
+		wantNodes, err := nodesWithIP(ctx, cs, ip)
+		if err != nil {
+			return got, err
+		}
+		var gotNodes []string
+		for _, n := range got.Nodes {
+			gotNodes = append(gotNodes, n.Name)
+		}
+		if d := cmp.Diff(wantNodes, gotNodes); d != "" {
+			return got, fmt.Errorf("/api/v1/ip/%s: nodes differ from the API server's (-API server +kubeindex):\n%s", ip, d)
+		}
 	}
 	if m := expectedMatch(want); got.Match != m {
 		return got, fmt.Errorf("/api/v1/ip/%s: match %q, want %q for %v", ip, got.Match, m, wantKeys)
@@ -163,4 +184,57 @@ func expandIPv6(ip string) string {
 		s += fmt.Sprintf("%02X%02X", a[i], a[i+1])
 	}
 	return s
+}
+
+// itemsInOrder checks the answer's objects: the pods, then the Services,
+// then the nodes, each the object its summary names.
+func itemsInOrder(l ipLookup) error {
+	var want []string
+	for _, p := range l.Pods {
+		want = append(want, "Pod "+p.Namespace+"/"+p.Name)
+	}
+	for _, s := range l.Services {
+		want = append(want, "Service "+s.Namespace+"/"+s.Name)
+	}
+	for _, n := range l.Nodes {
+		want = append(want, "Node /"+n.Name)
+	}
+	var got []string
+	for _, raw := range l.Items {
+		var o struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Namespace string `json:"namespace"`
+				Name      string `json:"name"`
+			} `json:"metadata"`
+		}
+		if err := json.Unmarshal(raw, &o); err != nil {
+			return err
+		}
+		got = append(got, o.Kind+" "+o.Metadata.Namespace+"/"+o.Metadata.Name)
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		return fmt.Errorf("items are not the pods, Services and nodes of the answer, in order (-summaries +items):\n%s", d)
+	}
+	return nil
+}
+
+// nodesWithIP lists, sorted, the nodes whose status.addresses hold ip as
+// an InternalIP or ExternalIP.
+func nodesWithIP(ctx context.Context, cs kubernetes.Interface, ip string) ([]string, error) {
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, n := range nodes.Items {
+		for _, a := range n.Status.Addresses {
+			if (a.Type == corev1.NodeInternalIP || a.Type == corev1.NodeExternalIP) && a.Address == ip {
+				out = append(out, n.Name)
+				break
+			}
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }
