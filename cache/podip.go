@@ -136,27 +136,3 @@ func comparePods(a, b IPPod) int {
 	}
 	return strings.Compare(a.Name, b.Name)
 }
-
-func classify(pods []IPPod) Match {
-	var pod, host int
-	for _, p := range pods {
-		switch {
-		case !p.Active:
-		case p.HostNetwork:
-			host++
-		default:
-			pod++
-		}
-	}
-	switch {
-	case pod == 1:
-		return MatchPod
-	case pod > 1:
-		return MatchAmbiguous
-	case host > 0:
-		return MatchHostNetwork
-	case len(pods) > 0:
-		return MatchCompleted
-	}
-	return ""
-}
