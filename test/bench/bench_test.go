@@ -33,7 +33,10 @@ func TestHarness(t *testing.T) {
 	t.Log("\n" + table.String())
 	want := []string{"initial sync CPU", "initial sync wall", "GET by key requests/s", "by-IP lookup requests/s",
 		"by-IP latency p50", "by-IP latency p99", "live heap per pod", "live heap per pod vs informer",
-		"memory per idle WebSocket", "stream fan-out frames/s", "stream event-to-client p99", "index upkeep CPU per event"}
+		"memory per idle WebSocket", "stream fan-out frames/s", "stream event-to-client p99", "index upkeep CPU per event",
+		"API server CPU, 1 informers", "API server CPU, 10 informers", "API server CPU, 100 informers",
+		"API server peak RSS, 100 informers", "API server CPU growth, 1 to 100 informers",
+		"full pod list wall", "full pod list CPU", "kubectl get pods -A wall", "watch event to 20 watchers p99"}
 	got := map[string]*Figure{}
 	for _, f := range rep.Figures {
 		got[f.Name] = f
