@@ -33,7 +33,10 @@ func TestHarness(t *testing.T) {
 	t.Log("\n" + table.String())
 	want := []string{"initial sync CPU", "initial sync wall", "GET by key requests/s", "by-IP lookup requests/s",
 		"by-IP latency p50", "by-IP latency p99", "live heap per pod", "live heap per pod vs informer",
-		"memory per idle WebSocket", "stream fan-out frames/s", "stream event-to-client p99", "index upkeep CPU per event"}
+		"memory per idle WebSocket", "stream fan-out frames/s", "stream event-to-client p99", "index upkeep CPU per event",
+		"API server CPU, 1 informers", "API server CPU, 10 informers", "API server CPU, 100 informers",
+		"API server CPU growth, 1 to 100 informers",
+		"full pod list wall", "full pod list CPU", "kubectl get pods -A wall", "watch event to 20 watchers p99"}
 	got := map[string]*Figure{}
 	for _, f := range rep.Figures {
 		got[f.Name] = f
@@ -64,6 +67,10 @@ func TestHarness(t *testing.T) {
 		if !ok || !strings.Contains(light, " deliveries)") || strings.Contains(light, "no deliveries") {
 			t.Errorf("event-to-client note lacks the light churn's rounds: %s", f.Note)
 		}
+	}
+	// The informer figures say what the API server's memory did.
+	if f := got["API server CPU, 100 informers"]; f != nil && !strings.Contains(f.Note, "MiB at start, peak") {
+		t.Errorf("informer figure lacks the API server's RSS: %s", f.Note)
 	}
 	if _, err := os.Stat(out); err != nil {
 		t.Errorf("results JSON: %v", err)

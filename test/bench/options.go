@@ -44,7 +44,9 @@ type Options struct {
 	// UpkeepEvents per round of the index upkeep figure. Default 3000.
 	UpkeepEvents int
 	// Figures selects what to measure besides the initial sync, which
-	// always runs: rate, latency, heap, fanout, upkeep. Empty: all.
+	// always runs: rate, latency, heap, fanout, upkeep, kinformers (the API
+	// server under N informers, directly and through /k8s), klist (a full
+	// list and kubectl get pods -A), kwatch (watch delivery). Empty: all.
 	Figures []string
 	// Dir keeps the cluster's state (and seeded pods) between runs; empty
 	// means a fresh temporary directory. Only used by Main.

@@ -217,8 +217,11 @@ func cpuOf(pid int) (time.Duration, error) {
 }
 
 // rss returns the process's resident set size.
-func (p *proc) rss() (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/statm", p.cmd.Process.Pid))
+func (p *proc) rss() (int64, error) { return rssOf(p.cmd.Process.Pid) }
+
+// rssOf returns a process's resident set size.
+func rssOf(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/statm", pid))
 	if err != nil {
 		return 0, err
 	}

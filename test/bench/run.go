@@ -93,10 +93,11 @@ func (r *runner) run(ctx context.Context) error {
 	steps := []step{
 		{"sync", r.initialSync}, {"rate", r.requestRate}, {"latency", r.lookupLatency},
 		{"heap", r.heap}, {"fanout", r.fanOut}, {"upkeep", r.upkeep},
+		{"kinformers", r.kubeInformers}, {"klist", r.kubeList}, {"kwatch", r.kubeWatch},
 	}
 	for _, f := range r.o.Figures {
 		if !slices.ContainsFunc(steps, func(s step) bool { return s.name == f }) {
-			return fmt.Errorf("unknown figure %q (known: sync, rate, latency, heap, fanout, upkeep)", f)
+			return fmt.Errorf("unknown figure %q (known: sync, rate, latency, heap, fanout, upkeep, kinformers, klist, kwatch)", f)
 		}
 	}
 	want := slices.Clone(r.o.Figures)
