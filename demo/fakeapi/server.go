@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/kubeindex/kubeindex/demo/internal/ids"
 )
 
 // ErrNotFound is returned by Delete for an object that does not exist.
@@ -241,24 +243,8 @@ func withResourceVersion(o *object, rv uint64) (*object, error) {
 	return newObject(o.res, m)
 }
 
-// newUID returns a random (seeded) version-4 UUID. s.mu must be held.
-func (s *Server) newUID() string {
-	var b [16]byte
-	for i := range b {
-		b[i] = byte(s.rng.UintN(256))
-	}
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
-}
+// newUID returns a seeded random UUID. s.mu must be held.
+func (s *Server) newUID() string { return ids.UID(s.rng) }
 
-// suffix returns n random characters of the alphabet Kubernetes uses for
-// generated names. s.mu must be held.
-func (s *Server) suffix(n int) string {
-	const alphabet = "bcdfghjklmnpqrstvwxz2456789"
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = alphabet[s.rng.IntN(len(alphabet))]
-	}
-	return string(b)
-}
+// suffix returns n seeded random name characters. s.mu must be held.
+func (s *Server) suffix(n int) string { return ids.Suffix(s.rng, n) }

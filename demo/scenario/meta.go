@@ -8,34 +8,18 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-)
 
-// nameAlphabet is the alphabet Kubernetes uses for generated name suffixes
-// and pod-template hashes (no vowels, no look-alike characters).
-const nameAlphabet = "bcdfghjklmnpqrstvwxz2456789"
+	"github.com/kubeindex/kubeindex/demo/internal/ids"
+)
 
 // now is the current time, as objects carry it (whole seconds).
 func (s *Scenario) now() metav1.Time { return metav1.NewTime(s.opts.Now().UTC().Truncate(1e9)) }
 
-// newUID returns a random (seeded) version-4 UUID. s.mu must be held.
-func (s *Scenario) newUID() string {
-	var b [16]byte
-	for i := range b {
-		b[i] = byte(s.rng.UintN(256))
-	}
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
-}
+// newUID returns a seeded random UUID. s.mu must be held.
+func (s *Scenario) newUID() string { return ids.UID(s.rng) }
 
-// suffix returns n random name characters. s.mu must be held.
-func (s *Scenario) suffix(n int) string {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = nameAlphabet[s.rng.IntN(len(nameAlphabet))]
-	}
-	return string(b)
-}
+// suffix returns n seeded random name characters. s.mu must be held.
+func (s *Scenario) suffix(n int) string { return ids.Suffix(s.rng, n) }
 
 // hexString returns n random hex digits (container IDs, image digests).
 func (s *Scenario) hexString(n int) string {
