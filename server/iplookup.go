@@ -132,39 +132,40 @@ func appendIPSummary(b []byte, res cache.IPLookup, meta bool) []byte {
 	}
 	if len(res.Services) > 0 {
 		b = append(b, `,"services":[`...)
-		for i, s := range res.Services {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, `{"namespace":`...)
-			b = jsonscan.AppendString(b, s.Namespace)
-			b = append(b, `,"name":`...)
-			b = jsonscan.AppendString(b, s.Name)
-			b = append(b, `,"uid":`...)
-			b = jsonscan.AppendString(b, s.UID)
-			b = append(b, `,"role":`...)
-			b = jsonscan.AppendString(b, string(s.Role))
-			b = append(b, '}')
+		for i, sv := range res.Services {
+			b = appendOwner(b, i, true, sv.Namespace, sv.Name, sv.UID, sv.Role)
 		}
 		b = append(b, ']')
 	}
 	if len(res.Nodes) > 0 {
 		b = append(b, `,"nodes":[`...)
 		for i, n := range res.Nodes {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, `{"name":`...)
-			b = jsonscan.AppendString(b, n.Name)
-			b = append(b, `,"uid":`...)
-			b = jsonscan.AppendString(b, n.UID)
-			b = append(b, `,"role":`...)
-			b = jsonscan.AppendString(b, string(n.Role))
-			b = append(b, '}')
+			b = appendOwner(b, i, false, "", n.Name, n.UID, n.Role)
 		}
 		b = append(b, ']')
 	}
 	return b
+}
+
+// appendOwner appends the i-th entry of a list of Services or nodes, as
+// encoding/json encodes cache.IPService (namespaced) and cache.IPNode.
+func appendOwner(b []byte, i int, namespaced bool, namespace, name, uid string, role indexers.Role) []byte {
+	if i > 0 {
+		b = append(b, ',')
+	}
+	b = append(b, '{')
+	if namespaced {
+		b = append(b, `"namespace":`...)
+		b = jsonscan.AppendString(b, namespace)
+		b = append(b, ',')
+	}
+	b = append(b, `"name":`...)
+	b = jsonscan.AppendString(b, name)
+	b = append(b, `,"uid":`...)
+	b = jsonscan.AppendString(b, uid)
+	b = append(b, `,"role":`...)
+	b = jsonscan.AppendString(b, string(role))
+	return append(b, '}')
 }
 
 func appendPort(b []byte, p *cache.PortAnswer) []byte {
