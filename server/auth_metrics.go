@@ -19,7 +19,7 @@ var (
 		[]string{"stage", "result"}, nil)
 	descOpenConns = prometheus.NewDesc("kubeindex_open_connections", "Open client TCP connections, streams included.", nil, nil)
 	descRefused   = prometheus.NewDesc("kubeindex_refused_total",
-		"Connections refused beyond the connection limit, and streams beyond the per-client limit.", []string{"what"}, nil)
+		"Connections refused beyond the connection limit (connection) or the per-address limit (connection_per_address), and streams beyond the per-client limit.", []string{"what"}, nil)
 )
 
 func (sc *securityCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -31,9 +31,10 @@ func (sc *securityCollector) Describe(ch chan<- *prometheus.Desc) {
 func (sc *securityCollector) Collect(ch chan<- prometheus.Metric) {
 	sc.collectAuth(ch, "authentication", sc.s.opts.Auth.Authenticator)
 	sc.collectAuth(ch, "authorization", sc.s.opts.Auth.Authorizer)
-	conns, refusedConns, refusedStreams := sc.s.limits.counts()
+	conns, refusedConns, refusedAddrConns, refusedStreams := sc.s.limits.allCounts()
 	ch <- prometheus.MustNewConstMetric(descOpenConns, prometheus.GaugeValue, float64(conns))
 	ch <- prometheus.MustNewConstMetric(descRefused, prometheus.CounterValue, float64(refusedConns), "connection")
+	ch <- prometheus.MustNewConstMetric(descRefused, prometheus.CounterValue, float64(refusedAddrConns), "connection_per_address")
 	ch <- prometheus.MustNewConstMetric(descRefused, prometheus.CounterValue, float64(refusedStreams), "stream")
 }
 

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -19,6 +18,21 @@ type LimitOptions struct {
 	// MaxConnections bounds open TCP connections, streams included. The
 	// connection beyond it is answered 503 and closed at once. Default 4096.
 	MaxConnections int
+	// MaxConnectionsPerAddress bounds the connections of one client IP
+	// address, so that one address cannot take every slot: the connection
+	// beyond it is answered 429 and closed at once. Everyone behind one
+	// NAT, proxy or ingress shares an address, and so this bound. Default
+	// a quarter of MaxConnections.
+	MaxConnectionsPerAddress int
+	// UnauthenticatedTimeout bounds how long a connection on which no
+	// request has yet passed authentication may take to send a request's
+	// headers, and may stay idle between requests. A connection that
+	// has authenticated keeps IdleTimeout, and the read header timeout of
+	// the server (10s). Default 5s.
+	UnauthenticatedTimeout time.Duration
+	// IdleTimeout is how long an authenticated keep-alive connection may
+	// stay idle between requests. Default 120s.
+	IdleTimeout time.Duration
 	// MaxStreamsPerClient bounds the streams (WebSockets and event streams)
 	// one client holds open: its user when authenticated, else its IP
 	// address. Default 32.
@@ -32,6 +46,15 @@ type LimitOptions struct {
 func (o LimitOptions) withDefaults() LimitOptions {
 	if o.MaxConnections <= 0 {
 		o.MaxConnections = 4096
+	}
+	if o.MaxConnectionsPerAddress <= 0 {
+		o.MaxConnectionsPerAddress = max(1, o.MaxConnections/4)
+	}
+	if o.UnauthenticatedTimeout <= 0 {
+		o.UnauthenticatedTimeout = 5 * time.Second
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = 120 * time.Second
 	}
 	if o.MaxStreamsPerClient <= 0 {
 		o.MaxStreamsPerClient = 32
@@ -48,13 +71,14 @@ type limiter struct {
 
 	mu      sync.Mutex
 	conns   int
+	perAddr map[string]int // client IP address → open connections
 	streams map[string]int // client → open streams
 
-	refusedConns, refusedStreams int64
+	refusedConns, refusedAddrConns, refusedStreams int64
 }
 
 func newLimiter(o LimitOptions) *limiter {
-	return &limiter{opts: o, streams: map[string]int{}}
+	return &limiter{opts: o, perAddr: map[string]int{}, streams: map[string]int{}}
 }
 
 // guard runs the checks of this file and auth.go before the handler: it
@@ -71,6 +95,9 @@ func (s *Server) guard(c echo.Context, rt *route, stream bool, next echo.Handler
 	}
 	if err := s.authenticate(c, rt, stream); err != nil {
 		return err
+	}
+	if userOf(c) != nil || !s.authenticating() {
+		connAuthenticated(c.Request())
 	}
 	return s.limitRequests(c, stream, next, now)
 }
@@ -210,90 +237,4 @@ func (l *limiter) closeStream(client string) {
 	if l.streams[client]--; l.streams[client] <= 0 {
 		delete(l.streams, client)
 	}
-}
-
-func (l *limiter) counts() (conns int, refusedConns, refusedStreams int64) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.conns, l.refusedConns, l.refusedStreams
-}
-
-// listener applies MaxConnections to ln.
-func (l *limiter) listener(ln net.Listener) net.Listener { return &limitListener{Listener: ln, l: l} }
-
-type limitListener struct {
-	net.Listener
-	l *limiter
-}
-
-// Accept returns the next connection within the limit; those beyond it
-// are answered and closed without reaching the server, and without
-// stopping the accept loop.
-func (ll *limitListener) Accept() (net.Conn, error) {
-	for {
-		conn, err := ll.Listener.Accept()
-		if err != nil {
-			return nil, err
-		}
-		l := ll.l
-		l.mu.Lock()
-		ok := l.conns < l.opts.MaxConnections
-		if ok {
-			l.conns++
-		} else {
-			l.refusedConns++
-		}
-		l.mu.Unlock()
-		if ok {
-			return &limitedConn{Conn: conn, l: l}, nil
-		}
-		go refuseConn(conn)
-	}
-}
-
-// overloaded is the whole answer to a connection beyond the limit.
-var overloaded = func() []byte {
-	body, err := json.Marshal(errorStatus(retryLater("the server has its maximum of connections; try again")))
-	if err != nil {
-		panic(err) // a constant Status always marshals
-	}
-	body = append(body, '\n')
-	return fmt.Appendf(nil, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"+
-		"Retry-After: %d\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s",
-		retryAfterSeconds, len(body), body)
-}()
-
-// refuseConn answers 503, then closes without a reset: the request is
-// drained briefly, or the client might see a reset instead of the answer.
-func refuseConn(conn net.Conn) {
-	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(time.Second))
-	if _, err := conn.Write(overloaded); err != nil {
-		return
-	}
-	if tc, ok := conn.(interface{ CloseWrite() error }); ok {
-		tc.CloseWrite()
-	}
-	buf := make([]byte, 4096)
-	for {
-		if _, err := conn.Read(buf); err != nil {
-			return
-		}
-	}
-}
-
-type limitedConn struct {
-	net.Conn
-	l    *limiter
-	once sync.Once
-}
-
-func (c *limitedConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(func() {
-		c.l.mu.Lock()
-		c.l.conns--
-		c.l.mu.Unlock()
-	})
-	return err
 }

@@ -119,8 +119,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
 		Handler:           s.echo,
 		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
+		IdleTimeout:       s.opts.Limits.IdleTimeout,
 		MaxHeaderBytes:    s.opts.MaxHeaderBytes,
+		ConnContext:       connContext, // the short timeout of unauthenticated connections (conns.go)
+		ConnState:         connState,
 	}
 	ln = s.limits.listener(ln)
 	s.log.Info("serving", "addr", ln.Addr().String())

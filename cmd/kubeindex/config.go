@@ -75,6 +75,8 @@ type SecurityConfig struct {
 	AllowUnauthenticatedRemote bool          // --allow-unauthenticated-remote
 	AcceptHosts                string        // --accept-hosts: comma-separated Host names served with --auth=none
 	MaxConnections             int           // --max-connections
+	MaxConnectionsPerAddress   int           // --max-connections-per-address: 0 is a quarter of --max-connections
+	UnauthenticatedTimeout     time.Duration // --unauthenticated-timeout: idle and header time of a connection not yet authenticated
 	MaxStreamsPerClient        int           // --max-streams-per-client
 	TokenReviewsPerClient      float64       // --token-reviews-per-client: TokenReviews a second per client address
 	RequestTimeout             time.Duration // --request-timeout
@@ -130,6 +132,8 @@ var envNames = map[string]string{
 	"allow-unauthenticated-remote": "KUBEINDEX_ALLOW_UNAUTHENTICATED_REMOTE",
 	"accept-hosts":                 "KUBEINDEX_ACCEPT_HOSTS",
 	"max-connections":              "KUBEINDEX_MAX_CONNECTIONS",
+	"max-connections-per-address":  "KUBEINDEX_MAX_CONNECTIONS_PER_ADDRESS",
+	"unauthenticated-timeout":      "KUBEINDEX_UNAUTHENTICATED_TIMEOUT",
 	"max-streams-per-client":       "KUBEINDEX_MAX_STREAMS_PER_CLIENT",
 	"token-reviews-per-client":     "KUBEINDEX_TOKEN_REVIEWS_PER_CLIENT",
 	"request-timeout":              "KUBEINDEX_REQUEST_TIMEOUT",

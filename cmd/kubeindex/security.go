@@ -22,6 +22,8 @@ func (sc *SecurityConfig) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&sc.AllowUnauthenticatedRemote, "allow-unauthenticated-remote", false, "with --auth=none, serve on an address other hosts can reach")
 	fs.StringVar(&sc.AcceptHosts, "accept-hosts", "", "with --auth=none, comma-separated Host names served besides loopback addresses and localhost (* for any), as kubectl proxy's --accept-hosts: other names are refused, so a web page that rebinds its DNS name to this address reads nothing")
 	fs.IntVar(&sc.MaxConnections, "max-connections", 4096, "open client connections at most; the next is answered 503")
+	fs.IntVar(&sc.MaxConnectionsPerAddress, "max-connections-per-address", 0, "open connections from one client IP address at most (0: a quarter of --max-connections); the next is answered 429. Everyone behind one NAT, proxy or ingress shares it")
+	fs.DurationVar(&sc.UnauthenticatedTimeout, "unauthenticated-timeout", 5*time.Second, "how long a connection on which no request has passed authentication yet may take to send its headers, or stay idle; authenticated connections keep 120s")
 	fs.IntVar(&sc.MaxStreamsPerClient, "max-streams-per-client", 32, "open streams per client (user, or IP address without authentication)")
 	fs.Float64Var(&sc.TokenReviewsPerClient, "token-reviews-per-client", 5, "with --auth=tokenreview, TokenReviews a second one client address may cause (each token not in the cache costs one; bursts of four times as many); beyond, new tokens get 429")
 	fs.DurationVar(&sc.RequestTimeout, "request-timeout", 60*time.Second, "bound on a REST request, writing the response included (streams are exempt)")
@@ -64,6 +66,13 @@ func (sc *SecurityConfig) validate(listen string, demo bool) []error {
 	}
 	if sc.MaxConnections <= 0 {
 		errs = append(errs, fmt.Errorf("--max-connections must be positive, got %d", sc.MaxConnections))
+	}
+	if sc.MaxConnectionsPerAddress < 0 || sc.MaxConnectionsPerAddress > sc.MaxConnections {
+		errs = append(errs, fmt.Errorf("--max-connections-per-address must be between 0 (a quarter of --max-connections) and --max-connections (%d), got %d",
+			sc.MaxConnections, sc.MaxConnectionsPerAddress))
+	}
+	if sc.UnauthenticatedTimeout < 100*time.Millisecond {
+		errs = append(errs, fmt.Errorf("--unauthenticated-timeout must be at least 100ms, got %s", sc.UnauthenticatedTimeout))
 	}
 	if sc.MaxStreamsPerClient <= 0 {
 		errs = append(errs, fmt.Errorf("--max-streams-per-client must be positive, got %d", sc.MaxStreamsPerClient))
@@ -125,7 +134,8 @@ func (sc *SecurityConfig) hosts(demo bool) server.HostOptions {
 }
 
 func (sc *SecurityConfig) limits() server.LimitOptions {
-	return server.LimitOptions{MaxConnections: sc.MaxConnections, MaxStreamsPerClient: sc.MaxStreamsPerClient,
+	return server.LimitOptions{MaxConnections: sc.MaxConnections, MaxConnectionsPerAddress: sc.MaxConnectionsPerAddress,
+		UnauthenticatedTimeout: sc.UnauthenticatedTimeout, MaxStreamsPerClient: sc.MaxStreamsPerClient,
 		RequestTimeout: sc.RequestTimeout}
 }
 

@@ -1,0 +1,200 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Connection slots. Every open connection holds one of MaxConnections,
+// and one of its address's MaxConnectionsPerAddress. A connection that
+// has not authenticated (no request on it passed authentication yet) is
+// cheap to open for anyone who can reach the port: it may hold its slot
+// only briefly, UnauthenticatedTimeout, to send headers or between
+// requests. Once a request on it passed authentication (any request,
+// with authentication off), it keeps the usual timeouts.
+
+// counts are the open connections and the refusals: connections beyond
+// MaxConnections, beyond MaxConnectionsPerAddress, and streams.
+func (l *limiter) counts() (conns int, refusedConns, refusedStreams int64) {
+	conns, refusedConns, _, refusedStreams = l.allCounts()
+	return conns, refusedConns, refusedStreams
+}
+
+func (l *limiter) allCounts() (conns int, refusedConns, refusedAddrConns, refusedStreams int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.conns, l.refusedConns, l.refusedAddrConns, l.refusedStreams
+}
+
+// listener applies MaxConnections and MaxConnectionsPerAddress to ln.
+func (l *limiter) listener(ln net.Listener) net.Listener { return &limitListener{Listener: ln, l: l} }
+
+type limitListener struct {
+	net.Listener
+	l *limiter
+}
+
+// Accept returns the next connection within the limits; those beyond
+// them are answered and closed without reaching the server, and without
+// stopping the accept loop.
+func (ll *limitListener) Accept() (net.Conn, error) {
+	for {
+		conn, err := ll.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		l := ll.l
+		addr := connAddress(conn)
+		l.mu.Lock()
+		var refusal []byte
+		switch {
+		case l.perAddr[addr] >= l.opts.MaxConnectionsPerAddress:
+			l.refusedAddrConns++
+			refusal = tooManyFromAddress
+		case l.conns >= l.opts.MaxConnections:
+			l.refusedConns++
+			refusal = overloaded
+		default:
+			l.conns++
+			l.perAddr[addr]++
+		}
+		l.mu.Unlock()
+		if refusal == nil {
+			return &limitedConn{Conn: conn, l: l, addr: addr}, nil
+		}
+		go refuseConn(conn, refusal)
+	}
+}
+
+// connAddress is the IP address a connection comes from, in one spelling
+// for each address (an IPv4-mapped IPv6 address is its IPv4 address).
+func connAddress(conn net.Conn) string {
+	if ta, ok := conn.RemoteAddr().(*net.TCPAddr); ok {
+		if ip, ok := netip.AddrFromSlice(ta.IP); ok {
+			return ip.Unmap().String()
+		}
+	}
+	host, _, err := net.SplitHostPort(conn.RemoteAddr().String())
+	if err != nil {
+		return conn.RemoteAddr().String()
+	}
+	return host
+}
+
+// refusal is the whole answer to a connection beyond a limit.
+func refusal(status int, reason, msg string) []byte {
+	st := errorStatus(retryLater(msg))
+	st.Code, st.Reason = status, reason
+	body, err := json.Marshal(st)
+	if err != nil {
+		panic(err) // a constant Status always marshals
+	}
+	body = append(body, '\n')
+	return fmt.Appendf(nil, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"+
+		"Retry-After: %d\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s",
+		status, http.StatusText(status), retryAfterSeconds, len(body), body)
+}
+
+var (
+	overloaded = refusal(http.StatusServiceUnavailable, "ServiceUnavailable",
+		"the server has its maximum of connections; try again")
+	tooManyFromAddress = refusal(http.StatusTooManyRequests, "TooManyRequests",
+		"this address has its maximum of open connections; close one, or reuse one (keep-alive)")
+)
+
+// refuseConn answers, then closes without a reset: the request is drained
+// briefly, or the client might see a reset instead of the answer.
+func refuseConn(conn net.Conn, answer []byte) {
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(time.Second))
+	if _, err := conn.Write(answer); err != nil {
+		return
+	}
+	if tc, ok := conn.(interface{ CloseWrite() error }); ok {
+		tc.CloseWrite()
+	}
+	buf := make([]byte, 4096)
+	for {
+		if _, err := conn.Read(buf); err != nil {
+			return
+		}
+	}
+}
+
+// limitedConn holds its slots until closed. Its read deadlines are those
+// net/http sets (the read header timeout, the idle timeout, none while a
+// handler runs), shortened to UnauthenticatedTimeout until the connection
+// has authenticated.
+type limitedConn struct {
+	net.Conn
+	l    *limiter
+	addr string
+	// authenticated: a request on the connection passed authentication,
+	// or the server handed the connection over (a WebSocket, which sets
+	// deadlines of its own).
+	authenticated atomic.Bool
+	once          sync.Once
+}
+
+func (c *limitedConn) SetReadDeadline(t time.Time) error {
+	if !t.IsZero() && !c.authenticated.Load() {
+		if short := time.Now().Add(c.l.opts.UnauthenticatedTimeout); t.After(short) {
+			t = short
+		}
+	}
+	return c.Conn.SetReadDeadline(t)
+}
+
+func (c *limitedConn) SetDeadline(t time.Time) error {
+	if err := c.SetReadDeadline(t); err != nil {
+		return err
+	}
+	return c.Conn.SetWriteDeadline(t)
+}
+
+func (c *limitedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() {
+		c.l.mu.Lock()
+		c.l.conns--
+		if c.l.perAddr[c.addr]--; c.l.perAddr[c.addr] <= 0 {
+			delete(c.l.perAddr, c.addr)
+		}
+		c.l.mu.Unlock()
+	})
+	return err
+}
+
+type connKey struct{}
+
+// connContext lets a request find its connection (http.Server.ConnContext).
+func connContext(ctx context.Context, conn net.Conn) context.Context {
+	if lc, ok := conn.(*limitedConn); ok {
+		return context.WithValue(ctx, connKey{}, lc)
+	}
+	return ctx
+}
+
+// connState exempts hijacked connections from the short timeout
+// (http.Server.ConnState): they are streams, which passed authentication
+// and keep deadlines of their own.
+func connState(conn net.Conn, state http.ConnState) {
+	if lc, ok := conn.(*limitedConn); ok && state == http.StateHijacked {
+		lc.authenticated.Store(true)
+	}
+}
+
+// connAuthenticated gives the connection of r the usual timeouts from now
+// on.
+func connAuthenticated(r *http.Request) {
+	if lc, ok := r.Context().Value(connKey{}).(*limitedConn); ok && !lc.authenticated.Load() {
+		lc.authenticated.Store(true)
+	}
+}
