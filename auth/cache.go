@@ -135,7 +135,7 @@ func (c *decisionCache[V]) get(ctx context.Context, key [32]byte, review func(co
 		// Expired, but within the grace kept in the LRU's own TTL; not for
 		// a caller refused for asking too much, who could otherwise keep a
 		// revoked token alive by flooding.
-		if found && !errors.Is(err, ErrTooManyReviews) {
+		if found && !errors.Is(err, ErrTooManyReviews) && !errors.Is(err, ErrTooManyAccessReviews) {
 			c.stale.Add(1)
 			c.count(prev.v)
 			return prev.v, nil

@@ -19,6 +19,15 @@ type AccessReviewOptions struct {
 	// Cache defaults: allowed and denied answers 10s each, 16384 entries, a
 	// stale grace of 5 minutes.
 	Cache CacheOptions
+	// InFlightPerUser bounds the reviews of one user asked at once; its
+	// others wait for one of its own slots, so that a user who asks much
+	// delays itself, not others. Default 16.
+	InFlightPerUser int
+	// WaitingPerUser bounds the reviews of one user waiting for a slot;
+	// beyond, and for a review that waited longer than the review
+	// timeout, Authorize fails with ErrTooManyAccessReviews without
+	// asking. Default 256.
+	WaitingPerUser int
 }
 
 // AccessReviewer authorizes with the Kubernetes SubjectAccessReview API:
@@ -28,6 +37,7 @@ type AccessReviewOptions struct {
 type AccessReviewer struct {
 	client authzclient.SubjectAccessReviewInterface
 	cache  *decisionCache[decision]
+	shares *userShares
 }
 
 type decision struct {
@@ -38,7 +48,14 @@ type decision struct {
 // NewAccessReviewer builds an AccessReviewer on a client of the API server.
 func NewAccessReviewer(client authzclient.SubjectAccessReviewInterface, o AccessReviewOptions) *AccessReviewer {
 	co := o.Cache.withDefaults(10*time.Second, 10*time.Second, 16384, 5*time.Minute)
-	return &AccessReviewer{client: client, cache: newDecisionCache(co, func(d decision) bool { return d.allowed })}
+	if o.InFlightPerUser <= 0 {
+		o.InFlightPerUser = 16
+	}
+	if o.WaitingPerUser <= 0 {
+		o.WaitingPerUser = 256
+	}
+	return &AccessReviewer{client: client, cache: newDecisionCache(co, func(d decision) bool { return d.allowed }),
+		shares: newUserShares(o.InFlightPerUser, o.WaitingPerUser)}
 }
 
 // NewAccessReviewerForConfig builds an AccessReviewer that uses the same
@@ -57,6 +74,11 @@ func (a *AccessReviewer) Authorize(ctx context.Context, at Attributes) (bool, st
 		return false, "no user", nil
 	}
 	d, err := a.cache.get(ctx, attributesKey(at), func(ctx context.Context) (decision, error) {
+		release, err := a.shares.acquire(ctx, at.User.Name)
+		if err != nil {
+			return decision{}, err
+		}
+		defer release()
 		return a.review(ctx, at)
 	})
 	return d.allowed, d.reason, err

@@ -53,6 +53,28 @@ func (c *Cache) Namespaces() []string {
 	return out
 }
 
+// NamespacesOf returns the namespaces holding cached objects of resource,
+// sorted: the only ones where a list of it finds anything. A namespace
+// no object of resource is in is left out, even when Namespaces knows it.
+// Safe for concurrent use; the cost is one pass over the resource's
+// namespace index.
+func (c *Cache) NamespacesOf(resource string) ([]string, error) {
+	r, err := c.resource(resource)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, sh := range r.shards {
+		out = append(out, sh.informer.GetIndexer().ListIndexFuncValues(nsIndex)...)
+	}
+	slices.Sort(out)
+	out = slices.Compact(out)
+	if len(out) > 0 && out[0] == "" { // cluster-scoped objects
+		out = out[1:]
+	}
+	return out, nil
+}
+
 // Restrict keeps the holders of the lookup that allowed accepts (res is
 // the resource of the holder, namespace "" for Nodes) and classifies the
 // address again from those alone: a caller is told about the objects it

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -71,6 +72,9 @@ func (a access) decide(at auth.Attributes) (bool, error) {
 	ctx, cancel := context.WithTimeout(a.ctx, a.s.opts.Auth.Timeout)
 	defer cancel()
 	ok, _, err := a.s.opts.Auth.Authorizer.Authorize(ctx, at)
+	if errors.Is(err, auth.ErrTooManyAccessReviews) {
+		return false, errTooManyAccessReviews
+	}
 	if err != nil {
 		a.s.log.Warn("authorization failed", "err", err)
 		return false, retryLater("access could not be checked (the API server did not answer); try again")
@@ -88,7 +92,7 @@ func (a access) allow(verb string, res cache.Resource, namespace, name string) e
 	if !a.s.authorizing() {
 		return nil
 	}
-	ok, err := a.decide(auth.Attributes{Verb: verb, Group: res.Group, Resource: res.Plural, Namespace: namespace, Name: name})
+	ok, err := a.decideObject(auth.Attributes{Verb: verb, Group: res.Group, Resource: res.Plural, Namespace: namespace, Name: name})
 	if err != nil || ok {
 		return err
 	}
@@ -142,7 +146,11 @@ func (a access) scope(verb string, res cache.Resource, namespace string) ([]stri
 	if err != nil || all {
 		return nil, err
 	}
-	allowed, err := a.namespacesAllowed(verb, res, a.s.r.Namespaces())
+	candidates, err := a.candidateNamespaces(verb, res)
+	if err != nil {
+		return nil, err
+	}
+	allowed, err := a.namespacesAllowed(verb, res, candidates)
 	if err != nil {
 		return nil, err
 	}

@@ -187,7 +187,7 @@ func (s *Server) kubeAllow(c echo.Context, verb string, res cache.Resource, name
 		return nil
 	}
 	a := s.accessFor(c)
-	ok, err := a.decide(auth.Attributes{Verb: verb, Group: res.Group, Resource: res.Plural, Namespace: namespace, Name: name})
+	ok, err := a.decideObject(auth.Attributes{Verb: verb, Group: res.Group, Resource: res.Plural, Namespace: namespace, Name: name})
 	if err != nil || ok {
 		return err
 	}

@@ -1,0 +1,50 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/kubeindex/kubeindex/auth"
+	"github.com/kubeindex/kubeindex/cache"
+)
+
+// Fewer reviews for the same answers (issue 16, item 4). Every review is
+// a call to the API server, shared by all callers and fairly divided
+// among users by the authorizer (auth.AccessReviewOptions): the fewer one
+// request needs, the sooner it is answered, and the less a caller who
+// asks for many names or namespaces can cost.
+
+// errTooManyAccessReviews answers a caller whose own reviews fill its
+// share: it is slowed down, not refused, and nobody else is.
+var errTooManyAccessReviews = echo.NewHTTPError(http.StatusTooManyRequests,
+	"too many access reviews are waiting for this user; retry later (other users are not affected)")
+
+// decideObject decides at about one named object, asking first about the
+// whole namespace (or, for a cluster-scoped resource, the cluster): a
+// rule that allows it there allows every name (RBAC's resourceNames rules
+// match named requests only), so one review, cached, answers for every
+// name, and a caller who asks for many names costs one review, not one
+// per name. Only when that is refused is the name itself asked about.
+func (a access) decideObject(at auth.Attributes) (bool, error) {
+	if at.Name != "" {
+		wide := at
+		wide.Name = ""
+		if ok, err := a.decide(wide); err != nil || ok {
+			return ok, err
+		}
+	}
+	return a.decide(at)
+}
+
+// candidateNamespaces are the namespaces a restricted caller's answer
+// can come from, each to be asked about. A list (or index lookup) finds
+// objects only where the resource has some: the namespaces the cache knows
+// that hold none of it need no review. A stream keeps every known
+// namespace, as objects may appear there later.
+func (a access) candidateNamespaces(verb string, res cache.Resource) ([]string, error) {
+	if verb == auth.VerbList {
+		return a.s.r.NamespacesOf(res.Name)
+	}
+	return a.s.r.Namespaces(), nil
+}
