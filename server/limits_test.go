@@ -135,7 +135,7 @@ func TestStreamsPerClientAreBounded(t *testing.T) {
 
 func TestConnectionsAreBounded(t *testing.T) {
 	f := cachetest.Start(t, cachetest.PodSpec())
-	s, addr := serveReal(t, f.Cache, Options{Limits: LimitOptions{MaxConnections: 3}})
+	s, addr := serveReal(t, f.Cache, Options{Limits: LimitOptions{MaxConnections: 3, MaxConnectionsPerAddress: 3}})
 	var held []net.Conn
 	for range 3 {
 		c, err := net.Dial("tcp", addr)
