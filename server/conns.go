@@ -55,12 +55,12 @@ func (ll *limitListener) Accept() (net.Conn, error) {
 		l.mu.Lock()
 		var refusal []byte
 		switch {
-		case l.perAddr[addr] >= l.opts.MaxConnectionsPerAddress:
-			l.refusedAddrConns++
-			refusal = tooManyFromAddress
 		case l.conns >= l.opts.MaxConnections:
 			l.refusedConns++
 			refusal = overloaded
+		case l.perAddr[addr] >= l.opts.MaxConnectionsPerAddress:
+			l.refusedAddrConns++
+			refusal = tooManyFromAddress
 		default:
 			l.conns++
 			l.perAddr[addr]++
