@@ -146,11 +146,7 @@ func (a access) scope(verb string, res cache.Resource, namespace string) ([]stri
 	if err != nil || all {
 		return nil, err
 	}
-	candidates, err := a.candidateNamespaces(verb, res)
-	if err != nil {
-		return nil, err
-	}
-	allowed, err := a.namespacesAllowed(verb, res, candidates)
+	allowed, err := a.allowedNamespaces(verb, res)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"slices"
 
 	"github.com/labstack/echo/v4"
 
@@ -35,6 +36,26 @@ func (a access) decideObject(at auth.Attributes) (bool, error) {
 		}
 	}
 	return a.decide(at)
+}
+
+// allowedNamespaces are the namespaces where the caller may verb res, of
+// those its answer can come from (candidateNamespaces). When none of them
+// is, a list asks about the other namespaces known: allowed only where
+// the resource has no object, it answers an empty list, not a 403.
+func (a access) allowedNamespaces(verb string, res cache.Resource) ([]string, error) {
+	candidates, err := a.candidateNamespaces(verb, res)
+	if err != nil {
+		return nil, err
+	}
+	allowed, err := a.namespacesAllowed(verb, res, candidates)
+	if err != nil || len(allowed) > 0 || verb != auth.VerbList {
+		return allowed, err
+	}
+	others := slices.DeleteFunc(a.s.r.Namespaces(), func(ns string) bool {
+		_, found := slices.BinarySearch(candidates, ns)
+		return found
+	})
+	return a.namespacesAllowed(verb, res, others)
 }
 
 // candidateNamespaces are the namespaces a restricted caller's answer

@@ -61,6 +61,23 @@ func TestRestrictedListAsksAboutNamespacesWithObjectsOnly(t *testing.T) {
 	}
 }
 
+// A caller allowed to list only where the resource has no object gets an
+// empty list, not a 403.
+func TestRestrictedListInNamespacesWithoutObjectsIsEmpty(t *testing.T) {
+	e := startAuth(t, Options{})
+	if err := e.ss.f.Sim.Apply("namespaces", []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"quiet"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	cachetest.Eventually(t, "the namespace quiet is known", func() bool { return slices.Contains(e.ss.f.Cache.Namespaces(), "quiet") })
+	e.api.SetRules(authtest.Rule{User: "alice", Verbs: []string{"list"}, Resource: "pods", Namespace: "quiet"})
+	if resp, body := e.get(t, "/api/v1/pods", "alice-token"); resp.StatusCode != 200 || len(itemKeys(body)) != 0 {
+		t.Errorf("a list allowed only in a namespace without pods: %d %s; expect 200, no items", resp.StatusCode, body)
+	}
+	if resp, _ := e.get(t, "/api/v1/pods", "nobody-token"); resp.StatusCode != 403 {
+		t.Errorf("a list allowed nowhere: %d; expect 403", resp.StatusCode)
+	}
+}
+
 // Issue 16, item 4: each GET of a new name was one review. A caller
 // allowed in the whole namespace now costs one review for every name.
 func TestGetsOfManyNamesCostOneReview(t *testing.T) {
