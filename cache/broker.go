@@ -66,8 +66,17 @@ func (c *Cache) StreamStats() []StreamStats {
 // broker is one resource's event fan-out. It is fed only by the informer
 // event handler of each of the resource's shards, keeps its own view of
 // the objects in the order it received the events, a bounded history for
-// resuming, and the subscribers. Everything happens under mu, and nothing
-// done under mu blocks: a subscriber whose queue is full is dropped.
+// resuming, and the subscribers.
+//
+// The informer's handler does no work per subscriber: under mu it updates
+// the view, stamps the event, appends it to the history and to pending,
+// and wakes the fan-out (run), which offers the pending events, in order,
+// to each subscription under fmu, never holding mu while it filters. A
+// subscription whose selectors are long (costly) is not filtered there
+// either: it is offered every event, and its consumer filters (Next), so
+// that what a caller's selector costs is paid on that caller's goroutine,
+// not by the informer nor by the other subscribers. Nothing done under
+// either lock blocks: a subscriber whose queue is full is dropped.
 //
 // Positions in the stream are resource versions: hw is the highest
 // resourceVersion seen, and every event is stamped with hw after it. Events
@@ -87,11 +96,18 @@ type broker struct {
 	hw      uint64                        // highest resourceVersion seen
 	base    uint64                        // hw just before history[0]
 	history []*event                      // oldest first, stamps non-decreasing
-	subs    map[*Subscription]struct{}
+	seq     uint64                        // events published so far
+	pending []*event                      // published, not yet offered to subscribers
+	joining []*Subscription               // subscribed, not yet seen by the fan-out
+	kick    chan struct{}                 // the fan-out has work
 	// started is set by the first subscription, once the informers have
 	// synced: the initial list is a snapshot, not a sequence of events, so
 	// no position before its end can be resumed from.
 	started bool
+
+	// fmu guards the fan-out's subscribers; taken before mu, never after.
+	fmu  sync.Mutex
+	subs map[*Subscription]struct{}
 
 	dropped atomic.Uint64
 }
@@ -102,18 +118,22 @@ func newBroker(now func() time.Time, opts StreamOptions) *broker {
 		opts:    opts.withDefaults(),
 		objects: map[string]map[string]*Object{},
 		subs:    map[*Subscription]struct{}{},
+		kick:    make(chan struct{}, 1),
 	}
 }
 
 func (b *broker) stats() StreamStats {
+	b.fanout() // so that the count includes who joined and left
+	b.fmu.Lock()
 	b.mu.Lock()
 	st := StreamStats{Subscribers: len(b.subs), History: len(b.history),
 		ResourceVersion: strconv.FormatUint(b.hw, 10), Dropped: b.dropped.Load()}
+	b.mu.Unlock()
 	subs := make([]*Subscription, 0, len(b.subs))
 	for s := range b.subs {
 		subs = append(subs, s)
 	}
-	b.mu.Unlock() // the queues have their own locks: the informer's handler must not wait for this count
+	b.fmu.Unlock() // the queues have their own locks: the informer's handler must not wait for this count
 	for _, s := range subs {
 		n, size := s.queue.backlog()
 		st.QueuedEvents += n
@@ -214,8 +234,9 @@ func (b *broker) startLocked(listRV uint64) {
 	b.history = b.history[:0]
 }
 
-// publishLocked stamps ev, appends it to the history and offers it to every
-// subscriber whose filter it concerns.
+// publishLocked stamps ev, appends it to the history and hands it to the
+// fan-out: on the informer's handler, nothing here depends on how many
+// subscribers there are.
 func (b *broker) publishLocked(ev *event) {
 	if rv := parseRV(ev.obj.resourceVersion); rv > b.hw {
 		b.hw, ev.leads = rv, true
@@ -223,29 +244,65 @@ func (b *broker) publishLocked(ev *event) {
 	ev.rv = b.hw
 	ev.rvStr = strconv.FormatUint(b.hw, 10)
 	ev.at = b.now()
+	ev.seq = b.seq
+	b.seq++
 	b.history = append(b.history, ev)
 	b.trimLocked()
-	fc := &[2]*facts{}
-	for s := range b.subs {
-		if as, ok := s.filter.route(ev, fc); ok {
-			b.offerLocked(s, delivery{ev: ev, as: deliveredAs(as)})
+	b.pending = append(b.pending, ev)
+	select {
+	case b.kick <- struct{}{}:
+	default: // the fan-out is already due
+	}
+}
+
+// fanout offers the pending events, in order, to every subscriber whose
+// filter they concern (a costly filter's consumer decides for itself),
+// and takes in the subscriptions that joined meanwhile: each gets the
+// events published after it subscribed. It runs on the broker's own
+// goroutine (run), holding fmu, not mu: the informer's handler never
+// waits for it.
+func (b *broker) fanout() {
+	b.fmu.Lock()
+	defer b.fmu.Unlock()
+	b.mu.Lock()
+	evs, joins := b.pending, b.joining
+	b.pending, b.joining = nil, nil
+	b.mu.Unlock()
+	for _, s := range joins {
+		if !s.closed.Load() {
+			b.subs[s] = struct{}{}
+		}
+	}
+	for _, ev := range evs {
+		fc := &[2]*facts{}
+		for s := range b.subs {
+			switch {
+			case ev.seq < s.from: // before it subscribed: in its snapshot or replay
+			case s.filter.costly:
+				b.offer(s, delivery{ev: ev, as: asUnrouted})
+			default:
+				if as, ok := s.filter.route(ev, fc); ok {
+					b.offer(s, delivery{ev: ev, as: deliveredAs(as)})
+				}
+			}
 		}
 	}
 }
 
-// offerLocked queues d for s without blocking; a full queue ends s.
-func (b *broker) offerLocked(s *Subscription, d delivery) {
+// offer queues d for s without blocking; a full queue ends s. Under fmu.
+func (b *broker) offer(s *Subscription, d delivery) {
 	if s.queue.push(d) {
 		s.active = true
 		s.signal()
 		return
 	}
 	b.dropped.Add(1)
-	b.endLocked(s, "the subscriber fell behind: its queue of "+strconv.Itoa(s.queue.limit)+" events overflowed")
+	b.end(s, "the subscriber fell behind: its queue of "+strconv.Itoa(s.queue.limit)+" events overflowed")
 }
 
-// endLocked removes s from the broker; its consumer gets RESYNC_REQUIRED.
-func (b *broker) endLocked(s *Subscription, reason string) {
+// end removes s from the fan-out; its consumer gets RESYNC_REQUIRED.
+// Under fmu.
+func (b *broker) end(s *Subscription, reason string) {
 	delete(b.subs, s)
 	s.endReason.CompareAndSwap(nil, &reason)
 	s.signal()
@@ -266,7 +323,8 @@ func (b *broker) trimLocked() {
 	b.history = b.history[n:]
 }
 
-// run sends bookmarks and ages the history until ctx ends.
+// run is the broker's goroutine: it fans events out as they come, sends
+// bookmarks and ages the history, until ctx ends.
 func (b *broker) run(ctx context.Context) {
 	b.mu.Lock()
 	every := b.opts.BookmarkInterval
@@ -277,6 +335,8 @@ func (b *broker) run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-b.kick:
+			b.fanout()
 		case <-t.C:
 			b.bookmark()
 		}
@@ -284,20 +344,31 @@ func (b *broker) run(ctx context.Context) {
 }
 
 // bookmark gives every subscription that received nothing since the last
-// tick the current position. It is queued like an event, so it is only
-// seen after everything before it: resuming from it loses nothing.
+// tick the position of the events fanned out so far. It is queued like an
+// event, so it is only seen after everything before it: resuming from it
+// loses nothing.
 func (b *broker) bookmark() {
+	b.fanout()
+	b.fmu.Lock()
+	defer b.fmu.Unlock()
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	b.trimLocked()
+	busy := len(b.pending) > 0 // published since the fanout above: nobody is idle
+	rv := b.hw
+	b.mu.Unlock()
+	if busy {
+		return
+	}
 	var mark *event // the position, shared by every idle subscriber
 	for s := range b.subs {
-		if s.active {
+		// A costly filter's subscription is offered every event, wanted or
+		// not, so it is never idle: its consumer gets every bookmark.
+		if s.active && !s.filter.costly {
 			s.active = false
 			continue
 		}
 		if mark == nil {
-			mark = &event{rvStr: strconv.FormatUint(b.hw, 10)}
+			mark = &event{rvStr: strconv.FormatUint(rv, 10)}
 		}
 		// A full queue is not idle after all; never drop anyone for a bookmark.
 		if s.queue.push(delivery{ev: mark, as: asBookmark}) {

@@ -178,6 +178,7 @@ type event struct {
 	rvStr string
 	leads bool // this event raised the position to rv
 	at    time.Time
+	seq   uint64 // the broker's count of events before this one
 
 	heads [3]lazyBytes // by delivered type
 	tails [2]lazyBytes // MODIFIED with a merge patch, with a JSON Patch

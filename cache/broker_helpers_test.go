@@ -46,7 +46,15 @@ func newTestBroker(t testing.TB, opts StreamOptions) *testBroker {
 	clock := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	b := newBroker(clock.Now, opts)
 	r := &resourceCache{res: Resource{Name: "pods", Kind: "Pod", Version: "v1", Namespaced: true}, broker: b}
-	return &testBroker{t: t, b: b, r: r, feed: b.handler(), clock: clock}
+	// The fan-out runs on the broker's goroutine; here, at once after each
+	// event, so that the tests see what a subscriber was offered.
+	h := b.handler()
+	feed := toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { h.OnAdd(o, false); b.fanout() },
+		UpdateFunc: func(old, cur any) { h.OnUpdate(old, cur); b.fanout() },
+		DeleteFunc: func(o any) { h.OnDelete(o); b.fanout() },
+	}
+	return &testBroker{t: t, b: b, r: r, feed: feed, clock: clock}
 }
 
 func testPod(t testing.TB, ns, name, rv string, lbls map[string]string) *Object {

@@ -55,7 +55,9 @@ type Subscription struct {
 	queue  queue
 	notify chan<- struct{}
 
-	active    bool // guarded by b.mu: received something since the last bookmark tick
+	active    bool   // guarded by b.fmu: received something since the last bookmark tick
+	from      uint64 // the first event (seq) the fan-out offers it
+	closed    atomic.Bool
 	endReason atomic.Pointer[string]
 	// expired is set, before the subscription is returned, when a resume
 	// could not be served: the oldest position it could have been.
@@ -84,6 +86,9 @@ const (
 	asAdded
 	asModified
 	asDeleted
+	// asUnrouted: an event the consumer filters itself (Next): offered
+	// unfiltered to a subscription whose filter is costly, or replayed.
+	asUnrouted
 )
 
 func deliveredAs(t EventType) delivered {
@@ -146,7 +151,8 @@ func (c *Cache) Watch(resource string, q WatchQuery, notify chan<- struct{}) (*S
 	s := &Subscription{b: r.broker, filter: f, diff: q.Diff, notify: notify}
 	s.queue.limit = q.QueueSize
 	r.broker.subscribe(s, r.listRV(), q.ResourceVersion != "", from, q.Snapshot)
-	// The snapshot is the subscriber's own: filter and order it off the lock.
+	// The snapshot and the replay are the subscriber's own: they are
+	// filtered off the lock, the replay by Next.
 	s.snapshot = slices.DeleteFunc(s.snapshot, func(o *Object) bool { return !f.matches(o, &facts{}) })
 	slices.SortFunc(s.snapshot, func(a, b *Object) int { return strings.Compare(a.Key(), b.Key()) })
 	return s, nil
@@ -168,12 +174,17 @@ func (b *broker) subscribe(s *Subscription, listRV uint64, resume bool, from uin
 			s.expired = &oldest
 			return
 		}
-		s.replay = b.replayLocked(from, s.filter)
+		s.replay = b.replayLocked(from)
 	} else if snapshot {
 		s.snapshot = b.snapshotLocked(s.filter.namespace)
 	}
 	s.syncRV = strconv.FormatUint(b.hw, 10)
-	b.subs[s] = struct{}{}
+	s.from = b.seq
+	b.joining = append(b.joining, s)
+	select {
+	case b.kick <- struct{}{}:
+	default:
+	}
 }
 
 // listRV is the highest resource version the resource's informers have
@@ -200,17 +211,17 @@ func (b *broker) resumeCheckLocked(rv uint64) string {
 	return ""
 }
 
-// replayLocked returns the retained events after position rv that f wants.
-func (b *broker) replayLocked(rv uint64, f *filter) []delivery {
+// replayLocked returns the retained events after position rv, for the
+// consumer to filter (Next): the informer's handler must not wait for
+// the subscriber's filter.
+func (b *broker) replayLocked(rv uint64) []delivery {
 	i := sort.Search(len(b.history), func(i int) bool { return b.history[i].rv >= rv })
 	if i < len(b.history) && b.history[i].rv == rv && b.history[i].leads {
 		i++ // the client has the event that set the position
 	}
-	var out []delivery
+	out := make([]delivery, 0, len(b.history)-i)
 	for _, ev := range b.history[i:] {
-		if as, ok := f.route(ev, &[2]*facts{}); ok {
-			out = append(out, delivery{ev: ev, as: deliveredAs(as)})
-		}
+		out = append(out, delivery{ev: ev, as: asUnrouted})
 	}
 	return out
 }
@@ -251,21 +262,38 @@ func (s *Subscription) Next() (m Message, ok bool) {
 		s.snapshot = s.snapshot[1:]
 		return Message{Type: MessageType(Added), ResourceVersion: o.resourceVersion, obj: o}, true
 	}
-	if len(s.replay) > 0 {
-		d := s.replay[0]
+	for len(s.replay) > 0 {
+		d, ok := s.route(s.replay[0])
 		s.replay = s.replay[1:]
-		return s.message(d), true
+		if ok {
+			return s.message(d), true
+		}
 	}
 	if !s.synced {
 		s.synced, s.snapshot, s.replay = true, nil, nil
 		return Message{Type: Synced, ResourceVersion: s.syncRV}, true
 	}
-	if d, ok := s.queue.pop(); ok {
-		m := s.message(d)
-		m.live = m.ev != nil
-		return m, true
+	for {
+		d, ok := s.queue.pop()
+		if !ok {
+			return Message{}, false
+		}
+		if d, ok = s.route(d); ok {
+			m := s.message(d)
+			m.live = m.ev != nil
+			return m, true
+		}
 	}
-	return Message{}, false
+}
+
+// route filters an event left for the consumer to filter; false when the
+// subscription does not want it.
+func (s *Subscription) route(d delivery) (delivery, bool) {
+	if d.as != asUnrouted {
+		return d, true
+	}
+	as, ok := s.filter.route(d.ev, &[2]*facts{})
+	return delivery{ev: d.ev, as: deliveredAs(as)}, ok
 }
 
 func (s *Subscription) message(d delivery) Message {
@@ -291,7 +319,8 @@ func (s *Subscription) Queued() (n, capacity int) { return s.queue.len(), s.queu
 
 // Close unsubscribes. Messages already queued stay readable with Next.
 func (s *Subscription) Close() {
-	s.b.mu.Lock()
+	s.closed.Store(true) // if it has not joined the fan-out yet, it never will
+	s.b.fmu.Lock()
 	delete(s.b.subs, s)
-	s.b.mu.Unlock()
+	s.b.fmu.Unlock()
 }

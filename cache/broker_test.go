@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -396,5 +397,82 @@ func TestBrokerPublishedOnlyForLiveEvents(t *testing.T) {
 	want = "[MODIFIED:false DELETED:false SYNCED:false ADDED:true]"
 	if fmt.Sprint(kinds) != want {
 		t.Errorf("resumed subscription: got %v; expect %v", kinds, want)
+	}
+}
+
+// blockingSelector is a selector whose every match waits for gate: a
+// filter as slow as a test wants.
+type blockingSelector struct {
+	labels.Selector
+	gate chan struct{}
+}
+
+func (b blockingSelector) Matches(l labels.Labels) bool {
+	<-b.gate
+	return b.Selector.Matches(l)
+}
+
+// A subscription whose selector is long is filtered by its own consumer:
+// however slow its filter, the informer's handler and the fan-out go on,
+// and the other subscribers get their events.
+func TestCostlyFilterHoldsUpNoOne(t *testing.T) {
+	tb := newTestBroker(t, StreamOptions{})
+	terms := make([]string, cheapTerms+1)
+	for i := range terms {
+		terms[i] = fmt.Sprintf("k%d!=x", i)
+	}
+	costly, _ := tb.subscribe(WatchQuery{LabelSelector: strings.Join(terms, ",")})
+	other, _ := tb.subscribe(WatchQuery{})
+	gate := make(chan struct{})
+	costly.filter.selector = blockingSelector{costly.filter.selector, gate}
+	for _, s := range []*Subscription{costly, other} {
+		if m, _ := s.Next(); m.Type != Synced {
+			t.Fatalf("first message %s; expect SYNCED", m.Type)
+		}
+	}
+
+	handled := make(chan struct{})
+	go func() {
+		tb.apply("ns", "p", nil) // the informer's handler, then the fan-out
+		close(handled)
+	}()
+	select {
+	case <-handled:
+	case <-time.After(15 * time.Second):
+		close(gate)
+		t.Fatal("the informer's handler or the fan-out waited for a subscriber's filter")
+	}
+	if m, ok := other.Next(); !ok || m.Type != MessageType(Added) {
+		t.Errorf("the other subscriber got %s %v; expect ADDED at once", m.Type, ok)
+	}
+	close(gate) // the costly subscription's consumer filters its event now
+	if m, ok := costly.Next(); !ok || m.Type != MessageType(Added) {
+		t.Errorf("the costly subscription got %s %v; expect ADDED", m.Type, ok)
+	}
+}
+
+// The informer's handler filters for no one: even a short selector is
+// matched by the fan-out, on the broker's goroutine.
+func TestInformerHandlerFiltersForNoOne(t *testing.T) {
+	tb := newTestBroker(t, StreamOptions{})
+	s, _ := tb.subscribe(WatchQuery{LabelSelector: "app=web"})
+	tb.b.fanout() // it has joined
+	gate := make(chan struct{})
+	s.filter.selector = blockingSelector{s.filter.selector, gate}
+	handled := make(chan struct{})
+	go func() {
+		tb.b.handler().OnAdd(testPod(t, "ns", "p", "1", map[string]string{"app": "web"}), false)
+		close(handled)
+	}()
+	select {
+	case <-handled:
+	case <-time.After(15 * time.Second):
+		t.Error("the informer's handler waited for a subscriber's filter")
+	}
+	close(gate)
+	tb.b.fanout()
+	s.Next() // SYNCED
+	if m, ok := s.Next(); !ok || m.Type != MessageType(Added) {
+		t.Errorf("after the fan-out: %s %v; expect ADDED", m.Type, ok)
 	}
 }

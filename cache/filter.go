@@ -6,12 +6,35 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kubeindex/kubeindex/indexers"
 	"github.com/kubeindex/kubeindex/internal/text"
 )
+
+// MaxSelectorTerms bounds the terms of one query's label and field
+// selectors together: each requirement is a term, and a set-based one
+// (in, notin) counts one per value. Every event is matched against every
+// subscription's selectors, so their length is the cost a caller sets for
+// the whole fan-out; the selectors people and controllers write have a
+// handful of terms. The API server parses selectors of any length (only
+// the request size bounds them); kubeindex refuses longer ones with 400.
+const MaxSelectorTerms = 100
+
+// selectorTerms counts the terms of a label and a field selector.
+func selectorTerms(sel labels.Selector, fs fields.Selector) int {
+	n := 0
+	reqs, _ := sel.Requirements()
+	for _, r := range reqs {
+		n += max(1, r.Values().Len())
+	}
+	if fs != nil {
+		n += len(fs.Requirements())
+	}
+	return n
+}
 
 // filter is a compiled selection: namespace, namespace scope, label
 // selector and index value. It is the one matcher of the cache: List
@@ -27,7 +50,15 @@ type filter struct {
 	value      string        // normalised
 	fn         indexers.Func // nil: no index
 	fields     *fieldMatcher // nil: every object
+	// costly: the selectors have more than cheapTerms terms, so the
+	// subscription's consumer filters its events, not the fan-out.
+	costly bool
 }
+
+// cheapTerms is the most selector terms the fan-out matches for a
+// subscription (a few hundred nanoseconds an event); beyond, up to
+// MaxSelectorTerms, the subscriber's own goroutine pays for its selector.
+const cheapTerms = 8
 
 // facts are what filters read from one object, computed at most once per
 // object per publish however many subscribers ask.
@@ -55,6 +86,11 @@ func (r *resourceCache) compileQuery(q ListQuery) (*filter, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: labelSelector: %v", ErrInvalid, err)
 	}
+	terms := selectorTerms(sel, q.Fields)
+	if terms > MaxSelectorTerms {
+		return nil, "", fmt.Errorf("%w: the label and field selectors have %d terms; at most %d are allowed (each requirement is one, each value of a set one)",
+			ErrInvalid, terms, MaxSelectorTerms)
+	}
 	if q.Limit < 0 {
 		return nil, "", fmt.Errorf("%w: limit must not be negative", ErrInvalid)
 	}
@@ -77,7 +113,7 @@ func (r *resourceCache) compileQuery(q ListQuery) (*filter, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	f := &filter{namespace: q.Namespace, namespaces: q.Namespaces, fields: fm}
+	f := &filter{namespace: q.Namespace, namespaces: q.Namespaces, fields: fm, costly: terms > cheapTerms}
 	if q.Namespaces != nil {
 		f.scope = namespaceSet(q.Namespaces)
 	}

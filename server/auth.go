@@ -90,6 +90,9 @@ func (s *Server) authenticate(c echo.Context, rt *route, stream bool) error {
 		return s.unauthorized(c, "the bearer token is not valid")
 	}
 	c.Set(userKey, u)
+	if stream {
+		c.Set(tokenKey, token) // reviewed again while the stream is open (stream_life.go)
+	}
 	if rt.authz == nonResourceURL {
 		return s.accessFor(c).allowPath(auth.VerbGet, rt.path)
 	}

@@ -16,10 +16,15 @@ func (s *Server) streamAccess(c echo.Context) *access {
 
 // authorize checks a subscribe message on the reader goroutine, so that
 // a slow review holds up this socket's reading, never its writer (pings,
-// other subscriptions' events). A refusal becomes the ERROR answer to
-// the message (403 Forbidden); an allowed one carries its namespace scope.
+// other subscriptions' events). The socket's token is reviewed again
+// first (through the cache): one no longer valid is refused with 401 and
+// ends the socket. A refusal becomes the ERROR answer to the message (401,
+// or 403 Forbidden); an allowed one carries its namespace scope.
 func (w *wsConn) authorize(cmd clientCmd) clientCmd {
-	if w.access == nil || cmd.err != nil || cmd.msg.Op != "subscribe" {
+	if cmd.err != nil || cmd.msg.Op != "subscribe" {
+		return cmd
+	}
+	if cmd.err = w.life.authenticate(w.hub.ctx); cmd.err != nil || w.access == nil {
 		return cmd
 	}
 	q, err := cmd.msg.watchQuery()

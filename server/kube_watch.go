@@ -1,9 +1,8 @@
 package server
 
 import (
-	"context"
 	"encoding/json"
-	"math/rand/v2"
+	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -17,11 +16,6 @@ import (
 	"github.com/kubeindex/kubeindex/cache"
 	"github.com/kubeindex/kubeindex/internal/jsonscan"
 )
-
-// minWatchTimeout is the API server's --min-request-timeout default: a
-// watch without timeoutSeconds ends after between one and two of it, so
-// that clients spread their re-watches.
-const minWatchTimeout = 30 * time.Minute
 
 // kubeWatch serves ?watch=true in the API server's streaming format: one
 // JSON watch event per line, from the resource's broker (cache.Watch).
@@ -76,12 +70,16 @@ func (s *Server) kubeWatch(c echo.Context, t kubeTarget, opts *metainternalversi
 	}
 	defer s.streams.unsubscribe(sub)
 
-	timeout := time.Duration(float64(minWatchTimeout) * (1 + rand.Float64()))
-	if opts.TimeoutSeconds != nil && *opts.TimeoutSeconds != 0 { // 0: the default, as on the API server
-		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
+	// A watch ends after timeoutSeconds, within the streams' maximum
+	// lifetime; without it (or 0, as on the API server) at random within
+	// that lifetime's second half, as the API server ends one after one to
+	// two --min-request-timeout (30 min).
+	var timeout time.Duration
+	if opts.TimeoutSeconds != nil && *opts.TimeoutSeconds > 0 {
+		timeout = min(time.Duration(*opts.TimeoutSeconds)*time.Second, s.streams.opts.MaxLifetime)
 	}
-	ctx, cancel := context.WithTimeout(c.Request().Context(), timeout)
-	defer cancel()
+	life := s.startLife(c, timeout, nil)
+	defer life.stop()
 
 	w := c.Response()
 	s.fillFreshness(c) // the whole cache's: a resource's would cost a count of its objects
@@ -102,7 +100,7 @@ func (s *Server) kubeWatch(c echo.Context, t kubeTarget, opts *metainternalversi
 	if err := out.conn.rc.Flush(); err != nil { // the status line now: clients wait for it
 		return nil
 	}
-	if err := s.pump(ctx, sub, notify, out); err != nil {
+	if err := s.pump(c.Request().Context(), sub, notify, out, life); err != nil {
 		s.log.Debug("watch ended", "resource", t.res.Name, "err", err)
 	}
 	return nil
@@ -162,6 +160,16 @@ func (w *kubeWatchWriter) write(m *cache.Message) error {
 		w.delivery.add(m)
 	}
 	return nil
+}
+
+// end ends the watch: at its timeout with nothing more, as the API server
+// does (the client watches again from its last resourceVersion); when the
+// token is no longer valid, with an ERROR event carrying the Status.
+func (w *kubeWatchWriter) end(why error, _ position) error {
+	if !errors.Is(why, errLifetimeOver) {
+		w.status(kubeStatus(why))
+	}
+	return w.flush()
 }
 
 // bookmark writes a BOOKMARK: an object with only its kind, apiVersion

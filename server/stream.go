@@ -50,6 +50,17 @@ type StreamOptions struct {
 	// that. Zero writes every event as soon as it is there. At most
 	// MaxCoalesce.
 	Coalesce time.Duration
+	// MaxLifetime bounds how long a stream stays open: each ends at random
+	// between half of it and it (as the API server ends watches after 30
+	// to 60 minutes), so that revoked access and clients' reconnections
+	// come round spread out. A WebSocket or SSE stream ends with a BOOKMARK
+	// carrying its position, to resume from without loss. Default 1h.
+	MaxLifetime time.Duration
+	// Recheck is how often an open stream's bearer token is reviewed again
+	// (through the authenticator's cache); a token no longer valid ends the
+	// stream. Default 10s, as long as TokenReview's cache keeps a valid
+	// token.
+	Recheck time.Duration
 }
 
 // MaxCoalesce bounds StreamOptions.Coalesce: a stream that waits does not
@@ -61,6 +72,9 @@ const (
 	MaxCoalesce     = time.Second
 	DefaultCoalesce = 20 * time.Millisecond
 )
+
+// DefaultMaxLifetime is StreamOptions.MaxLifetime's default.
+const DefaultMaxLifetime = time.Hour
 
 func (o StreamOptions) withDefaults() StreamOptions {
 	if o.MaxSubscribers <= 0 {
@@ -82,6 +96,12 @@ func (o StreamOptions) withDefaults() StreamOptions {
 		o.WriteTimeout = 10 * time.Second
 	}
 	o.Coalesce = min(max(o.Coalesce, 0), MaxCoalesce)
+	if o.MaxLifetime <= 0 {
+		o.MaxLifetime = DefaultMaxLifetime
+	}
+	if o.Recheck <= 0 {
+		o.Recheck = 10 * time.Second
+	}
 	return o
 }
 

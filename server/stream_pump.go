@@ -24,14 +24,20 @@ type messageWriter interface {
 	flush() error
 	// release drops the batch.
 	release()
+	// end writes what ends a stream whose life is over (why is
+	// errLifetimeOver, or the token no longer valid) and flushes; pos is
+	// where the client would resume.
+	end(why error, pos position) error
 }
 
-// pump writes the subscription's messages until it ends, the client goes
-// away or the server shuts down: the one loop of every stream on a plain
-// HTTP response. It takes what is queued, writes it as one batch, then
-// waits for more, holding the next batch back by the pacer's interval.
-func (s *Server) pump(ctx context.Context, sub *cache.Subscription, notify <-chan struct{}, out messageWriter) error {
+// pump writes the subscription's messages until it ends, its life is
+// over, the client goes away or the server shuts down: the one loop of
+// every stream on a plain HTTP response. It takes what is queued, writes
+// it as one batch, then waits for more, holding the next batch back by the
+// pacer's interval.
+func (s *Server) pump(ctx context.Context, sub *cache.Subscription, notify <-chan struct{}, out messageWriter, life *streamLife) error {
 	pace := newPacer(s.streams.opts.Coalesce)
+	var pos position
 	for {
 		pace.hold()
 		wrote := false
@@ -45,6 +51,7 @@ func (s *Server) pump(ctx context.Context, sub *cache.Subscription, notify <-cha
 				out.release()
 				return err
 			}
+			pos.follow(&m)
 			if m.Terminal() {
 				return out.flush()
 			}
@@ -64,6 +71,8 @@ func (s *Server) pump(ctx context.Context, sub *cache.Subscription, notify <-cha
 			return nil
 		case <-s.streams.ctx.Done():
 			return nil
+		case <-life.ended:
+			return out.end(life.why, pos)
 		case <-notify:
 		}
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"io"
 	"net/http"
 	"time"
@@ -35,7 +36,9 @@ func (s *Server) watchSSE(c echo.Context, resource string, q cache.WatchQuery) e
 	w.WriteHeader(http.StatusOK)
 	out := &sseWriter{s.newBatch(w, s.metrics.deliverySSE)}
 	defer out.conn.rc.SetWriteDeadline(time.Time{}) // the connection may serve another request
-	if err := s.pump(c.Request().Context(), sub, notify, out); err != nil {
+	life := s.startLife(c, 0, nil)
+	defer life.stop()
+	if err := s.pump(c.Request().Context(), sub, notify, out, life); err != nil {
 		s.log.Debug("event stream ended", "resource", resource, "err", err)
 	}
 	return nil
@@ -65,6 +68,29 @@ func (w *sseWriter) write(m *cache.Message) error {
 	}
 	w.delivery.add(m)
 	return nil
+}
+
+// end closes the stream with its position when its lifetime is over (an
+// EventSource reconnects by itself, with that position as Last-Event-ID),
+// or with an ERROR event when the token is no longer valid (the
+// EventSource's reconnection is then refused).
+func (w *sseWriter) end(why error, pos position) error {
+	if errors.Is(why, errLifetimeOver) {
+		if m, ok := pos.bookmark(); ok {
+			if err := w.write(&m); err != nil {
+				w.release()
+				return err
+			}
+		}
+		return w.flush()
+	}
+	w.begin()
+	w.bw.WriteString("event: ")
+	w.bw.WriteString(string(cache.StreamError))
+	w.bw.WriteString("\ndata: ")
+	w.bw.Write(errorMessage("", why))
+	w.bw.WriteString("\n\n")
+	return w.flush()
 }
 
 // sseData keeps a message on "data:" lines: a line break (only possible as

@@ -99,7 +99,7 @@ func (s *Server) openSocket(c echo.Context, header http.Header, mux bool, notify
 		frames: frameWriter{conn: conn.NetConn(), timeout: s.streams.opts.WriteTimeout,
 			delivery: deliveryTimer{obs: s.metrics.deliveryWS}},
 		pace: newPacer(s.streams.opts.Coalesce), wake: notify, cmds: make(chan *clientCmd, maxCommandsPerWake), pings: make(chan string, 1),
-		done: make(chan struct{}), access: s.streamAccess(c),
+		done: make(chan struct{}), access: s.streamAccess(c), life: s.startLife(c, 0, notify),
 	}, nil
 }
 
@@ -128,12 +128,14 @@ type wsConn struct {
 	subs    []*wsSub              // served round-robin, in this order
 	peer    *websocket.CloseError // set by the reader before it closes cmds
 	access  *access               // the caller's, when authorizing; used by the reader
+	life    *streamLife           // ends the socket: token revoked, lifetime over
 }
 
 type wsSub struct {
 	id  string
 	sub *cache.Subscription
-	tag []byte // `{"id":"…",` on the multiplexed socket
+	tag []byte   // `{"id":"…",` on the multiplexed socket
+	pos position // where the client would resume
 }
 
 // clientCmd is one message from the reader: parsed, or why it is not.

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -41,6 +42,7 @@ func (w *wsConn) writer() {
 		}
 	}
 	ping.Stop()
+	w.life.stop()
 	for len(w.subs) > 0 {
 		w.removeAt(len(w.subs) - 1)
 	}
@@ -89,6 +91,9 @@ func (w *wsConn) act(ping *time.Timer) (open bool, err error) {
 	}
 	if len(w.cmds) > 0 {
 		signal(w.wake) // come back for them after the subscriptions
+	}
+	if why := w.life.over(); why != nil {
+		return false, w.endLife(why)
 	}
 	select {
 	case data := <-w.pings:
@@ -163,6 +168,7 @@ func (w *wsConn) drainOne(ws *wsSub) (full, ended bool, err error) {
 		if err := w.frames.add(&m, ws.tag); err != nil {
 			return false, false, err
 		}
+		ws.pos.follow(&m)
 		if m.Terminal() {
 			return false, true, nil
 		}
@@ -182,6 +188,9 @@ func (w *wsConn) sendRaw(b []byte) error {
 // anything wrong with the message is answered with an ERROR message.
 func (w *wsConn) handle(cmd *clientCmd) error {
 	if cmd.err != nil {
+		if errors.Is(cmd.err, errTokenRevoked) {
+			w.life.end(cmd.err) // once the refusal is sent
+		}
 		return w.sendRaw(errorMessage(cmd.msg.ID, cmd.err))
 	}
 	m := cmd.msg
@@ -217,6 +226,34 @@ func (w *wsConn) subscribe(m clientMessage, namespaces []string) error {
 		return err
 	}
 	w.add(m.ID, sub)
+	return nil
+}
+
+// endLife closes the socket before its client leaves. At the end of its
+// lifetime each subscription that has a position is sent it, as a
+// BOOKMARK after everything written so far, so that the client resumes
+// from there without loss; a token no longer valid closes it with 1008
+// (policy violation) and the reason.
+func (w *wsConn) endLife(why error) error {
+	if !errors.Is(why, errLifetimeOver) {
+		code := websocket.ClosePolicyViolation
+		if errorStatus(why).Code != http.StatusUnauthorized {
+			code = websocket.CloseTryAgainLater
+		}
+		w.closeWith(code, errorStatus(why).Message)
+		return nil
+	}
+	for _, ws := range w.subs {
+		if m, ok := ws.pos.bookmark(); ok {
+			if err := w.frames.add(&m, ws.tag); err != nil {
+				return err
+			}
+		}
+	}
+	if err := w.frames.flush(); err != nil {
+		return err
+	}
+	w.closeWith(websocket.CloseGoingAway, "stream lifetime over: resume from the last resourceVersion")
 	return nil
 }
 

@@ -42,6 +42,8 @@ type Config struct {
 	// --stream-coalesce: after writing events to a stream, wait this long
 	// so that the events arriving meanwhile share one write
 	StreamCoalesce time.Duration
+	// --stream-max-lifetime: a stream ends, resumable, between half this and this
+	StreamMaxLifetime time.Duration
 	// --ip-history: how long who held an address is kept for ?at= (0: off)
 	IPHistory time.Duration
 	// --ip-history-skew: how near a change a moment is answered as a boundary
@@ -107,23 +109,24 @@ type fileConfig struct {
 
 // envNames maps flags to the environment variables that back them.
 var envNames = map[string]string{
-	"kubeconfig":         "KUBECONFIG",
-	"context":            "KUBEINDEX_CONTEXT",
-	"listen":             "KUBEINDEX_LISTEN",
-	"config":             "KUBEINDEX_CONFIG",
-	"demo":               "KUBEINDEX_DEMO",
-	"resources":          "KUBEINDEX_RESOURCES",
-	"stale-after":        "KUBEINDEX_STALE_AFTER",
-	"watch-idle-timeout": "KUBEINDEX_WATCH_IDLE_TIMEOUT",
-	"api-compression":    "KUBEINDEX_API_COMPRESSION",
-	"api-http2":          "KUBEINDEX_API_HTTP2",
-	"stream-coalesce":    "KUBEINDEX_STREAM_COALESCE",
-	"ip-history":         "KUBEINDEX_IP_HISTORY",
-	"ip-history-skew":    "KUBEINDEX_IP_HISTORY_SKEW",
-	"ip-history-max":     "KUBEINDEX_IP_HISTORY_MAX",
-	"ip-history-dir":     "KUBEINDEX_IP_HISTORY_DIR",
-	"log-level":          "KUBEINDEX_LOG_LEVEL",
-	"log-format":         "KUBEINDEX_LOG_FORMAT",
+	"kubeconfig":          "KUBECONFIG",
+	"context":             "KUBEINDEX_CONTEXT",
+	"listen":              "KUBEINDEX_LISTEN",
+	"config":              "KUBEINDEX_CONFIG",
+	"demo":                "KUBEINDEX_DEMO",
+	"resources":           "KUBEINDEX_RESOURCES",
+	"stale-after":         "KUBEINDEX_STALE_AFTER",
+	"watch-idle-timeout":  "KUBEINDEX_WATCH_IDLE_TIMEOUT",
+	"api-compression":     "KUBEINDEX_API_COMPRESSION",
+	"api-http2":           "KUBEINDEX_API_HTTP2",
+	"stream-coalesce":     "KUBEINDEX_STREAM_COALESCE",
+	"stream-max-lifetime": "KUBEINDEX_STREAM_MAX_LIFETIME",
+	"ip-history":          "KUBEINDEX_IP_HISTORY",
+	"ip-history-skew":     "KUBEINDEX_IP_HISTORY_SKEW",
+	"ip-history-max":      "KUBEINDEX_IP_HISTORY_MAX",
+	"ip-history-dir":      "KUBEINDEX_IP_HISTORY_DIR",
+	"log-level":           "KUBEINDEX_LOG_LEVEL",
+	"log-format":          "KUBEINDEX_LOG_FORMAT",
 
 	"auth":                         "KUBEINDEX_AUTH",
 	"token-file":                   "KUBEINDEX_TOKEN_FILE",
@@ -159,6 +162,7 @@ func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 	fs.BoolVar(&cfg.APIHTTP2, "api-http2", false, "speak HTTP/2 to the API server (one connection for every watch) instead of HTTP/1.1 (a connection per watch; far less CPU for large lists)")
 	fs.BoolVar(&cfg.APICompression, "api-compression", false, "ask the API server to gzip list responses: less traffic, much more CPU on both sides (for slow links to a remote cluster)")
 	fs.DurationVar(&cfg.StreamCoalesce, "stream-coalesce", server.DefaultCoalesce, "after writing events to a stream, wait this long so that events arriving meanwhile go out in one write (the first event after a quiet spell is never held); 0 to 1s, 0 writes each at once")
+	fs.DurationVar(&cfg.StreamMaxLifetime, "stream-max-lifetime", server.DefaultMaxLifetime, "a stream (WebSocket, SSE, /k8s watch) ends at random between half this and this, as the API server ends watches after 30 to 60 min; WebSocket and SSE streams end with a BOOKMARK of their position to resume from without loss; at least 1m")
 	fs.DurationVar(&cfg.IPHistory, "ip-history", time.Hour, "how long the history of who held each address (pods, Services, nodes) is kept, for lookups ?at= a moment; 0 turns it off")
 	fs.DurationVar(&cfg.IPHistorySkew, "ip-history-skew", 2*time.Second, "a moment this near a change of owner is answered as a boundary, with the owners on both sides")
 	fs.IntVar(&cfg.IPHistoryMax, "ip-history-max", 1_000_000, "the most ownership intervals kept (about 200 bytes each); beyond it the oldest go and the history starts later")
@@ -290,6 +294,9 @@ func (cfg *Config) Validate() error {
 	}
 	if cfg.StreamCoalesce < 0 || cfg.StreamCoalesce > server.MaxCoalesce {
 		errs = append(errs, fmt.Errorf("--stream-coalesce must be between 0 and %s, got %s", server.MaxCoalesce, cfg.StreamCoalesce))
+	}
+	if cfg.StreamMaxLifetime < time.Minute {
+		errs = append(errs, fmt.Errorf("--stream-max-lifetime must be at least 1m, got %s", cfg.StreamMaxLifetime))
 	}
 	if cfg.WatchIdle < time.Second {
 		errs = append(errs, fmt.Errorf("--watch-idle-timeout must be at least 1s, got %s", cfg.WatchIdle))

@@ -70,7 +70,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	srv := server.New(c, server.Options{Simulated: cfg.Demo, Logger: log,
-		Auth: authOpts, Hosts: cfg.Security.hosts(cfg.Demo), Limits: cfg.Security.limits(), Streams: server.StreamOptions{Coalesce: cfg.StreamCoalesce},
+		Auth: authOpts, Hosts: cfg.Security.hosts(cfg.Demo), Limits: cfg.Security.limits(), Streams: server.StreamOptions{Coalesce: cfg.StreamCoalesce, MaxLifetime: cfg.StreamMaxLifetime},
 		KubeVersion: kubeVersion})
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
