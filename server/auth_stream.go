@@ -2,6 +2,8 @@ package server
 
 import (
 	"github.com/labstack/echo/v4"
+
+	"github.com/kubeindex/kubeindex/cache"
 )
 
 // streamAccess is the caller's access for the life of a multiplexed
@@ -19,6 +21,14 @@ func (s *Server) streamAccess(c echo.Context) *access {
 // other subscriptions' events). A refusal becomes the ERROR answer to
 // the message (403 Forbidden); an allowed one carries its namespace scope.
 func (w *wsConn) authorize(cmd clientCmd) clientCmd {
+	if cmd.err == nil && cmd.msg.Op == "subscribe" && cmd.msg.Resource == cache.AddressStream {
+		q := addressWatchQuery(cmd.msg.Kinds, cmd.msg.Node, cmd.msg.ResourceVersion)
+		if w.access != nil {
+			cmd.err = w.access.restrictAddresses(&q)
+		}
+		cmd.addresses = &q
+		return cmd
+	}
 	if w.access == nil || cmd.err != nil || cmd.msg.Op != "subscribe" {
 		return cmd
 	}
