@@ -267,3 +267,34 @@ func TestAddressOwnerEncoding(t *testing.T) {
 		}
 	}
 }
+
+// TestAddressStreamSlowConsumerIsEnded: given a subscriber that does not
+// read, when more changes come than its queue holds, then it is ended
+// with RESYNC_REQUIRED (counted in the stream's statistics) and nobody
+// waits for it.
+func TestAddressStreamSlowConsumerIsEnded(t *testing.T) {
+	f := cachetest.Start(t, cachetest.DefaultSpecs()...)
+	slow := watchAddresses(t, f.Cache, cache.AddressWatchQuery{QueueSize: 2})
+	fast := watchAddresses(t, f.Cache, cache.AddressWatchQuery{})
+	for i := range 4 {
+		if err := f.Sim.Apply("pods", reusePod(fmt.Sprintf("s%d", i), fmt.Sprintf("10.250.2.%d", i), "node-1")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fast.until("the four pods", func() bool { return fast.owners["10.250.2.3"] != "" })
+	stats := func() cache.StreamStats {
+		all := f.Cache.StreamStats()
+		return all[len(all)-1]
+	}
+	cachetest.Eventually(t, "the slow subscriber is dropped", func() bool { return stats().Dropped == 1 })
+	if st := stats(); st.Resource != cache.AddressStream || st.Subscribers != 1 {
+		t.Errorf("stream statistics %+v; expect %s with the one subscriber left", st, cache.AddressStream)
+	}
+	slow.drain()
+	if !strings.Contains(slow.ended, "overflowed") {
+		t.Errorf("the slow subscriber's end: %q; expect RESYNC_REQUIRED for its overflow", slow.ended)
+	}
+	if m, ok := slow.sub.Next(); ok {
+		t.Errorf("a message after RESYNC_REQUIRED: %+v", m)
+	}
+}
