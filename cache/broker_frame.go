@@ -67,7 +67,8 @@ func (d Diff) Validate() error {
 // Message is one message of a subscription. Its JSON (WriteTo) is, for
 // events, {"type","resourceVersion","object"[,"patch"]}; for SYNCED and
 // BOOKMARK, {"type","resourceVersion"}; for RESYNC_REQUIRED,
-// {"type","reason"}.
+// {"type","reason"}. The address stream's messages (WatchAddresses) are
+// encoded whole by it.
 type Message struct {
 	Type MessageType
 	// ResourceVersion is the stream position to resume after this message:
