@@ -53,12 +53,16 @@ type StreamStats struct {
 }
 
 // StreamStats returns every resource's broker statistics, in configuration
-// order. Safe for concurrent use.
+// order, then the address stream's (named AddressStream) when it exists.
+// Safe for concurrent use.
 func (c *Cache) StreamStats() []StreamStats {
 	out := make([]StreamStats, len(c.resources))
 	for i, r := range c.resources {
 		out[i] = r.broker.stats()
 		out[i].Resource = r.res.Name
+	}
+	if c.mirror != nil {
+		out = append(out, c.mirror.stats())
 	}
 	return out
 }

@@ -67,7 +67,8 @@ func (d Diff) Validate() error {
 // Message is one message of a subscription. Its JSON (WriteTo) is, for
 // events, {"type","resourceVersion","object"[,"patch"]}; for SYNCED and
 // BOOKMARK, {"type","resourceVersion"}; for RESYNC_REQUIRED,
-// {"type","reason"}.
+// {"type","reason"}. The address stream's messages (WatchAddresses) are
+// encoded whole by it.
 type Message struct {
 	Type MessageType
 	// ResourceVersion is the stream position to resume after this message:
@@ -81,6 +82,10 @@ type Message struct {
 	ev   *event
 	diff Diff
 	live bool // an event taken from the queue as it happened
+	// raw is a whole message encoded by its stream (the address stream's),
+	// and pub when its live change was published.
+	raw []byte
+	pub time.Time
 }
 
 // Snapshot reports whether m is an item of the initial snapshot. A stream
@@ -93,10 +98,13 @@ func (m *Message) Snapshot() bool { return m.obj != nil }
 // asked for them), bookmarks and control messages. It times how long an
 // event takes to reach a subscriber.
 func (m *Message) Published() (at time.Time, ok bool) {
-	if !m.live || m.ev == nil {
+	switch {
+	case !m.live:
 		return time.Time{}, false
+	case m.ev != nil:
+		return m.ev.at, true
 	}
-	return m.ev.at, true
+	return m.pub, !m.pub.IsZero()
 }
 
 // Terminal reports whether the subscription ends with m.
@@ -145,6 +153,8 @@ func (m *Message) AppendTo(dst []byte) []byte {
 // every subscriber and must not be modified.
 func (m *Message) parts() [3][]byte {
 	switch {
+	case m.raw != nil:
+		return [3][]byte{m.raw}
 	case m.ev != nil:
 		as := EventType(m.Type)
 		return [3][]byte{m.ev.head(as), m.ev.obj.raw, m.ev.tail(as, m.diff)}

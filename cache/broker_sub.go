@@ -49,6 +49,10 @@ type WatchQuery struct {
 // Next must be called from one goroutine at a time; Close is safe from any
 // goroutine and may be called more than once.
 type Subscription struct {
+	// addr, when set, is an address stream's (WatchAddresses): it serves
+	// Next, Close and Queued, and the fields below are unused.
+	addr *addrSub
+
 	b      *broker
 	filter *filter
 	diff   Diff
@@ -250,6 +254,9 @@ func (s *Subscription) signal() {
 // false when there is none yet (wait for notify) or after the terminal
 // RESYNC_REQUIRED.
 func (s *Subscription) Next() (m Message, ok bool) {
+	if s.addr != nil {
+		return s.addr.next()
+	}
 	if s.done {
 		return Message{}, false
 	}
@@ -315,10 +322,19 @@ func (s *Subscription) Expired() (oldest uint64, ok bool) {
 
 // Queued returns how many events wait in the queue, and its bound
 // (WatchQuery.QueueSize). Safe for concurrent use.
-func (s *Subscription) Queued() (n, capacity int) { return s.queue.len(), s.queue.limit }
+func (s *Subscription) Queued() (n, capacity int) {
+	if s.addr != nil {
+		return s.addr.queued(), s.addr.limit
+	}
+	return s.queue.len(), s.queue.limit
+}
 
 // Close unsubscribes. Messages already queued stay readable with Next.
 func (s *Subscription) Close() {
+	if s.addr != nil {
+		s.addr.close()
+		return
+	}
 	s.closed.Store(true) // if it has not joined the fan-out yet, it never will
 	s.b.fmu.Lock()
 	delete(s.b.subs, s)

@@ -31,6 +31,9 @@ type Cache struct {
 	byName    map[string]*resourceCache
 	started   atomic.Bool
 	history   *ipHistory // nil when IPHistoryOptions.Off
+	// mirror serves the address stream; nil when no pods, Services or
+	// nodes are cached.
+	mirror *addrMirror
 }
 
 // resourceCache is one resource: its informers and their bookkeeping.
@@ -84,6 +87,11 @@ func New(cfg *rest.Config, resources []Configured, opts Options) (*Cache, error)
 			if err := c.history.openStore(dir); err != nil {
 				return nil, err
 			}
+		}
+	}
+	for _, rc := range resources {
+		if ownerKind(rc.Resource) != "" && c.mirror == nil {
+			c.mirror = newAddrMirror(opts.Now, opts.Streams)
 		}
 	}
 	for _, rc := range resources {
@@ -169,6 +177,9 @@ func (c *Cache) Start(ctx context.Context) error {
 				c.history.reconcile()
 			}
 		})
+	}
+	if c.mirror != nil {
+		wg.Go(func() { c.mirror.run(ctx) })
 	}
 	for _, r := range c.resources {
 		wg.Go(func() { r.broker.run(ctx) })

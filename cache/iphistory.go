@@ -174,6 +174,8 @@ type holding struct {
 	// its addresses (creation or start), and since says which.
 	begin int64
 	since string
+	// node is a pod's node, for the address stream's node filter.
+	node string
 }
 
 // holdingOf reads what o holds: a pod its podIPs while it has not
@@ -183,7 +185,7 @@ func holdingOf(kind string, o *Object, initial bool) holding {
 	switch kind {
 	case "pods":
 		p := summarisePod(o)
-		h.who.hostNetwork = p.HostNetwork
+		h.who.hostNetwork, h.node = p.HostNetwork, p.NodeName
 		if p.Active {
 			for _, ip := range indexers.PodIPsOf(o.doc("status")) {
 				h.held = append(h.held, indexers.Held{IP: ip, Role: indexers.RolePodIP})

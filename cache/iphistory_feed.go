@@ -8,24 +8,33 @@ import (
 	"github.com/kubeindex/kubeindex/internal/jsonscan"
 )
 
-// ipFeed is what a shard's one event handler tells the address history.
-// A nil feed does nothing: resources that hold no addresses, or no history.
+// ipFeed is what a shard's one event handler tells the address history
+// and the address stream's mirror. A nil feed does nothing: resources that
+// hold no addresses.
 type ipFeed struct {
 	kind    string
-	history *ipHistory
+	history *ipHistory // nil: no history
+	mirror  *addrMirror
 }
 
 func (c *Cache) ipFeed(r Resource) *ipFeed {
 	kind := ownerKind(r)
-	if kind == "" || c.history == nil {
+	if kind == "" {
 		return nil
 	}
-	return &ipFeed{kind: kind, history: c.history}
+	return &ipFeed{kind: kind, history: c.history, mirror: c.mirror}
+}
+
+func (f *ipFeed) observe(h holding) {
+	if f.history != nil {
+		f.history.observe(h)
+	}
+	f.mirror.observe(h)
 }
 
 func (f *ipFeed) add(obj any, initial bool) {
 	if o, ok := obj.(*Object); ok && f != nil {
-		f.history.observe(holdingOf(f.kind, o, initial))
+		f.observe(holdingOf(f.kind, o, initial))
 	}
 }
 
@@ -43,7 +52,7 @@ func (f *ipFeed) update(old, cur any) {
 	if prev, ok := old.(*Object); ok && prev.uid != o.uid {
 		f.remove(prev)
 	}
-	f.history.observe(holdingOf(f.kind, o, false))
+	f.observe(holdingOf(f.kind, o, false))
 }
 
 func (f *ipFeed) remove(obj any) {
@@ -54,7 +63,7 @@ func (f *ipFeed) remove(obj any) {
 		obj = d.Obj
 	}
 	if o, ok := obj.(*Object); ok {
-		f.history.observe(holding{who: ipOwner{kind: kindNames[f.kind], namespace: o.namespace, name: o.name, uid: o.uid}})
+		f.observe(holding{who: ipOwner{kind: kindNames[f.kind], namespace: o.namespace, name: o.name, uid: o.uid}})
 	}
 }
 

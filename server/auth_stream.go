@@ -2,6 +2,8 @@ package server
 
 import (
 	"github.com/labstack/echo/v4"
+
+	"github.com/kubeindex/kubeindex/cache"
 )
 
 // streamAccess is the caller's access for the life of a multiplexed
@@ -24,7 +26,18 @@ func (w *wsConn) authorize(cmd clientCmd) clientCmd {
 	if cmd.err != nil || cmd.msg.Op != "subscribe" {
 		return cmd
 	}
-	if cmd.err = w.life.authenticate(w.hub.ctx); cmd.err != nil || w.access == nil {
+	if cmd.err = w.life.authenticate(w.hub.ctx); cmd.err != nil {
+		return cmd
+	}
+	if cmd.msg.Resource == cache.AddressStream {
+		q := addressWatchQuery(cmd.msg.Kinds, cmd.msg.Node, cmd.msg.ResourceVersion)
+		if w.access != nil {
+			cmd.err = w.access.restrictAddresses(&q)
+		}
+		cmd.addresses = &q
+		return cmd
+	}
+	if w.access == nil {
 		return cmd
 	}
 	q, err := cmd.msg.watchQuery()

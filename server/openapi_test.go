@@ -217,6 +217,7 @@ func TestResponsesMatchTheSpec(t *testing.T) {
 		{"/api/v1/{resource}/{namespace}/{name}", "/api/v1/pods/kube-system/nope", synced, 404, false},
 		{"/api/v1/{resource}/{namespace}/{name}", "/api/v1/pods/a/b", unsynced, 503, false},
 		{"/api/v1/stream", "/api/v1/stream", synced, 400, false},
+		{"/api/v1/ip:watch", "/api/v1/ip:watch", synced, 400, false},
 		{"/k8s/version", "/k8s/version", synced, 200, false},
 		{"/k8s/api", "/k8s/api", synced, 200, false},
 		{"/k8s/api/v1", "/k8s/api/v1", synced, 200, false},
@@ -244,6 +245,11 @@ func TestResponsesMatchTheSpec(t *testing.T) {
 		"GET /api/v1/stream Switching Protocols": true,
 		"GET /api/v1/stream Forbidden":           true,
 		"GET /api/v1/stream Service Unavailable": true,
+		// stream_ip_test.go: the streams themselves, and refusals only a stream request meets
+		"GET /api/v1/ip:watch Switching Protocols": true,
+		"GET /api/v1/ip:watch OK":                  true,
+		"GET /api/v1/ip:watch Not Found":           true,
+		"GET /api/v1/ip:watch Service Unavailable": true,
 		// authorization unreachable: auth_test.go switches the API server off
 		"GET /api/v1/resources Service Unavailable":            true,
 		"GET /api/v1/resources/{resource} Service Unavailable": true,

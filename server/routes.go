@@ -96,6 +96,8 @@ func (s *Server) table() []*route {
 		rest("/api/v1/ip/:ip", resourceFreshness, "Who has (or had) this IP: pods, Services, nodes; now or at a moment; a port picks among hostNetwork pods.", s.lookupIP),
 		{method: http.MethodPost, path: `/api/v1/ip\:lookup`, kind: restKind, authz: byHandler, freshness: cacheFreshness, maxBody: maxBatchBody,
 			summary: "Many IP lookups in one request (read-only): answers in order, JSON or NDJSON.", handler: s.lookupIPBatch},
+		{method: http.MethodGet, path: `/api/v1/ip\:watch`, kind: streamKind, authz: byHandler, freshness: cacheFreshness,
+			summary: "Who holds each address: a snapshot, SYNCED, then every change of an address's owners, resumable; WebSocket or SSE.", handler: s.watchAddresses},
 		{method: http.MethodGet, path: "/api/v1/stream", kind: streamKind, authz: byHandler,
 			summary: "One WebSocket multiplexing subscriptions to several resources.", handler: s.stream},
 		{method: http.MethodGet, path: "/api/v1/:resource", kind: watchableKind, authz: byHandler, freshness: resourceFreshness,

@@ -114,6 +114,6 @@ func TestRouteFactsDecideLatencySamples(t *testing.T) {
 // default test cluster, or at least parse.
 func samplePath(path string) string {
 	r := strings.NewReplacer(":resource", "pods", ":namespace", "kube-system", ":name", "kube-proxy-zhstf",
-		":index", "node", ":ip", "10.0.0.12", ":file", "app.js")
+		":index", "node", ":ip", "10.0.0.12", ":file", "app.js", `\:`, ":")
 	return r.Replace(path)
 }

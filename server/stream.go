@@ -175,12 +175,18 @@ func newStreamHub(o StreamOptions) *streamHub {
 // subscribe opens a subscription within the server's bound on them. Every
 // subscription it returns must end with unsubscribe, which frees its slot.
 func (h *streamHub) subscribe(r Reader, resource string, q cache.WatchQuery, notify chan<- struct{}) (*cache.Subscription, error) {
+	return h.admit(func() (*cache.Subscription, error) { return r.Watch(resource, q, notify) })
+}
+
+// admit opens a subscription with open (a resource's, or the address
+// stream's) within the bound; see subscribe.
+func (h *streamHub) admit(open func() (*cache.Subscription, error)) (*cache.Subscription, error) {
 	if h.subscribers.Add(1) > int64(h.opts.MaxSubscribers) {
 		h.subscribers.Add(-1)
 		return nil, echo.NewHTTPError(http.StatusTooManyRequests,
 			fmt.Sprintf("the server has its maximum of %d stream subscriptions; try again later", h.opts.MaxSubscribers))
 	}
-	sub, err := r.Watch(resource, q, notify)
+	sub, err := open()
 	if err != nil {
 		h.subscribers.Add(-1)
 		return nil, err

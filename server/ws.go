@@ -142,7 +142,8 @@ type wsSub struct {
 type clientCmd struct {
 	msg        clientMessage
 	err        error
-	namespaces []string // a subscribe's authorized scope (cache.WatchQuery.Namespaces)
+	namespaces []string                 // a subscribe's authorized scope (cache.WatchQuery.Namespaces)
+	addresses  *cache.AddressWatchQuery // an address stream's subscribe, authorized
 }
 
 func (w *wsConn) add(id string, sub *cache.Subscription) {

@@ -20,7 +20,11 @@ import (
 //
 //	{"op":"subscribe","id":"t1","resource":"pods","namespace":"ns","labelSelector":"app=web",
 //	 "index":"node","value":"node-1","resourceVersion":"123","snapshot":true,"diff":"merge"}
+//	{"op":"subscribe","id":"a1","resource":"ip:watch","kinds":"pods,nodes","node":"node-1","resourceVersion":"…"}
 //	{"op":"unsubscribe","id":"t1"}
+//
+// The resource cache.AddressStream is the address stream (stream_ip.go),
+// whose own fields are kinds and node.
 type clientMessage struct {
 	Op              string `json:"op"`
 	ID              string `json:"id"`
@@ -32,11 +36,13 @@ type clientMessage struct {
 	ResourceVersion string `json:"resourceVersion"`
 	Snapshot        *bool  `json:"snapshot"`
 	Diff            string `json:"diff"`
+	Kinds           string `json:"kinds"`
+	Node            string `json:"node"`
 }
 
 const maxIDBytes = 128
 
-var messageFields = []string{"op", "id", "resource", "namespace", "labelSelector", "index", "value", "resourceVersion", "snapshot", "diff"}
+var messageFields = []string{"op", "id", "resource", "namespace", "labelSelector", "index", "value", "resourceVersion", "snapshot", "diff", "kinds", "node"}
 
 // unknownKey returns a member name that is not exactly one of
 // messageFields: encoding/json matches names without regard to case, so a
@@ -86,8 +92,7 @@ func parseClientMessage(data []byte) (clientMessage, error) {
 		if m.Resource == "" {
 			return m, fmt.Errorf("%w: subscribe needs a resource", errBadRequest)
 		}
-		_, err := m.watchQuery()
-		return m, err
+		return m, m.checkStreamFields()
 	case "unsubscribe":
 		if m != (clientMessage{Op: m.Op, ID: m.ID}) {
 			return m, fmt.Errorf("%w: unsubscribe takes only op and id", errBadRequest)
@@ -103,6 +108,23 @@ func (m *clientMessage) watchQuery() (cache.WatchQuery, error) {
 		snapshot = fmt.Sprint(*m.Snapshot)
 	}
 	return watchQuery(m.Namespace, m.LabelSelector, m.Index, m.Value, m.ResourceVersion, snapshot, m.Diff)
+}
+
+// checkStreamFields refuses the fields of the other kind of stream: a
+// resource's filters on the address stream, kinds and node on a resource.
+func (m *clientMessage) checkStreamFields() error {
+	if m.Resource != cache.AddressStream {
+		if m.Kinds != "" || m.Node != "" {
+			return fmt.Errorf("%w: kinds and node are fields of the address stream (resource %q)", errBadRequest, cache.AddressStream)
+		}
+		_, err := m.watchQuery()
+		return err
+	}
+	if m.Namespace != "" || m.LabelSelector != "" || m.Index != "" || m.Value != "" || m.Snapshot != nil || m.Diff != "" {
+		return fmt.Errorf("%w: the address stream (resource %q) takes kinds, node and resourceVersion, "+
+			"not namespace, labelSelector, index, value, snapshot or diff", errBadRequest, cache.AddressStream)
+	}
+	return nil
 }
 
 func validID(id string) bool { return id != "" && len(id) <= maxIDBytes && utf8.ValidString(id) }

@@ -55,6 +55,9 @@ func FuzzParseClientMessage(f *testing.F) {
 		`{"op":"subscribe","id":"t1","resource":"pods","snapshot":"yes"}`,
 		`{"op":"subscribe","id":"\u00e9\ud800","resource":"pods"}`,
 		`{"op":"subscribe","id":"a","ID":"b","resource":"pods"}`,
+		`{"op":"subscribe","id":"a","resource":"ip:watch","kinds":"pods,nodes","node":"node-1","resourceVersion":"x-1"}`,
+		`{"op":"subscribe","id":"a","resource":"ip:watch","diff":"merge"}`,
+		`{"op":"subscribe","id":"a","resource":"pods","kinds":"pods"}`,
 		`[{"op":"subscribe"}]`, `{}`, `{"id":1}`, "\x00",
 	} {
 		f.Add([]byte(s))

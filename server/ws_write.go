@@ -202,6 +202,9 @@ func (w *wsConn) handle(cmd *clientCmd) error {
 		w.removeAt(i)
 		return w.sendRaw(fmt.Appendf(jsonscan.AppendString([]byte(`{"id":`), m.ID), `,"type":"%s"}`, cache.Unsubscribed))
 	}
+	if cmd.addresses != nil {
+		return w.subscribeAddresses(m.ID, *cmd.addresses)
+	}
 	if err := w.subscribe(m, cmd.namespaces); err != nil {
 		return w.sendRaw(errorMessage(m.ID, err))
 	}
@@ -209,12 +212,8 @@ func (w *wsConn) handle(cmd *clientCmd) error {
 }
 
 func (w *wsConn) subscribe(m clientMessage, namespaces []string) error {
-	if w.find(m.ID) >= 0 {
-		return fmt.Errorf("%w: subscription id %q is in use; unsubscribe it first", errBadRequest, m.ID)
-	}
-	if len(w.subs) >= w.opts.MaxSubscriptionsPerSocket {
-		return echo.NewHTTPError(http.StatusTooManyRequests,
-			fmt.Sprintf("this socket has its maximum of %d subscriptions", w.opts.MaxSubscriptionsPerSocket))
+	if err := w.checkNewSubscription(m.ID); err != nil {
+		return err
 	}
 	q, err := m.watchQuery()
 	if err != nil {
@@ -254,6 +253,18 @@ func (w *wsConn) endLife(why error) error {
 		return err
 	}
 	w.closeWith(websocket.CloseGoingAway, "stream lifetime over: resume from the last resourceVersion")
+	return nil
+}
+
+// checkNewSubscription refuses an id in use, or one subscription too many.
+func (w *wsConn) checkNewSubscription(id string) error {
+	if w.find(id) >= 0 {
+		return fmt.Errorf("%w: subscription id %q is in use; unsubscribe it first", errBadRequest, id)
+	}
+	if len(w.subs) >= w.opts.MaxSubscriptionsPerSocket {
+		return echo.NewHTTPError(http.StatusTooManyRequests,
+			fmt.Sprintf("this socket has its maximum of %d subscriptions", w.opts.MaxSubscriptionsPerSocket))
+	}
 	return nil
 }
 

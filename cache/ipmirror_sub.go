@@ -1,0 +1,406 @@
+package cache
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/kubeindex/kubeindex/internal/jsonscan"
+)
+
+// Messages of the address stream (see WatchAddresses).
+const (
+	// Owners is an address and its owners: a snapshot item (no position),
+	// or a change (with its position). No owners: the address is free.
+	Owners MessageType = "OWNERS"
+	// Reset opens a stream whose resume could not be served: forget every
+	// address held; a snapshot follows.
+	Reset MessageType = "RESET"
+)
+
+// AddressWatchQuery selects what an address stream carries.
+type AddressWatchQuery struct {
+	// Kinds keeps owners of these kinds: "pods", "services", "nodes".
+	// Empty: every kind that is cached.
+	Kinds []string
+	// Node keeps, of pods, those on this node and, of nodes, this one:
+	// what a per-node agent needs. Services belong to no node and are kept
+	// (leave them out with Kinds).
+	Node string
+	// Namespaces restricts a namespaced kind ("pods", "services") to these
+	// namespaces: the caller's authorized scope. A kind it does not name
+	// is not restricted.
+	Namespaces map[string][]string
+	// ResourceVersion resumes after a position the stream sent (a change's,
+	// SYNCED's or BOOKMARK's). Empty: start with a snapshot.
+	ResourceVersion string
+	// QueueSize bounds the changes waiting for the consumer (see
+	// WatchQuery.QueueSize). Default DefaultQueueSize.
+	QueueSize int
+}
+
+// WatchAddresses subscribes to the address stream: a snapshot of every
+// address the query's owners hold (one OWNERS message each, by address),
+// SYNCED with the position, then an OWNERS message with its position each
+// time an address's owner set, as the query sees it, changes; owners
+// outside the query never appear, and an address only they hold looks
+// free. Given a position within the retained history, it resumes after
+// it with no snapshot, no gap and no repeat; otherwise it opens with
+// RESET (the reason), then a snapshot. Messages are taken with Next, as
+// from Watch, and a consumer that falls QueueSize changes behind ends
+// with RESYNC_REQUIRED; it may then resume from its last position.
+//
+// It returns ErrUnknownResource when no pods, Services or nodes are
+// cached, ErrInvalid for a bad query, ErrNotSynced before they synced.
+func (c *Cache) WatchAddresses(q AddressWatchQuery, notify chan<- struct{}) (*Subscription, error) {
+	if c.mirror == nil {
+		return nil, fmt.Errorf("%w: the address stream needs pods, services or nodes cached", ErrUnknownResource)
+	}
+	f, err := c.addrFilter(q)
+	if err != nil {
+		return nil, err
+	}
+	var seq uint64
+	ours := false
+	if q.ResourceVersion != "" {
+		if seq, ours, err = c.mirror.parsePosition(q.ResourceVersion); err != nil {
+			return nil, err
+		}
+	}
+	for _, r := range c.resources {
+		if ownerKind(r.res) != "" && !r.synced() {
+			return nil, fmt.Errorf("%s: %w", r.res.Name, ErrNotSynced)
+		}
+	}
+	if q.QueueSize <= 0 {
+		q.QueueSize = DefaultQueueSize
+	}
+	s := &addrSub{m: c.mirror, filter: f, notify: notify, limit: q.QueueSize}
+	c.mirror.subscribe(s, q.ResourceVersion != "", seq, ours)
+	slices.SortFunc(s.snapshot, func(a, b addrItem) int { return strings.Compare(a.ip, b.ip) })
+	return &Subscription{addr: s}, nil
+}
+
+// addrFilter checks q against what is cached.
+func (c *Cache) addrFilter(q AddressWatchQuery) (addrFilter, error) {
+	f := addrFilter{kinds: map[string]bool{}, node: q.Node, namespaces: map[string]map[string]bool{}}
+	cached := []string{}
+	for _, kind := range []string{"pods", "services", "nodes"} {
+		if c.ownerResource(kind) != nil {
+			cached = append(cached, kind)
+		}
+	}
+	kinds := q.Kinds
+	if len(kinds) == 0 {
+		kinds = cached
+	}
+	for _, k := range kinds {
+		if !slices.Contains(cached, k) {
+			if kindNames[k] == "" {
+				return f, fmt.Errorf("%w: kind %q: the kinds that hold addresses are pods, services and nodes", ErrInvalid, k)
+			}
+			return f, fmt.Errorf("%w: kind %q is not cached here (cached: %s)", ErrInvalid, k, strings.Join(cached, ", "))
+		}
+		f.kinds[kindNames[k]] = true
+	}
+	if q.Node != "" {
+		if errs := validation.IsDNS1123Subdomain(q.Node); len(errs) > 0 {
+			return f, fmt.Errorf("%w: node %q is not a node name: %s", ErrInvalid, q.Node, strings.Join(errs, "; "))
+		}
+	}
+	for kind, nss := range q.Namespaces {
+		if kindNames[kind] == "" {
+			return f, fmt.Errorf("%w: namespaces of kind %q", ErrInvalid, kind)
+		}
+		set := map[string]bool{}
+		for _, ns := range nss {
+			set[ns] = true
+		}
+		f.namespaces[kindNames[kind]] = set
+	}
+	return f, nil
+}
+
+// addrFilter is one subscription's view of the owners.
+type addrFilter struct {
+	kinds      map[string]bool            // by AddressOwner.Kind
+	node       string                     // "": any
+	namespaces map[string]map[string]bool // by AddressOwner.Kind; absent: any
+}
+
+func (f *addrFilter) visible(o AddressOwner) bool {
+	if !f.kinds[o.Kind] {
+		return false
+	}
+	if f.node != "" && (o.Kind == "Pod" && o.NodeName != f.node || o.Kind == "Node" && o.Name != f.node) {
+		return false
+	}
+	if ns, ok := f.namespaces[o.Kind]; ok && !ns[o.Namespace] {
+		return false
+	}
+	return true
+}
+
+// view returns the owners f sees; all is set when that is every one
+// (owners itself, not a copy).
+func (f *addrFilter) view(owners []AddressOwner) (seen []AddressOwner, all bool) {
+	n := 0
+	for _, o := range owners {
+		if f.visible(o) {
+			n++
+		}
+	}
+	if n == len(owners) {
+		return owners, true
+	}
+	seen = make([]AddressOwner, 0, n)
+	for _, o := range owners {
+		if f.visible(o) {
+			seen = append(seen, o)
+		}
+	}
+	return seen, false
+}
+
+// route decides whether ev is a change as f sees it, and with which owners.
+func (f *addrFilter) route(ev *addrEvent) (addrDelivery, bool) {
+	cur, all := f.view(ev.cur)
+	old, _ := f.view(ev.old)
+	if slices.Equal(old, cur) {
+		return addrDelivery{}, false
+	}
+	d := addrDelivery{ev: ev}
+	if !all {
+		d.owners, d.filtered = cur, true
+	}
+	return d, true
+}
+
+// addrDelivery is one queued change (with the owners the subscriber sees,
+// when not all of them) or a bookmark.
+type addrDelivery struct {
+	ev       *addrEvent
+	owners   []AddressOwner
+	filtered bool
+	bookmark string // the position, for a bookmark
+}
+
+// addrItem is one address of a snapshot.
+type addrItem struct {
+	ip     string
+	owners []AddressOwner
+}
+
+// addrSub is the address stream's side of a Subscription.
+type addrSub struct {
+	m      *addrMirror
+	filter addrFilter
+	notify chan<- struct{}
+	limit  int
+
+	active    bool // guarded by m.mu: received something since the last bookmark tick
+	endReason atomic.Pointer[string]
+
+	qmu   sync.Mutex
+	queue []addrDelivery
+
+	// Owned by the consumer (next).
+	reset    string
+	snapshot []addrItem
+	replay   []*addrEvent
+	syncPos  string
+	synced   bool
+	done     bool
+}
+
+// subscribe registers s and captures, under the same lock, where its
+// stream starts.
+func (m *addrMirror) subscribe(s *addrSub, resume bool, from uint64, ours bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	defer s.signal()
+	if resume {
+		m.trimLocked()
+		switch {
+		case !ours:
+			s.reset = "the position comes from another or a restarted server"
+		case from > m.seq:
+			s.reset = fmt.Sprintf("the position is ahead of this server's stream (%s)", m.position(m.seq))
+		case from < m.base:
+			s.reset = fmt.Sprintf("the position is older than the retained history (from %s): changes after it are forgotten", m.position(m.base))
+		default:
+			s.replay = slices.Clone(m.history[from-m.base:]) // history[i].seq == base+1+i
+		}
+	}
+	if !resume || s.reset != "" {
+		for ip, owners := range m.owners {
+			if seen, _ := s.filter.view(owners); len(seen) > 0 {
+				s.snapshot = append(s.snapshot, addrItem{ip: ip, owners: seen})
+			}
+		}
+	}
+	s.syncPos = m.position(m.seq)
+	m.subs[s] = struct{}{}
+}
+
+func (s *addrSub) signal() {
+	select {
+	case s.notify <- struct{}{}:
+	default:
+	}
+}
+
+func (s *addrSub) push(d addrDelivery) bool {
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
+	if len(s.queue) >= s.limit {
+		return false
+	}
+	s.queue = append(s.queue, d)
+	return true
+}
+
+func (s *addrSub) pop() (addrDelivery, bool) {
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
+	if len(s.queue) == 0 {
+		return addrDelivery{}, false
+	}
+	d := s.queue[0]
+	s.queue[0] = addrDelivery{}
+	s.queue = s.queue[1:]
+	if len(s.queue) == 0 {
+		s.queue = nil // a lag is over: give its memory back
+	}
+	return d, true
+}
+
+func (s *addrSub) queued() int {
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
+	return len(s.queue)
+}
+
+// backlog counts the queued changes and the size of their messages.
+func (s *addrSub) backlog() (events int, bytes int64) {
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
+	for _, d := range s.queue {
+		if d.ev != nil {
+			events++
+			bytes += int64(len(d.ev.message(s.m)))
+		}
+	}
+	return events, bytes
+}
+
+func (s *addrSub) close() {
+	s.m.mu.Lock()
+	delete(s.m.subs, s)
+	s.m.mu.Unlock()
+}
+
+// next is Subscription.Next for the address stream.
+func (s *addrSub) next() (Message, bool) {
+	if s.done {
+		return Message{}, false
+	}
+	if r := s.endReason.Load(); r != nil {
+		s.done, s.snapshot, s.replay = true, nil, nil
+		return Message{Type: ResyncRequired, Reason: *r}, true
+	}
+	if r := s.reset; r != "" {
+		s.reset = ""
+		raw := jsonscan.AppendString([]byte(`{"type":"`+string(Reset)+`","reason":`), r)
+		return Message{Type: Reset, Reason: r, raw: append(raw, '}')}, true
+	}
+	if len(s.snapshot) > 0 {
+		it := s.snapshot[0]
+		s.snapshot[0] = addrItem{}
+		s.snapshot = s.snapshot[1:]
+		return Message{Type: Owners, raw: appendOwnersMessage(nil, "", it.ip, it.owners)}, true
+	}
+	for len(s.replay) > 0 {
+		ev := s.replay[0]
+		s.replay[0] = nil
+		s.replay = s.replay[1:]
+		if d, ok := s.filter.route(ev); ok {
+			return s.message(d), true
+		}
+	}
+	if !s.synced {
+		s.synced, s.snapshot, s.replay = true, nil, nil
+		return Message{Type: Synced, ResourceVersion: s.syncPos}, true
+	}
+	d, ok := s.pop()
+	if !ok {
+		return Message{}, false
+	}
+	if d.ev == nil {
+		return Message{Type: Bookmark, ResourceVersion: d.bookmark}, true
+	}
+	msg := s.message(d)
+	msg.live, msg.pub = true, d.ev.at
+	return msg, true
+}
+
+func (s *addrSub) message(d addrDelivery) Message {
+	pos := s.m.position(d.ev.seq)
+	raw := d.ev.message(s.m)
+	if d.filtered {
+		raw = appendOwnersMessage(nil, pos, d.ev.ip, d.owners)
+	}
+	return Message{Type: Owners, ResourceVersion: pos, raw: raw}
+}
+
+// message is ev's message with every owner, encoded once.
+func (ev *addrEvent) message(m *addrMirror) []byte {
+	return ev.all.get(func() []byte { return appendOwnersMessage(nil, m.position(ev.seq), ev.ip, ev.cur) })
+}
+
+// appendOwnersMessage appends {"type":"OWNERS"[,"resourceVersion"],"ip","owners"}.
+func appendOwnersMessage(b []byte, pos, ip string, owners []AddressOwner) []byte {
+	b = append(b, `{"type":"`+string(Owners)+`"`...)
+	if pos != "" {
+		b = append(b, `,"resourceVersion":`...)
+		b = jsonscan.AppendString(b, pos)
+	}
+	b = append(b, `,"ip":`...)
+	b = jsonscan.AppendString(b, ip)
+	b = append(b, `,"owners":[`...)
+	for i, o := range owners {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendAddressOwner(b, o)
+	}
+	return append(b, "]}"...)
+}
+
+// appendAddressOwner appends o as encoding/json encodes it.
+func appendAddressOwner(b []byte, o AddressOwner) []byte {
+	b = append(b, `{"kind":`...)
+	b = jsonscan.AppendString(b, o.Kind)
+	if o.Namespace != "" {
+		b = append(b, `,"namespace":`...)
+		b = jsonscan.AppendString(b, o.Namespace)
+	}
+	b = append(b, `,"name":`...)
+	b = jsonscan.AppendString(b, o.Name)
+	b = append(b, `,"uid":`...)
+	b = jsonscan.AppendString(b, o.UID)
+	b = append(b, `,"role":`...)
+	b = jsonscan.AppendString(b, string(o.Role))
+	if o.HostNetwork {
+		b = append(b, `,"hostNetwork":true`...)
+	}
+	if o.NodeName != "" {
+		b = append(b, `,"nodeName":`...)
+		b = jsonscan.AppendString(b, o.NodeName)
+	}
+	return append(b, '}')
+}
