@@ -16,9 +16,12 @@ import (
 // BenchmarkIPFigures measures, side by side in one run and in-process
 // (no network), the IP lookups of issue 15 and prints their ratios:
 // addresses resolved per second by single GETs and by batches of 1,000,
-// and a lookup ?at= a moment against one of now.
+// and a lookup ?at= a moment against one of now. Each sub-benchmark
+// reports the process's CPU per address (cpu-ns/IP, GC included), the
+// figure that holds on a shared machine, where wall time also counts the
+// other processes' turns: IPs/s per core is 1e9 / cpu-ns/IP.
 //
-//	go test -run XXX -bench IPFigures -benchtime 1x ./server
+//	go test -run XXX -bench IPFigures -benchtime 200x -count 3 ./server
 func BenchmarkIPFigures(b *testing.B) {
 	f := cachetest.Start(b, cachetest.DefaultSpecs()...)
 	s := New(f.Cache, Options{Logger: quiet()})
@@ -55,10 +58,17 @@ func BenchmarkIPFigures(b *testing.B) {
 	}
 	body.WriteString(`]}`)
 	batchOf := body.String()
-	var perOp = map[string]float64{} // ns per op of each sub-benchmark
+	perOp, cpuPerIP := map[string]float64{}, map[string]float64{} // ns per op, CPU ns per address
 	run := func(name string, f func(b *testing.B)) {
 		b.Run(name, func(b *testing.B) {
+			before := processCPU()
 			f(b)
+			ips := float64(b.N)
+			if name == "batch1000" {
+				ips *= 1000
+			}
+			cpuPerIP[name] = float64((processCPU() - before).Nanoseconds()) / ips
+			b.ReportMetric(cpuPerIP[name], "cpu-ns/IP")
 			perOp[name] = float64(b.Elapsed().Nanoseconds()) / float64(b.N)
 		})
 	}
@@ -79,7 +89,48 @@ func BenchmarkIPFigures(b *testing.B) {
 			i++
 		}
 	})
-	b.Logf("single GET %.0f IPs/s; batch of 1,000 %.0f IPs/s (%.2f µs/IP): batch/single %.1f×; GET ?at= / GET now %.2f×; cache lookup of now %.0f ns",
+	b.Logf("wall: single GET %.0f IPs/s; batch of 1,000 %.0f IPs/s (%.2f µs/IP): batch/single %.1f×; GET ?at= / GET now %.2f×; cache lookup of now %.0f ns",
 		1e9/perOp["single"], 1000*1e9/perOp["batch1000"], perOp["batch1000"]/1000/1000, 1000*perOp["single"]/perOp["batch1000"],
 		perOp["at"]/perOp["single"], perOp["cacheNow"])
+	b.Logf("CPU: single GET %.0f IPs/s per core; batch of 1,000 %.0f IPs/s per core (%.2f µs/IP): batch/single %.1f×; GET ?at= / GET now %.2f×; cache lookup of now %.0f ns",
+		1e9/cpuPerIP["single"], 1e9/cpuPerIP["batch1000"], cpuPerIP["batch1000"]/1000, cpuPerIP["single"]/cpuPerIP["batch1000"],
+		cpuPerIP["at"]/cpuPerIP["single"], cpuPerIP["cacheNow"])
+}
+
+// BenchmarkIPBatchBody reads the same batch body of 1,000 queries with
+// scanBatch and with encoding/json (decodeBatch), side by side.
+// ARCHITECTURE.md quotes it:
+//
+//	go test -run XXX -bench IPBatchBody -benchtime 2000x ./server
+func BenchmarkIPBatchBody(b *testing.B) {
+	var body strings.Builder
+	body.WriteString(`{"queries":[`)
+	for i := range 1000 {
+		if i > 0 {
+			body.WriteByte(',')
+		}
+		fmt.Fprintf(&body, `{"ip":"10.%d.%d.%d"`, i>>16, i>>8&255, i&255)
+		if i%10 == 0 {
+			body.WriteString(`,"at":1767323045.5,"port":"9100","protocol":"TCP"`)
+		}
+		body.WriteByte('}')
+	}
+	body.WriteString(`]}`)
+	raw := []byte(body.String())
+	b.Run("scan", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, ok := scanBatch(raw); !ok {
+				b.Fatal("declined")
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := decodeBatch(raw); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
