@@ -128,38 +128,78 @@ func (c *Cache) LookupAddress(q IPQuery) (IPLookup, error) {
 	if !q.At.IsZero() {
 		return c.lookupAt(q)
 	}
-	pods, index, podErr := c.podIPIndex()
-	services, nodes := c.ownerResource("services"), c.ownerResource("nodes")
-	first := pods
-	for _, r := range []*resourceCache{services, nodes} {
+	return c.AddressLookups().Lookup(q)
+}
+
+// AddressLookups answers many queries as LookupAddress does, for one
+// batch: which resources answer, whether they have synced and their
+// freshness are read once, when it is made, not per address. Safe for
+// concurrent use; meant to live as long as one request.
+type AddressLookups struct {
+	c                          *Cache
+	pods, services, nodes      *resourceCache
+	index                      string
+	podErr, noneErr, notSynced error
+	out                        IPLookup // the fields every answer starts with
+}
+
+// AddressLookups prepares lookups for one batch (see AddressLookups).
+func (c *Cache) AddressLookups() *AddressLookups {
+	a := &AddressLookups{c: c}
+	a.pods, a.index, a.podErr = c.podIPIndex()
+	a.services, a.nodes = c.ownerResource("services"), c.ownerResource("nodes")
+	first := a.pods
+	for _, r := range []*resourceCache{a.services, a.nodes} {
 		if first == nil {
 			first = r
 		}
 	}
 	if first == nil {
-		return IPLookup{}, fmt.Errorf("%w: IP lookups need pods with an index of type podIP, services or nodes", ErrUnknownIndex)
+		a.noneErr = fmt.Errorf("%w: IP lookups need pods with an index of type podIP, services or nodes", ErrUnknownIndex)
+		return a
 	}
-	out := IPLookup{Resource: first.res, Freshness: first.freshness()}
+	a.out = IPLookup{Resource: first.res, Freshness: first.freshness()}
+	for _, r := range []*resourceCache{a.pods, a.services, a.nodes} {
+		if r != nil && !r.synced() {
+			a.notSynced = fmt.Errorf("%s: %w", r.res.Name, ErrNotSynced)
+			break
+		}
+	}
+	if a.services != nil {
+		a.out.ServiceResource = a.services.res
+	}
+	if a.nodes != nil {
+		a.out.NodeResource = a.nodes.res
+	}
+	return a
+}
+
+// Lookup is LookupAddress(q).
+func (a *AddressLookups) Lookup(q IPQuery) (IPLookup, error) {
+	if !q.At.IsZero() {
+		return a.c.lookupAt(q)
+	}
+	if a.noneErr != nil {
+		return IPLookup{}, a.noneErr
+	}
+	out := IPLookup{Resource: a.out.Resource, Freshness: a.out.Freshness}
 	norm, ok := indexers.NormalizeIP(q.IP)
 	if !ok {
 		return out, fmt.Errorf("%w: %q is not an IPv4 or IPv6 address", ErrInvalid, q.IP)
 	}
 	out.IP = norm
-	for _, r := range []*resourceCache{pods, services, nodes} {
-		if r != nil && !r.synced() {
-			return out, fmt.Errorf("%s: %w", r.res.Name, ErrNotSynced)
-		}
+	if a.notSynced != nil {
+		return out, a.notSynced
 	}
-	if podErr == nil {
-		out.findPods(pods, index)
+	if a.podErr == nil {
+		out.findPods(a.pods, a.index)
 	}
-	if services != nil {
-		out.ServiceResource = services.res
-		out.findServices(services.byOwnerIndex(norm))
+	out.ServiceResource, out.NodeResource = a.out.ServiceResource, a.out.NodeResource
+	if a.services != nil {
+		out.findServices(a.services.byOwnerIndex(norm))
 	}
-	if nodes != nil {
-		out.NodeResource = nodes.res
-		out.findNodes(nodes.byOwnerIndex(norm))
+	if a.nodes != nil {
+		out.findNodes(a.nodes.byOwnerIndex(norm))
 	}
 	if len(out.Pods)+len(out.Services)+len(out.Nodes) == 0 {
 		return out, out.notFound()

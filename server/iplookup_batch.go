@@ -44,6 +44,21 @@ type batchRequest struct {
 // parseBatch reads a batch body: {"queries":[...]} with at most
 // maxBatchQueries queries and no unknown fields.
 func parseBatch(body []byte) ([]batchQuery, error) {
+	queries, ok := scanBatch(body)
+	if !ok {
+		var err error
+		if queries, err = decodeBatch(body); err != nil {
+			return nil, err
+		}
+	}
+	if len(queries) > maxBatchQueries {
+		return nil, fmt.Errorf("%w: %d queries; a batch holds at most %d", errBadRequest, len(queries), maxBatchQueries)
+	}
+	return queries, nil
+}
+
+// decodeBatch is parseBatch with encoding/json, for any spelling.
+func decodeBatch(body []byte) ([]batchQuery, error) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	var req batchRequest
@@ -53,9 +68,6 @@ func parseBatch(body []byte) ([]batchQuery, error) {
 	}
 	if dec.More() {
 		return nil, fmt.Errorf("%w: data after the batch object", errBadRequest)
-	}
-	if len(req.Queries) > maxBatchQueries {
-		return nil, fmt.Errorf("%w: %d queries; a batch holds at most %d", errBadRequest, len(req.Queries), maxBatchQueries)
 	}
 	return req.Queries, nil
 }
@@ -114,6 +126,7 @@ func (s *Server) lookupIPBatch(c echo.Context) error {
 	}
 	ndjson := strings.Contains(c.Request().Header.Get("Accept"), "application/x-ndjson")
 	a := s.accessFor(c).memoized()
+	lookups := s.r.AddressLookups()
 	w := c.Response()
 	if ndjson {
 		w.Header().Set("Content-Type", "application/x-ndjson")
@@ -121,19 +134,25 @@ func (s *Server) lookupIPBatch(c echo.Context) error {
 		w.Header()["Content-Type"] = jsonContentType
 	}
 	w.WriteHeader(http.StatusOK)
-	bw := bufio.NewWriterSize(w, 64<<10)
+	bw := envelopeBuffers.Get().(*bufio.Writer)
+	defer envelopeBuffers.Put(bw)
+	bw.Reset(w)
+	defer bw.Reset(nil) // the pool keeps no response writer
 	if !ndjson {
 		bw.WriteString(`{"kind":"IPLookupBatch","apiVersion":"kubeindex/v1","results":[`)
 	}
-	buf := make([]byte, 0, 1024)
 	for i, q := range queries {
-		buf = s.answerOne(buf[:0], a, q)
-		if ndjson {
-			buf = append(buf, '\n')
-		} else if i > 0 {
-			bw.WriteByte(',')
+		// Each answer is appended in the writer's own buffer: no copy
+		// unless it does not fit.
+		b := bw.AvailableBuffer()
+		if !ndjson && i > 0 {
+			b = append(b, ',')
 		}
-		bw.Write(buf)
+		b = s.answerOne(b, lookups, a, q)
+		if ndjson {
+			b = append(b, '\n')
+		}
+		bw.Write(b)
 	}
 	if !ndjson {
 		bw.WriteString("]}\n")
@@ -143,8 +162,8 @@ func (s *Server) lookupIPBatch(c echo.Context) error {
 
 // answerOne appends one query's answer: the lookup's summary (no objects),
 // or {"ip":…,"error":Status}.
-func (s *Server) answerOne(b []byte, a access, bq batchQuery) []byte {
-	res, err := s.lookupOne(a, bq)
+func (s *Server) answerOne(b []byte, lookups *cache.AddressLookups, a access, bq batchQuery) []byte {
+	res, err := s.lookupOne(lookups, a, bq)
 	if err != nil {
 		st := errorStatus(err)
 		if st.Code == http.StatusInternalServerError {
@@ -166,12 +185,12 @@ func (s *Server) answerOne(b []byte, a access, bq batchQuery) []byte {
 	return append(appendIPSummary(append(b, '{'), res, false), '}')
 }
 
-func (s *Server) lookupOne(a access, bq batchQuery) (cache.IPLookup, error) {
+func (s *Server) lookupOne(lookups *cache.AddressLookups, a access, bq batchQuery) (cache.IPLookup, error) {
 	q, err := bq.toIPQuery()
 	if err != nil {
 		return cache.IPLookup{}, err
 	}
-	res, err := s.r.LookupAddress(q)
+	res, err := lookups.Lookup(q)
 	if err != nil {
 		return res, err
 	}

@@ -6,8 +6,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kubeindex/kubeindex/cache/cachetest"
 )
@@ -140,4 +144,92 @@ func FuzzIPBatchBody(f *testing.F) {
 			t.Fatalf("%q: %d with %d lines for %d queries", body, rec.Code, lines, len(queries))
 		}
 	})
+}
+
+// TestIPBatchSlotsAreSingleAnswers: each slot of a batch is, byte for
+// byte, the summary the single lookup of the same query answers (its
+// kind, apiVersion, metadata and items aside), or its error's code,
+// reason and message.
+func TestIPBatchSlotsAreSingleAnswers(t *testing.T) {
+	f, _ := startServer(t)
+	s := New(f.Cache, Options{Logger: quiet()})
+	h := s.Handler()
+	values, err := f.Cache.IndexValues("pods", "ip", 0, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := strconv.FormatFloat(float64(time.Now().UnixNano())/1e9, 'f', 3, 64)
+	type query struct{ ip, at, port, protocol string }
+	queries := []query{{ip: "10.0.0.12"}, {ip: "10.96.0.1"}, {ip: "192.0.2.1"}, {ip: "not-an-ip"}, {ip: "::ffff:10.0.0.12"},
+		{ip: "10.0.0.12", port: "9100"}, {ip: "10.0.0.12", port: "9100", protocol: "UDP"}, {ip: "10.0.0.12", port: "0"},
+		{ip: "10.0.0.12", protocol: "TCP"}, {ip: "10.0.0.12", at: now}, {ip: "10.0.0.12", at: now, port: "9100"},
+		{ip: "10.96.0.1", at: now}, {ip: "10.0.0.12", at: "2000-01-01T00:00:00Z"}, {ip: "10.0.0.12", at: "yesterday"},
+		{ip: "192.0.2.1", at: now}}
+	for i, v := range values.Values {
+		if i%7 == 0 {
+			queries = append(queries, query{ip: v.Value}, query{ip: v.Value, at: now})
+		}
+	}
+	var body strings.Builder
+	body.WriteString(`{"queries":[`)
+	for i, q := range queries {
+		if i > 0 {
+			body.WriteByte(',')
+		}
+		fmt.Fprintf(&body, `{"ip":%q`, q.ip)
+		for _, m := range [][2]string{{"at", q.at}, {"port", q.port}, {"protocol", q.protocol}} {
+			if m[1] != "" {
+				fmt.Fprintf(&body, `,%q:%q`, m[0], m[1])
+			}
+		}
+		body.WriteByte('}')
+	}
+	body.WriteString(`]}`)
+	rec := batch(t, s, body.String(), "application/x-ndjson")
+	slots := strings.Split(strings.TrimSuffix(rec.Body.String(), "\n"), "\n")
+	if rec.Code != 200 || len(slots) != len(queries) {
+		t.Fatalf("%d, %d slots for %d queries: %.300s", rec.Code, len(slots), len(queries), rec.Body)
+	}
+	metadata := regexp.MustCompile(`,"metadata":\{"resourceVersion":"[^"]*"\}`)
+	for i, q := range queries {
+		params := url.Values{}
+		for _, m := range [][2]string{{"at", q.at}, {"port", q.port}, {"protocol", q.protocol}} {
+			if m[1] != "" {
+				params.Set(m[0], m[1])
+			}
+		}
+		single := do(t, h, http.MethodGet, "/api/v1/ip/"+url.PathEscape(q.ip)+"?"+params.Encode())
+		got := slots[i]
+		var want string
+		switch one := single.Body.String(); {
+		case single.Code != 200:
+			var st, slot struct {
+				Code            int
+				Reason, Message string
+				Error           *struct {
+					Code            int
+					Reason, Message string
+				}
+			}
+			if err := json.Unmarshal([]byte(one), &st); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal([]byte(got), &slot); err != nil || slot.Error == nil {
+				t.Errorf("slot %d %+v: %v %s; expect the error %d", i, q, err, got, single.Code)
+				continue
+			}
+			if st.Code != slot.Error.Code || st.Reason != slot.Error.Reason || st.Message != slot.Error.Message {
+				t.Errorf("slot %d %+v: %s; expect the error of %s", i, q, got, one)
+			}
+			continue
+		case q.at != "":
+			want = "{" + strings.TrimSuffix(strings.TrimPrefix(one, `{"kind":"IPHistoryLookup","apiVersion":"kubeindex/v1",`), "\n")
+		default:
+			summary, _, _ := strings.Cut(strings.TrimPrefix(one, `{"kind":"PodIPLookup","apiVersion":"kubeindex/v1",`), `,"items":[`)
+			want = "{" + metadata.ReplaceAllString(summary, "") + "}"
+		}
+		if got != want {
+			t.Errorf("slot %d %+v:\n%s\nexpect\n%s", i, q, got, want)
+		}
+	}
 }

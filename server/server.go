@@ -31,6 +31,8 @@ type Reader interface {
 	IndexValues(resource, index string, limit int, after string) (cache.IndexValues, error)
 	// LookupAddress answers who holds an address, now or at a moment.
 	LookupAddress(q cache.IPQuery) (cache.IPLookup, error)
+	// AddressLookups answers a batch of them (see cache.AddressLookups).
+	AddressLookups() *cache.AddressLookups
 	// IPHistoryStats describes the address history; false when it is off.
 	IPHistoryStats() (cache.IPHistoryStats, bool)
 	// Watch subscribes to a resource's events (see cache.Cache.Watch).
