@@ -30,7 +30,11 @@ func (c *Cache) lookupAt(q IPQuery) (IPLookup, error) {
 	if c.history == nil {
 		return out, fmt.Errorf("%w: the IP history is off (--ip-history=0): no answer at a moment", ErrInvalid)
 	}
-	ans, found, err := c.history.at(norm, q.At)
+	var visible func(kind, namespace string) bool
+	if q.Visible != nil {
+		visible = func(kind, namespace string) bool { return q.Visible(out.kindResource(kind), namespace) }
+	}
+	ans, found, err := c.history.at(norm, q.At, visible)
 	out.History = &ans
 	if err != nil {
 		return out, err

@@ -32,6 +32,12 @@ type IPQuery struct {
 	At time.Time
 	// Port narrows shared addresses; Number 0 means no port.
 	Port indexers.Port
+	// Visible, when set, keeps only the holders it accepts (res is the
+	// holder's resource, namespace "" for a Node) before anything else is
+	// decided: the answer is classified, narrowed by port, given a
+	// certainty or found empty from those alone, so a caller learns
+	// nothing of the others, not even that they exist. nil keeps all.
+	Visible func(res Resource, namespace string) bool
 }
 
 // IPService is a Service found by address.
@@ -160,6 +166,9 @@ func (c *Cache) LookupAddress(q IPQuery) (IPLookup, error) {
 	if nodes != nil {
 		out.NodeResource = nodes.res
 		out.findNodes(nodes.byOwnerIndex(norm))
+	}
+	if q.Visible != nil {
+		out.keepVisible(q.Visible)
 	}
 	if len(out.Pods)+len(out.Services)+len(out.Nodes) == 0 {
 		return out, out.notFound()

@@ -112,8 +112,11 @@ func (s *Server) lookupIPBatch(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	visible, err := s.accessFor(c).ipVisibility() // one decision for every slot
+	if err != nil {
+		return err
+	}
 	ndjson := strings.Contains(c.Request().Header.Get("Accept"), "application/x-ndjson")
-	a := s.accessFor(c).memoized()
 	w := c.Response()
 	if ndjson {
 		w.Header().Set("Content-Type", "application/x-ndjson")
@@ -127,7 +130,7 @@ func (s *Server) lookupIPBatch(c echo.Context) error {
 	}
 	buf := make([]byte, 0, 1024)
 	for i, q := range queries {
-		buf = s.answerOne(buf[:0], a, q)
+		buf = s.answerOne(buf[:0], visible, q)
 		if ndjson {
 			buf = append(buf, '\n')
 		} else if i > 0 {
@@ -143,8 +146,8 @@ func (s *Server) lookupIPBatch(c echo.Context) error {
 
 // answerOne appends one query's answer: the lookup's summary (no objects),
 // or {"ip":…,"error":Status}.
-func (s *Server) answerOne(b []byte, a access, bq batchQuery) []byte {
-	res, err := s.lookupOne(a, bq)
+func (s *Server) answerOne(b []byte, visible func(cache.Resource, string) bool, bq batchQuery) []byte {
+	res, err := s.lookupOne(visible, bq)
 	if err != nil {
 		st := errorStatus(err)
 		if st.Code == http.StatusInternalServerError {
@@ -166,17 +169,11 @@ func (s *Server) answerOne(b []byte, a access, bq batchQuery) []byte {
 	return append(appendIPSummary(append(b, '{'), res, false), '}')
 }
 
-func (s *Server) lookupOne(a access, bq batchQuery) (cache.IPLookup, error) {
+func (s *Server) lookupOne(visible func(cache.Resource, string) bool, bq batchQuery) (cache.IPLookup, error) {
 	q, err := bq.toIPQuery()
 	if err != nil {
 		return cache.IPLookup{}, err
 	}
-	res, err := s.r.LookupAddress(q)
-	if err != nil {
-		return res, err
-	}
-	if s.authorizing() {
-		return restrictIPFor(a, res)
-	}
-	return res, nil
+	q.Visible = visible
+	return s.r.LookupAddress(q)
 }

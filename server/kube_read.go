@@ -214,7 +214,7 @@ func (s *Server) kubeGet(c echo.Context, t kubeTarget, opts *metainternalversion
 		return err
 	}
 	obj, fresh, err := s.r.Get(t.res.Name, t.namespace, t.name)
-	s.setResourceFreshness(c, fresh)
+	s.setResourceFreshness(c, t.res.Name, fresh)
 	if errors.Is(err, cache.ErrNotFound) {
 		return kubeObjectNotFound(t.res.Group, t.res.Plural, t.name)
 	}
@@ -248,7 +248,7 @@ func (s *Server) kubeList(c echo.Context, t kubeTarget, opts *metainternalversio
 		q.Limit = int(min(opts.Limit, int64(maxLimit)))
 	}
 	res, err := s.r.List(t.res.Name, q)
-	s.setResourceFreshness(c, res.Freshness)
+	s.setResourceFreshness(c, t.res.Name, res.Freshness)
 	if err != nil {
 		if errors.Is(err, cache.ErrInvalid) && q.Continue != "" {
 			var fe *cache.FieldSelectorError

@@ -37,9 +37,11 @@ type Reader interface {
 	Watch(resource string, q cache.WatchQuery, notify chan<- struct{}) (*cache.Subscription, error)
 	// StreamStats describes each resource's stream broker, for metrics.
 	StreamStats() []cache.StreamStats
-	// Resolve and Namespaces serve authorization (see cache.Cache.Resolve).
+	// Resolve, Namespaces and IPResources serve authorization (see
+	// cache.Cache.Resolve).
 	Resolve(resource string) (cache.Resource, error)
 	Namespaces() []string
+	IPResources() []cache.Resource
 	// APIResources, Position and WaitPosition serve the Kubernetes API
 	// (see cache.Cache).
 	APIResources() []cache.Resource

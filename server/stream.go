@@ -210,16 +210,17 @@ func (h *streamHub) wait(ctx context.Context) {
 
 // subscribe opens one subscription for a stream handler, within the
 // server's bound on subscriptions, and puts the resource's freshness in
-// header. notify is the subscription's wake-up. Every subscription it
-// returns must end with unsubscribe.
-func (s *Server) subscribe(resource string, q cache.WatchQuery, header http.Header) (*cache.Subscription, chan struct{}, error) {
+// header (with the details when detail is set: see freshnessDetail).
+// notify is the subscription's wake-up. Every subscription it returns must
+// end with unsubscribe.
+func (s *Server) subscribe(resource string, q cache.WatchQuery, header http.Header, detail bool) (*cache.Subscription, chan struct{}, error) {
 	notify := make(chan struct{}, 1)
 	sub, err := s.streams.subscribe(s.r, resource, q, notify)
 	if err != nil {
 		return nil, nil, err
 	}
 	if st, err := s.r.ResourceStatus(resource); err == nil {
-		s.setFreshness(header, st.Freshness)
+		s.setFreshness(header, st.Freshness, detail)
 	}
 	return sub, notify, nil
 }
