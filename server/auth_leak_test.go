@@ -6,7 +6,6 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -72,7 +71,8 @@ func startTwins(t *testing.T, n int) *authEnv {
 func TestAuthIPLookupHidesWhetherAnAddressIsHeld(t *testing.T) {
 	e := startTwins(t, 24)
 	const free, hidden = "10.77.0.5", "10.77.0.2" // nobody; team-b/b-0 (same length: same Content-Length)
-	at := strconv.FormatInt(time.Now().Unix(), 10)
+	now := time.Now()                             // after the pods were cached, so inside the history
+	at := fmt.Sprintf("%d.%09d", now.Unix(), now.Nanosecond())
 	probes := []struct{ name, method, path, body string }{
 		{"now", http.MethodGet, "/api/v1/ip/%s", ""},
 		{"at a moment", http.MethodGet, "/api/v1/ip/%s?at=" + at, ""},
