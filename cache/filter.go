@@ -53,7 +53,7 @@ func (r *resourceCache) compileQuery(q ListQuery) (*filter, string, error) {
 	}
 	sel, err := labels.Parse(q.LabelSelector)
 	if err != nil {
-		return nil, "", fmt.Errorf("%w: labelSelector: %v", ErrInvalid, err)
+		return nil, "", fmt.Errorf("%w: labelSelector: %s", ErrInvalid, text.Truncate(err.Error(), 256))
 	}
 	if q.Limit < 0 {
 		return nil, "", fmt.Errorf("%w: limit must not be negative", ErrInvalid)

@@ -9,6 +9,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/kubeindex/kubeindex/indexers"
+	"github.com/kubeindex/kubeindex/internal/text"
 )
 
 // More things an address can turn out to belong to (see Match).
@@ -148,7 +149,7 @@ func (c *Cache) LookupAddress(q IPQuery) (IPLookup, error) {
 	out := IPLookup{Resource: first.res, Freshness: first.freshness()}
 	norm, ok := indexers.NormalizeIP(q.IP)
 	if !ok {
-		return out, fmt.Errorf("%w: %q is not an IPv4 or IPv6 address", ErrInvalid, q.IP)
+		return out, fmt.Errorf("%w: %q is not an IPv4 or IPv6 address", ErrInvalid, text.Truncate(q.IP, 64))
 	}
 	out.IP = norm
 	for _, r := range []*resourceCache{pods, services, nodes} {

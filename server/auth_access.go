@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubeindex/kubeindex/auth"
 	"github.com/kubeindex/kubeindex/cache"
+	"github.com/kubeindex/kubeindex/internal/text"
 )
 
 // The authorization policy (README "Security"):
@@ -112,7 +113,7 @@ func (a access) allowPath(verb, path string) error {
 func (a access) forbidden(verb string, res cache.Resource, namespace string) error {
 	where := "at the cluster scope"
 	if namespace != "" {
-		where = fmt.Sprintf("in the namespace %q", namespace)
+		where = fmt.Sprintf("in the namespace %q", text.Truncate(namespace, 128))
 	} else if res.Namespaced && verb != auth.VerbGet {
 		where = "at the cluster scope, nor in any namespace"
 	}

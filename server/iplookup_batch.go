@@ -154,7 +154,7 @@ func (s *Server) answerOne(b []byte, visible func(cache.Resource, string) bool, 
 			s.log.Error("batch IP lookup", "err", err)
 		}
 		b = append(b, `{"ip":`...)
-		b = jsonscan.AppendString(b, bq.IP)
+		b = jsonscan.AppendString(b, text.Truncate(bq.IP, 64))
 		b = append(b, `,"error":{"code":`...)
 		b = strconv.AppendInt(b, int64(st.Code), 10)
 		b = append(b, `,"reason":`...)

@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/kubeindex/kubeindex/cache"
+	"github.com/kubeindex/kubeindex/internal/text"
 )
 
 // StreamOptions bounds and tunes the event streams (WebSocket and SSE).
@@ -244,7 +245,7 @@ func (s *Server) watch(c echo.Context) error {
 		return err
 	}
 	if w := q.Get("watch"); w != "true" && w != "1" {
-		return fmt.Errorf("%w: watch=%q: use watch=true for a stream, or leave watch out for a list", errBadRequest, w)
+		return fmt.Errorf("%w: watch=%q: use watch=true for a stream, or leave watch out for a list", errBadRequest, text.Truncate(w, 16))
 	}
 	wq, err := watchQuery(q.Get("namespace"), q.Get("labelSelector"), q.Get("index"), q.Get("value"),
 		q.Get("resourceVersion"), q.Get("snapshot"), q.Get("diff"))
@@ -280,7 +281,7 @@ func watchQuery(namespace, labelSelector, index, value, resourceVersion, snapsho
 	if snapshot != "" {
 		b, err := strconv.ParseBool(snapshot)
 		if err != nil {
-			return q, fmt.Errorf("%w: snapshot must be true or false, got %q", errBadRequest, snapshot)
+			return q, fmt.Errorf("%w: snapshot must be true or false, got %q", errBadRequest, text.Truncate(snapshot, 16))
 		}
 		q.Snapshot = b
 	}
@@ -315,5 +316,5 @@ func (s *Server) checkOrigin(r *http.Request) error {
 		}
 	}
 	return echo.NewHTTPError(http.StatusForbidden,
-		fmt.Sprintf("WebSocket from origin %q refused: only pages served by %s and the configured allowed origins may open streams", origin, r.Host))
+		fmt.Sprintf("WebSocket from origin %q refused: only pages served by %s and the configured allowed origins may open streams", text.Truncate(origin, 128), text.Truncate(r.Host, 128)))
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kubeindex/kubeindex/cache"
 	"github.com/kubeindex/kubeindex/internal/jsonscan"
+	"github.com/kubeindex/kubeindex/internal/text"
 )
 
 const (
@@ -188,7 +189,7 @@ func (w *wsConn) handle(cmd *clientCmd) error {
 	if m.Op == "unsubscribe" {
 		i := w.find(m.ID)
 		if i < 0 {
-			return w.sendRaw(errorMessage(m.ID, fmt.Errorf("%w: no subscription %q", errBadRequest, m.ID)))
+			return w.sendRaw(errorMessage(m.ID, fmt.Errorf("%w: no subscription %q", errBadRequest, text.Truncate(m.ID, 64))))
 		}
 		w.removeAt(i)
 		return w.sendRaw(fmt.Appendf(jsonscan.AppendString([]byte(`{"id":`), m.ID), `,"type":"%s"}`, cache.Unsubscribed))
@@ -201,7 +202,7 @@ func (w *wsConn) handle(cmd *clientCmd) error {
 
 func (w *wsConn) subscribe(m clientMessage, namespaces []string) error {
 	if w.find(m.ID) >= 0 {
-		return fmt.Errorf("%w: subscription id %q is in use; unsubscribe it first", errBadRequest, m.ID)
+		return fmt.Errorf("%w: subscription id %q is in use; unsubscribe it first", errBadRequest, text.Truncate(m.ID, 64))
 	}
 	if len(w.subs) >= w.opts.MaxSubscriptionsPerSocket {
 		return echo.NewHTTPError(http.StatusTooManyRequests,
