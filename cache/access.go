@@ -1,9 +1,7 @@
 package cache
 
 import (
-	"fmt"
 	"slices"
-	"time"
 )
 
 // What the HTTP layer needs to restrict answers to what a caller may read.
@@ -75,97 +73,51 @@ func (c *Cache) NamespacesOf(resource string) ([]string, error) {
 	return out, nil
 }
 
-// Restrict keeps the holders of the lookup that allowed accepts (res is
-// the resource of the holder, namespace "" for Nodes) and classifies the
-// address again from those alone: a caller is told about the objects it
-// may see, and nothing about the others, not even that they exist. With
-// nobody left it returns the ErrNotFound LookupIP gives for an address
-// nobody has.
-func (l IPLookup) Restrict(allowed func(res Resource, namespace string) bool) (IPLookup, error) {
-	out := l
-	out.Pods, out.Items, out.Services, out.ServiceItems, out.Nodes, out.NodeItems = nil, nil, nil, nil, nil, nil
-	for i, p := range l.Pods {
-		if allowed(l.Resource, p.Namespace) {
-			out.Pods = append(out.Pods, p)
-			out.Items = append(out.Items, l.Items[i])
+// IPResources returns the resources that answer IP lookups (see
+// LookupAddress), as configured: pods with a podIP index, Services,
+// Nodes.
+func (c *Cache) IPResources() []Resource {
+	var out []Resource
+	if pods, _, err := c.podIPIndex(); err == nil {
+		out = append(out, pods.res)
+	}
+	for _, kind := range []string{"services", "nodes"} {
+		if r := c.ownerResource(kind); r != nil {
+			out = append(out, r.res)
 		}
-	}
-	for i, s := range l.Services {
-		if allowed(l.ServiceResource, s.Namespace) {
-			out.Services = append(out.Services, s)
-			out.ServiceItems = append(out.ServiceItems, l.ServiceItems[i])
-		}
-	}
-	for i, n := range l.Nodes {
-		if allowed(l.NodeResource, "") {
-			out.Nodes = append(out.Nodes, n)
-			out.NodeItems = append(out.NodeItems, l.NodeItems[i])
-		}
-	}
-	if l.History != nil {
-		h := *l.History
-		h.Owners = nil
-		for _, o := range l.History.Owners {
-			if allowed(l.kindResource(o.Kind), o.Namespace) {
-				h.Owners = append(h.Owners, o)
-			}
-		}
-		out.History = &h
-		if out.Via == "" {
-			out.Match = classifyOwners(h.Owners)
-		}
-		if len(h.Owners) == 0 {
-			return out, fmt.Errorf("nobody held %s at %s: %w", l.IP, h.At.UTC().Format(time.RFC3339Nano), ErrNotFound)
-		}
-		return out, nil
-	}
-	if out.Via == "" {
-		out.Match = classifyAll(out.Pods, len(out.Services), len(out.Nodes))
-	}
-	if len(out.Pods)+len(out.Services)+len(out.Nodes) == 0 {
-		return out, l.notFound() // as LookupIP says it: nothing leaks
-	}
-	return out, nil
-}
-
-// Holder is one object of an answer, as authorization sees it.
-type Holder struct {
-	Resource  Resource
-	Namespace string
-}
-
-// Holders lists the resource and namespace of every holder in the answer.
-func (l IPLookup) Holders() []Holder {
-	var out []Holder
-	if l.History != nil {
-		for _, o := range l.History.Owners {
-			out = append(out, Holder{l.kindResource(o.Kind), o.Namespace})
-		}
-		return out
-	}
-	for _, p := range l.Pods {
-		out = append(out, Holder{l.Resource, p.Namespace})
-	}
-	for _, s := range l.Services {
-		out = append(out, Holder{l.ServiceResource, s.Namespace})
-	}
-	for range l.Nodes {
-		out = append(out, Holder{l.NodeResource, ""})
 	}
 	return out
 }
 
-// Namespaces lists, sorted and once each, the namespaces of the holders
-// of resource res.
-func (l IPLookup) Namespaces(res Resource) []string {
-	var out []string
-	for _, h := range l.Holders() {
-		if h.Resource.Name == res.Name {
-			out = append(out, h.Namespace)
+// keepVisible keeps the holders visible accepts (see IPQuery.Visible).
+func (l *IPLookup) keepVisible(visible func(res Resource, namespace string) bool) {
+	pods, items := l.Pods[:0], l.Items[:0]
+	for i, p := range l.Pods {
+		if visible(l.Resource, p.Namespace) {
+			pods, items = append(pods, p), append(items, l.Items[i])
 		}
 	}
-	slices.Sort(out)
-	return slices.Compact(out)
+	services, serviceItems := l.Services[:0], l.ServiceItems[:0]
+	for i, s := range l.Services {
+		if visible(l.ServiceResource, s.Namespace) {
+			services, serviceItems = append(services, s), append(serviceItems, l.ServiceItems[i])
+		}
+	}
+	nodes, nodeItems := l.Nodes[:0], l.NodeItems[:0]
+	if len(l.Nodes) > 0 && visible(l.NodeResource, "") {
+		nodes, nodeItems = l.Nodes, l.NodeItems
+	}
+	l.Pods, l.Items, l.Services, l.ServiceItems, l.Nodes, l.NodeItems = nilIfEmpty(pods), nilIfEmpty(items),
+		nilIfEmpty(services), nilIfEmpty(serviceItems), nilIfEmpty(nodes), nilIfEmpty(nodeItems)
+}
+
+// nilIfEmpty keeps an answer without holders of a kind as one that never
+// had any (an encoder tells nil from empty).
+func nilIfEmpty[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
 }
 
 func (l IPLookup) kindResource(kind string) Resource {

@@ -96,7 +96,7 @@ func TestResolve(t *testing.T) {
 	}
 }
 
-func TestIPLookupRestrict(t *testing.T) {
+func TestIPLookupVisible(t *testing.T) {
 	f := cachetest.Start(t, cachetest.PodSpec())
 	c := f.Cache
 	values, _ := c.IndexValues("pods", "ip", 0, "")
@@ -108,7 +108,7 @@ func TestIPLookupRestrict(t *testing.T) {
 		}
 		checked++
 		keep := full.Pods[len(full.Pods)-1].Namespace
-		part, err := full.Restrict(func(_ cache.Resource, ns string) bool { return ns == keep })
+		part, err := c.LookupAddress(cache.IPQuery{IP: v.Value, Visible: func(_ cache.Resource, ns string) bool { return ns == keep }})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -120,9 +120,10 @@ func TestIPLookupRestrict(t *testing.T) {
 		if len(part.Pods) == 1 && part.Pods[0].Active && !part.Pods[0].HostNetwork && part.Match != cache.MatchPod {
 			t.Errorf("%s: one active pod left, match %s; expect pod", v.Value, part.Match)
 		}
-		_, err = full.Restrict(func(cache.Resource, string) bool { return false })
-		if !errors.Is(err, cache.ErrNotFound) || !strings.HasPrefix(err.Error(), "no pod has IP") {
-			t.Errorf("%s restricted to nothing: %v; expect the not-found of an unused address", v.Value, err)
+		_, err = c.LookupAddress(cache.IPQuery{IP: v.Value, Visible: func(cache.Resource, string) bool { return false }})
+		_, unused := c.LookupIP("10.255.255.254")
+		if !errors.Is(err, cache.ErrNotFound) || err.Error() != strings.Replace(unused.Error(), "10.255.255.254", v.Value, 1) {
+			t.Errorf("%s restricted to nothing: %v; expect the not-found of an unused address (%v)", v.Value, err, unused)
 		}
 	}
 	if checked == 0 {

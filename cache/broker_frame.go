@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kubeindex/kubeindex/internal/jsonscan"
+	"github.com/kubeindex/kubeindex/internal/text"
 )
 
 // EventType is the kind of change an event reports.
@@ -61,7 +62,7 @@ func (d Diff) Validate() error {
 	case NoDiff, MergePatch, JSONPatch:
 		return nil
 	}
-	return fmt.Errorf("%w: diff must be %q (JSON merge patch) or %q (JSON Patch), got %q", ErrInvalid, MergePatch, JSONPatch, string(d))
+	return fmt.Errorf("%w: diff must be %q (JSON merge patch) or %q (JSON Patch), got %q", ErrInvalid, MergePatch, JSONPatch, text.Truncate(string(d), 32))
 }
 
 // Message is one message of a subscription. Its JSON (WriteTo) is, for

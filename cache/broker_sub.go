@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+
+	"github.com/kubeindex/kubeindex/internal/text"
 )
 
 // DefaultQueueSize is a subscription's queue when WatchQuery.QueueSize is 0.
@@ -143,7 +145,7 @@ func (c *Cache) Watch(resource string, q WatchQuery, notify chan<- struct{}) (*S
 			return nil, fmt.Errorf("%w: resourceVersion resumes a stream and snapshot starts a new one: give one of them", ErrInvalid)
 		}
 		if from, err = strconv.ParseUint(q.ResourceVersion, 10, 64); err != nil {
-			return nil, fmt.Errorf("%w: resourceVersion %q is not one this server sent (they are decimal numbers)", ErrInvalid, q.ResourceVersion)
+			return nil, fmt.Errorf("%w: resourceVersion %q is not one this server sent (they are decimal numbers)", ErrInvalid, text.Truncate(q.ResourceVersion, 32))
 		}
 	}
 	if q.QueueSize <= 0 {

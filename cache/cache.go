@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubeindex/kubeindex/indexers"
 	"github.com/kubeindex/kubeindex/internal/jsonscan"
+	"github.com/kubeindex/kubeindex/internal/text"
 )
 
 // nsIndex is the internal namespace index. Its name cannot collide with a
@@ -209,7 +210,7 @@ func (c *Cache) resource(name string) (*resourceCache, error) {
 		r, ok = c.byName[strings.ToLower(name)]
 	}
 	if !ok {
-		return nil, fmt.Errorf("%w: %q (configured: %s)", ErrUnknownResource, name, strings.Join(c.names(), ", "))
+		return nil, fmt.Errorf("%w: %q (configured: %s)", ErrUnknownResource, text.Truncate(name, 64), strings.Join(c.names(), ", "))
 	}
 	return r, nil
 }

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 
 	"github.com/kubeindex/kubeindex/indexers"
+	"github.com/kubeindex/kubeindex/internal/text"
 )
 
 // Field selectors as the API server accepts them: each kind allows
@@ -44,7 +45,9 @@ func intField(path string) fieldValue {
 
 func none(label string) fieldValue { return func([]byte) string { return "" } }
 
-func notSupported(label string) error { return fmt.Errorf("field label not supported: %s", label) }
+func notSupported(label string) error {
+	return fmt.Errorf("field label not supported: %s", text.Truncate(label, 128))
+}
 
 // kindFields are the kinds with a field label conversion, by group/kind.
 var kindFields = map[string]fieldTable{
@@ -90,12 +93,14 @@ var kindFields = map[string]fieldTable{
 		"type": str("type"),
 	}, unsupported: notSupported},
 	"batch/Job": {fields: map[string]fieldValue{"status.successful": intField("status.succeeded")},
-		unsupported: func(label string) error { return fmt.Errorf("field label %q not supported for Job", label) }},
+		unsupported: func(label string) error {
+			return fmt.Errorf("field label %q not supported for Job", text.Truncate(label, 128))
+		}},
 }
 
 // defaultFields is the table of a kind without a conversion of its own.
 var defaultFields = fieldTable{unsupported: func(label string) error {
-	return fmt.Errorf("%q is not a known field selector: only %q, %q", label, "metadata.name", "metadata.namespace")
+	return fmt.Errorf("%q is not a known field selector: only %q, %q", text.Truncate(label, 128), "metadata.name", "metadata.namespace")
 }}
 
 func fieldTableFor(res Resource) fieldTable {

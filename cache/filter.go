@@ -84,7 +84,7 @@ func (r *resourceCache) compileQuery(q ListQuery) (*filter, string, error) {
 	}
 	sel, err := labels.Parse(q.LabelSelector)
 	if err != nil {
-		return nil, "", fmt.Errorf("%w: labelSelector: %v", ErrInvalid, err)
+		return nil, "", fmt.Errorf("%w: labelSelector: %s", ErrInvalid, text.Truncate(err.Error(), 256))
 	}
 	terms := selectorTerms(sel, q.Fields)
 	if terms > MaxSelectorTerms {

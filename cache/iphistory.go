@@ -343,8 +343,9 @@ func (x *ipHistory) sinceLocked(now int64) int64 {
 }
 
 // at answers who held ip (normalised) at t. Intervals are half-open: at
-// the instant of a change the new owner holds the address.
-func (x *ipHistory) at(ip string, t time.Time) (IPHistoryAnswer, []*interval, error) {
+// the instant of a change the new owner holds the address. visible, when
+// set, keeps only the owners it accepts, before the certainty is decided.
+func (x *ipHistory) at(ip string, t time.Time, visible func(kind, namespace string) bool) (IPHistoryAnswer, []*interval, error) {
 	now := x.now().UnixNano()
 	x.mu.RLock()
 	defer x.mu.RUnlock()
@@ -367,6 +368,9 @@ func (x *ipHistory) at(ip string, t time.Time) (IPHistoryAnswer, []*interval, er
 	var exact, near []*interval
 	boundary := false
 	for _, iv := range x.byIP[ip] {
+		if visible != nil && !visible(iv.who.kind, iv.who.namespace) {
+			continue
+		}
 		if iv.from <= at && (iv.to == 0 || iv.to > at) {
 			exact = append(exact, iv)
 		}

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/kubeindex/kubeindex/indexers"
+	"github.com/kubeindex/kubeindex/internal/text"
 )
 
 // lookupAt answers q from the history: the owners of q.IP at q.At, with
@@ -24,13 +25,17 @@ func (c *Cache) lookupAt(q IPQuery) (IPLookup, error) {
 	}
 	norm, ok := indexers.NormalizeIP(q.IP)
 	if !ok {
-		return out, fmt.Errorf("%w: %q is not an IPv4 or IPv6 address", ErrInvalid, q.IP)
+		return out, fmt.Errorf("%w: %q is not an IPv4 or IPv6 address", ErrInvalid, text.Truncate(q.IP, 64))
 	}
 	out.IP = norm
 	if c.history == nil {
 		return out, fmt.Errorf("%w: the IP history is off (--ip-history=0): no answer at a moment", ErrInvalid)
 	}
-	ans, found, err := c.history.at(norm, q.At)
+	var visible func(kind, namespace string) bool
+	if q.Visible != nil {
+		visible = func(kind, namespace string) bool { return q.Visible(out.kindResource(kind), namespace) }
+	}
+	ans, found, err := c.history.at(norm, q.At, visible)
 	out.History = &ans
 	if err != nil {
 		return out, err

@@ -49,20 +49,20 @@ func TestHistorySurvivesARestart(t *testing.T) {
 		{ip, 15, "exact: A"}, {ip, 25, "nobody"}, {ip, 35, "exact: B"}, {ip, 50, "beforeHistory"}, {ip, 105, "nobody"},
 		{kept, 35, "exact: K"}, {kept, 105, "exact: K"}, {ip, 5, "nobody"}, {ip, -5, "beforeHistory"},
 	} {
-		ans, _, err := y.at(tt.ip, sec(tt.at))
+		ans, _, err := y.at(tt.ip, sec(tt.at), nil)
 		if got := ownersOf(ans, err); got != tt.want {
 			t.Errorf("%s at %gs after the restart: %s; expect %s", tt.ip, tt.at, got, tt.want)
 		}
 	}
-	if _, _, err := y.at(ip, sec(50)); !errors.Is(err, ErrBeforeHistory) {
+	if _, _, err := y.at(ip, sec(50), nil); !errors.Is(err, ErrBeforeHistory) {
 		t.Errorf("the downtime: %v", err)
 	}
-	if ans, _, _ := y.at(kept, sec(105)); ans.Owners[0].From != sec(10) {
+	if ans, _, _ := y.at(kept, sec(105), nil); ans.Owners[0].From != sec(10) {
 		t.Errorf("K carries on from %s; expect +10s", ans.Owners[0].From)
 	}
 	// Without a directory a restart begins anew, and says so.
 	z := newIPHistory(IPHistoryOptions{}, clk.now)
-	if _, _, err := z.at(ip, sec(35)); !errors.Is(err, ErrBeforeHistory) {
+	if _, _, err := z.at(ip, sec(35), nil); !errors.Is(err, ErrBeforeHistory) {
 		t.Errorf("a fresh history answered for before it began: %v", err)
 	}
 }

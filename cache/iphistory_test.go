@@ -111,7 +111,7 @@ func TestHistoryRules(t *testing.T) {
 			}
 			clk.t = sec(50)
 			for _, a := range tt.asks {
-				ans, _, err := x.at(a.ip, sec(a.at))
+				ans, _, err := x.at(a.ip, sec(a.at), nil)
 				if got := ownersOf(ans, err); got != a.want {
 					t.Errorf("%s at %gs: %s; expect %s", a.ip, a.at, got, a.want)
 				}
@@ -130,11 +130,11 @@ func TestHistoryStartUp(t *testing.T) {
 	h.begin, h.since = sec(50).UnixNano(), "start"
 	x.observe(h)
 	clk.t = sec(120)
-	ans, _, err := x.at("10.1.0.1", sec(110))
+	ans, _, err := x.at("10.1.0.1", sec(110), nil)
 	if ownersOf(ans, err) != "exact: A" || !ans.Owners[0].From.Equal(sec(50)) || ans.Owners[0].Since != "start" || !ans.Since.Equal(sec(100)) {
 		t.Errorf("%s %+v since %s", ownersOf(ans, err), ans.Owners, ans.Since)
 	}
-	if _, _, err := x.at("10.1.0.1", sec(60)); !errors.Is(err, ErrBeforeHistory) {
+	if _, _, err := x.at("10.1.0.1", sec(60), nil); !errors.Is(err, ErrBeforeHistory) {
 		t.Errorf("before the history began: %v; expect beforeHistory", err)
 	}
 }
@@ -154,10 +154,10 @@ func TestHistoryBounds(t *testing.T) {
 	if st.Intervals != 3 || st.EvictedByCap != 3 || st.Evicted != 3 || !st.Since.Equal(sec(35)) {
 		t.Errorf("after the cap: %+v; expect 3 kept, 3 evicted by the cap, since +35s", st)
 	}
-	if _, _, err := x.at("10.1.0.0", sec(12)); !errors.Is(err, ErrBeforeHistory) {
+	if _, _, err := x.at("10.1.0.0", sec(12), nil); !errors.Is(err, ErrBeforeHistory) {
 		t.Errorf("an evicted moment: %v; expect beforeHistory", err)
 	}
-	if ans, _, err := x.at("10.1.0.4", sec(52.5)); ownersOf(ans, err) != "exact: P4" {
+	if ans, _, err := x.at("10.1.0.4", sec(52.5), nil); ownersOf(ans, err) != "exact: P4" {
 		t.Errorf("a kept moment: %s", ownersOf(ans, err))
 	}
 	clk.t = sec(200)
@@ -313,7 +313,7 @@ func TestHistoryAgreesWithBruteForce(t *testing.T) {
 			}
 			ip := ips[rng.IntN(len(ips))]
 			wantCert, want := brute(events, ip, q, skew)
-			ans, _, err := x.at(ip, time.Unix(0, q))
+			ans, _, err := x.at(ip, time.Unix(0, q), nil)
 			if errors.Is(err, ErrBeforeHistory) && q < t0.UnixNano() {
 				continue
 			}

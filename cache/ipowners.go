@@ -9,6 +9,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/kubeindex/kubeindex/indexers"
+	"github.com/kubeindex/kubeindex/internal/text"
 )
 
 // More things an address can turn out to belong to (see Match).
@@ -32,6 +33,12 @@ type IPQuery struct {
 	At time.Time
 	// Port narrows shared addresses; Number 0 means no port.
 	Port indexers.Port
+	// Visible, when set, keeps only the holders it accepts (res is the
+	// holder's resource, namespace "" for a Node) before anything else is
+	// decided: the answer is classified, narrowed by port, given a
+	// certainty or found empty from those alone, so a caller learns
+	// nothing of the others, not even that they exist. nil keeps all.
+	Visible func(res Resource, namespace string) bool
 }
 
 // IPService is a Service found by address.
@@ -185,7 +192,7 @@ func (a *AddressLookups) Lookup(q IPQuery) (IPLookup, error) {
 	out := IPLookup{Resource: a.out.Resource, Freshness: a.out.Freshness}
 	norm, ok := indexers.NormalizeIP(q.IP)
 	if !ok {
-		return out, fmt.Errorf("%w: %q is not an IPv4 or IPv6 address", ErrInvalid, q.IP)
+		return out, fmt.Errorf("%w: %q is not an IPv4 or IPv6 address", ErrInvalid, text.Truncate(q.IP, 64))
 	}
 	out.IP = norm
 	if a.notSynced != nil {
@@ -200,6 +207,9 @@ func (a *AddressLookups) Lookup(q IPQuery) (IPLookup, error) {
 	}
 	if a.nodes != nil {
 		out.findNodes(a.nodes.byOwnerIndex(norm))
+	}
+	if q.Visible != nil {
+		out.keepVisible(q.Visible)
 	}
 	if len(out.Pods)+len(out.Services)+len(out.Nodes) == 0 {
 		return out, out.notFound()

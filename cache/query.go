@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/kubeindex/kubeindex/indexers"
+	"github.com/kubeindex/kubeindex/internal/text"
 )
 
 // ListQuery filters and pages a list. The zero value lists everything.
@@ -66,7 +67,7 @@ func (c *Cache) Get(resource, namespace, name string) (*Object, Freshness, error
 			return item.(*Object), st, nil
 		}
 	}
-	return nil, st, fmt.Errorf("%s %q: %w", r.res.Kind, key, ErrNotFound)
+	return nil, st, fmt.Errorf("%s %q: %w", r.res.Kind, text.Truncate(key, 256), ErrNotFound)
 }
 
 // List returns the objects matching q, sorted by key, one page at a time.
@@ -159,7 +160,7 @@ func (r *resourceCache) index(name string) (indexers.Spec, error) {
 			names = append(names, n)
 		}
 		slices.Sort(names)
-		return indexers.Spec{}, fmt.Errorf("%w: %s has no index %q (indexes: %s)", ErrUnknownIndex, r.res.Name, name, strings.Join(names, ", "))
+		return indexers.Spec{}, fmt.Errorf("%w: %s has no index %q (indexes: %s)", ErrUnknownIndex, r.res.Name, text.Truncate(name, 64), strings.Join(names, ", "))
 	}
 	return spec, nil
 }
@@ -173,7 +174,7 @@ func (r *resourceCache) indexValue(index, value string) (indexers.Spec, string, 
 	}
 	norm, ok := spec.NormalizeValue(value)
 	if !ok {
-		return spec, "", fmt.Errorf("%w: %q is not a valid value for index %s (%s)", ErrInvalid, value, spec.Name, spec.Type)
+		return spec, "", fmt.Errorf("%w: %q is not a valid value for index %s (%s)", ErrInvalid, text.Truncate(value, 128), spec.Name, spec.Type)
 	}
 	return spec, norm, nil
 }
@@ -211,7 +212,7 @@ func decodeContinue(resource, token string) (string, error) {
 		return "", fmt.Errorf("%w: continue token is malformed; start the list again without it", ErrInvalid)
 	}
 	if t.Resource != resource {
-		return "", fmt.Errorf("%w: continue token belongs to a list of %s, not %s", ErrInvalid, t.Resource, resource)
+		return "", fmt.Errorf("%w: continue token belongs to a list of %s, not %s", ErrInvalid, text.Truncate(t.Resource, 64), text.Truncate(resource, 64))
 	}
 	return t.After, nil
 }

@@ -7,12 +7,14 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kubeindex/kubeindex/auth"
 	"github.com/kubeindex/kubeindex/cache"
+	"github.com/kubeindex/kubeindex/internal/text"
 )
 
 // The authorization policy (README "Security"):
@@ -22,8 +24,9 @@ import (
 //     namespace: that namespace. Across namespaces: everything when allowed
 //     cluster-wide, else only the namespaces where it is allowed (every
 //     namespace the cache knows is asked about), else 403;
-//   - an IP lookup answers with the pods the caller may list, classified
-//     from those alone;
+//   - an IP lookup answers with the holders the caller may list (pods,
+//     Services, Nodes), classified from those alone; what it may list is
+//     decided before the lookup, from the caller alone (ipVisibility);
 //   - index values and object counts are cluster-wide figures: they need
 //     list cluster-wide (index values: 403; counts: left out);
 //   - /metrics: get on the non-resource URL /metrics, as the API server's.
@@ -114,7 +117,7 @@ func (a access) allowPath(verb, path string) error {
 func (a access) forbidden(verb string, res cache.Resource, namespace string) error {
 	where := "at the cluster scope"
 	if namespace != "" {
-		where = fmt.Sprintf("in the namespace %q", namespace)
+		where = fmt.Sprintf("in the namespace %q", text.Truncate(namespace, 128))
 	} else if res.Namespaced && verb != auth.VerbGet {
 		where = "at the cluster scope, nor in any namespace"
 	}
@@ -251,72 +254,90 @@ func (s *Server) authorizeClusterList(c echo.Context, resource string) error {
 	return s.accessFor(c).allow(auth.VerbList, res, "", "")
 }
 
-// restrictIP keeps the holders of an IP lookup the caller may list: per
-// kind (pods, Services, Nodes), everything when allowed cluster-wide,
-// else the namespaces where it is allowed.
-func (s *Server) restrictIP(c echo.Context, l cache.IPLookup) (cache.IPLookup, error) {
-	if !s.authorizing() {
-		return l, nil
+// ipVisibility decides, before anything is looked up, which holders of
+// any address the caller may see: per kind that answers IP lookups (pods,
+// Services, Nodes), all of them when it may list the kind cluster-wide,
+// else those in the namespaces where it may (every namespace the cache
+// knows is asked about, as for a list across namespaces). The questions
+// depend on the caller alone, never on who holds the address asked about,
+// so an unused address and one held only by objects the caller may not
+// see cost the same reviews and get the same answer: 404, or 503 when the
+// authorizer cannot answer. A caller who may list none of them anywhere
+// is refused (403) whatever the address. nil when not authorizing.
+func (a access) ipVisibility() (func(cache.Resource, string) bool, error) {
+	if !a.s.authorizing() {
+		return nil, nil
 	}
-	return restrictIPFor(s.accessFor(c), l)
-}
-
-func restrictIPFor(a access, l cache.IPLookup) (cache.IPLookup, error) {
 	type kindAccess struct {
 		all        bool
-		namespaces []string
+		namespaces []string // sorted
 	}
-	decided := map[string]*kindAccess{}
-	for _, h := range l.Holders() {
-		if h.Resource.Plural == "" {
-			continue
+	kinds := a.s.r.IPResources()
+	decided := make(map[string]kindAccess, len(kinds))
+	var known []string
+	some := len(kinds) == 0 // no kind answers: the cache says why
+	for _, res := range kinds {
+		all, err := a.decide(auth.Attributes{Verb: auth.VerbList, Group: res.Group, Resource: res.Plural})
+		if err != nil {
+			return nil, err
 		}
-		k := decided[h.Resource.Name]
-		if k == nil {
-			all, err := a.decide(auth.Attributes{Verb: auth.VerbList, Group: h.Resource.Group, Resource: h.Resource.Plural})
-			if err != nil {
-				return l, err
+		k := kindAccess{all: all}
+		if !all && res.Namespaced {
+			if known == nil {
+				known = a.s.r.Namespaces()
 			}
-			k = &kindAccess{all: all}
-			decided[h.Resource.Name] = k
-			if !all && h.Resource.Namespaced {
-				k.namespaces, err = a.namespacesAllowed(auth.VerbList, h.Resource, l.Namespaces(h.Resource))
-				if err != nil {
-					return l, err
-				}
+			if k.namespaces, err = a.namespacesAllowed(auth.VerbList, res, known); err != nil {
+				return nil, err
 			}
 		}
+		decided[res.Name] = k
+		some = some || all || len(k.namespaces) > 0
 	}
-	return l.Restrict(func(res cache.Resource, ns string) bool {
-		k := decided[res.Name]
-		return k != nil && (k.all || slices.Contains(k.namespaces, ns))
-	})
+	if !some {
+		return nil, a.forbidden(auth.VerbList, kinds[0], "")
+	}
+	return func(res cache.Resource, namespace string) bool {
+		k, ok := decided[res.Name]
+		if !ok || k.all {
+			return ok
+		}
+		_, found := slices.BinarySearch(k.namespaces, namespace)
+		return found
+	}, nil
 }
 
 // resourceView is a resource's status without the cluster-wide figures a
-// caller not allowed to list it cluster-wide may not see: the fields of
-// the same JSON name here hide those of the embedded Status.
+// caller not allowed to list it cluster-wide may not see: its object and
+// event counts, and its resourceVersion and last event, which move with
+// every change in namespaces the caller may not read. The fields of the
+// same JSON name here hide those of the embedded Status.
 type resourceView struct {
 	cache.Status
-	Count  *int64             `json:"count,omitempty"`
-	Events *cache.EventCounts `json:"events,omitempty"`
+	Count           *int64             `json:"count,omitempty"`
+	Events          *cache.EventCounts `json:"events,omitempty"`
+	ResourceVersion *string            `json:"resourceVersion,omitempty"`
+	LastEvent       *time.Time         `json:"lastEvent,omitempty"`
 }
 
 // visibleResource is st as the caller may see it: all of it when not
-// authorizing (a cache.Status, byte for byte as before).
-func (s *Server) visibleResource(c echo.Context, st cache.Status) (any, error) {
+// authorizing (a cache.Status, byte for byte as before). detail reports
+// whether it may see the figures.
+func (s *Server) visibleResource(c echo.Context, st cache.Status) (view any, detail bool, err error) {
 	if !s.authorizing() {
-		return st, nil
+		return st, true, nil
 	}
 	ok, err := s.accessFor(c).decide(auth.Attributes{Verb: auth.VerbList, Group: st.Group, Resource: st.Plural})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	v := resourceView{Status: st}
 	if ok {
-		v.Count, v.Events = &st.Count, &st.Events
+		v.Count, v.Events, v.ResourceVersion = &st.Count, &st.Events, &st.ResourceVersion
+		if !st.LastEvent.IsZero() {
+			v.LastEvent = &st.LastEvent
+		}
 	}
-	return v, nil
+	return v, ok, nil
 }
 
 // visibleResources is visibleResource for each.
@@ -326,7 +347,7 @@ func (s *Server) visibleResources(c echo.Context, all []cache.Status) (any, erro
 	}
 	out := make([]any, len(all))
 	for i, st := range all {
-		v, err := s.visibleResource(c, st)
+		v, _, err := s.visibleResource(c, st)
 		if err != nil {
 			return nil, err
 		}

@@ -65,7 +65,10 @@ func startAuth(t *testing.T, opts Options) *authEnv {
 	api := authtest.New(t, authUsers, authRules()...)
 	tr, _ := auth.NewTokenReviewerForConfig(api.Config(), auth.TokenReviewOptions{})
 	ar, _ := auth.NewAccessReviewerForConfig(api.Config(), auth.AccessReviewOptions{})
-	opts.Auth = AuthOptions{Authenticator: tr, Authorizer: ar}
+	if opts.Auth.Authenticator == nil {
+		opts.Auth.Authenticator = tr
+	}
+	opts.Auth.Authorizer = ar
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -222,6 +225,7 @@ func TestAuthHidesClusterWideFigures(t *testing.T) {
 func TestAuthCachesReviews(t *testing.T) {
 	e := startAuth(t, Options{})
 	e.get(t, "/api/v1/pods", "alice-token")
+	e.get(t, "/api/v1/ip/10.77.0.1", "alice-token")
 	tokens, reviews := e.api.Reviews()
 	for range 20 {
 		for _, path := range []string{"/api/v1/pods", "/api/v1/pods/team-a/a-0", "/api/v1/pods/team-b/b-0", "/api/v1/ip/10.77.0.9"} {

@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/kubeindex/kubeindex/cache"
+	"github.com/kubeindex/kubeindex/internal/text"
 )
 
 // Status is the error body, in the shape of a Kubernetes metav1.Status so
@@ -67,8 +68,14 @@ func errorStatus(err error) Status {
 	default:
 		st.Code, st.Reason, st.Message = http.StatusInternalServerError, "InternalError", "internal error"
 	}
+	st.Message = text.Truncate(st.Message, maxMessageBytes)
 	return st
 }
+
+// maxMessageBytes bounds an error's message: where one echoes what the
+// client sent (a name, a selector, a Last-Event-ID), the echo is cut
+// shorter on the spot; this is the bound for any echo missed there.
+const maxMessageBytes = 1024
 
 func reasonFor(code int) string {
 	switch code {

@@ -78,11 +78,11 @@ func (s *Server) getResource(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	s.setFreshness(c.Response().Header(), st.Freshness)
-	view, err := s.visibleResource(c, st)
+	view, detail, err := s.visibleResource(c, st)
 	if err != nil {
 		return err
 	}
+	s.setFreshness(c.Response().Header(), st.Freshness, detail)
 	return c.JSON(http.StatusOK, view)
 }
 
@@ -120,7 +120,7 @@ func (s *Server) list(c echo.Context) error {
 		return err
 	}
 	res, err := s.r.List(resource, lq)
-	s.setResourceFreshness(c, res.Freshness)
+	s.setResourceFreshness(c, resource, res.Freshness)
 	if err != nil {
 		return err
 	}
@@ -157,7 +157,7 @@ func (s *Server) get(c echo.Context, namespaced bool) error {
 		return err
 	}
 	obj, fresh, err := s.r.Get(resource, namespace, name)
-	s.setResourceFreshness(c, fresh)
+	s.setResourceFreshness(c, resource, fresh)
 	if err != nil {
 		return err
 	}
@@ -185,7 +185,7 @@ func (s *Server) indexValues(c echo.Context) error {
 		return err
 	}
 	res, err := s.r.IndexValues(resource, index, limit, q.Get("continue"))
-	s.setResourceFreshness(c, res.Freshness)
+	s.setResourceFreshness(c, resource, res.Freshness)
 	if err != nil {
 		return err
 	}

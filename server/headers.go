@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/kubeindex/kubeindex/auth"
 	"github.com/kubeindex/kubeindex/cache"
 )
 
@@ -38,19 +39,22 @@ func boolValue(b bool) []string {
 	return valueFalse
 }
 
-// setFreshness writes a resource's freshness into the headers. The keys
+// setFreshness writes a resource's freshness into the headers: with detail,
+// its resourceVersion and last event too (see freshnessDetail). The keys
 // are canonical, so they are assigned directly.
-func (s *Server) setFreshness(h http.Header, f cache.Freshness) {
-	v := s.fresh.Load()
-	if v == nil || v.resourceVersion != f.ResourceVersion || !v.lastEvent.Equal(f.LastEvent) {
-		v = newFreshnessValues(f)
-		s.fresh.Store(v)
-	}
-	if v.resourceVersionValue != nil {
-		h[HeaderResourceVersion] = v.resourceVersionValue
-	}
-	if v.lastEventValue != nil {
-		h[HeaderLastEvent] = v.lastEventValue
+func (s *Server) setFreshness(h http.Header, f cache.Freshness, detail bool) {
+	if detail {
+		v := s.fresh.Load()
+		if v == nil || v.resourceVersion != f.ResourceVersion || !v.lastEvent.Equal(f.LastEvent) {
+			v = newFreshnessValues(f)
+			s.fresh.Store(v)
+		}
+		if v.resourceVersionValue != nil {
+			h[HeaderResourceVersion] = v.resourceVersionValue
+		}
+		if v.lastEventValue != nil {
+			h[HeaderLastEvent] = v.lastEventValue
+		}
 	}
 	h[HeaderSynced] = boolValue(f.Synced)
 	h[HeaderStale] = boolValue(f.Stale)
@@ -93,11 +97,33 @@ func newFreshnessValues(f cache.Freshness) *freshnessValues {
 // about, from what the cache returned with the answer or its error. The
 // cache returns none (the zero value: neither synced nor stale, which a
 // resource always is) when there was no such resource to ask; the error
-// translation then gives the answer the whole cache's.
-func (s *Server) setResourceFreshness(c echo.Context, f cache.Freshness) {
-	if f.Synced || f.Stale {
-		s.setFreshness(c.Response().Header(), f)
+// translation then gives the answer the whole cache's. It returns whether
+// the details were given (see freshnessDetail).
+func (s *Server) setResourceFreshness(c echo.Context, resource string, f cache.Freshness) bool {
+	if !f.Synced && !f.Stale {
+		return false
 	}
+	detail := s.freshnessDetail(c, resource)
+	s.setFreshness(c.Response().Header(), f, detail)
+	return detail
+}
+
+// freshnessDetail reports whether the caller may be told when resource last
+// changed and its resourceVersion: a resource's last event and version move
+// with every change in every namespace, so, when authorizing, only a
+// caller who may list it cluster-wide is told them; anyone else gets
+// synced, stale and the watch's state. A decision that cannot be made
+// (the authorizer is down) tells nothing, and fails nothing.
+func (s *Server) freshnessDetail(c echo.Context, resource string) bool {
+	if !s.authorizing() {
+		return true
+	}
+	res, err := s.r.Resolve(resource)
+	if err != nil {
+		return false
+	}
+	ok, err := s.accessFor(c).decide(auth.Attributes{Verb: auth.VerbList, Group: res.Group, Resource: res.Plural})
+	return err == nil && ok
 }
 
 // fillFreshness gives a response that is not about one resource (health,
@@ -107,11 +133,13 @@ func (s *Server) setResourceFreshness(c echo.Context, f cache.Freshness) {
 // An unauthenticated answer (a probe, a 401, the dashboard's files while
 // authentication is on) carries none: when the cache last changed, and its
 // resourceVersion, tell activity in namespaces the caller may not read.
+// When authorizing, the whole cache's last event is given to nobody (it
+// would take a review per resource to know who may see them all).
 func (s *Server) fillFreshness(c echo.Context) {
 	if s.authenticating() && userOf(c) == nil {
 		return
 	}
 	if h := c.Response().Header(); h[HeaderStale] == nil {
-		s.setFreshness(h, s.r.Freshness())
+		s.setFreshness(h, s.r.Freshness(), !s.authorizing())
 	}
 }

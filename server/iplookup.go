@@ -30,12 +30,14 @@ func (s *Server) lookupIP(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	res, err := s.r.LookupAddress(query)
-	s.setResourceFreshness(c, res.Freshness)
-	if err != nil {
+	if query.Visible, err = s.accessFor(c).ipVisibility(); err != nil {
 		return err
 	}
-	if res, err = s.restrictIP(c, res); err != nil {
+	res, err := s.r.LookupAddress(query)
+	if !s.setResourceFreshness(c, res.Resource.Name, res.Freshness) {
+		res.Freshness.ResourceVersion = "" // a restricted caller's answer says no more than its headers
+	}
+	if err != nil {
 		return err
 	}
 	if res.History != nil {

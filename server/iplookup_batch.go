@@ -124,8 +124,11 @@ func (s *Server) lookupIPBatch(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	visible, err := s.accessFor(c).ipVisibility() // one decision for every slot
+	if err != nil {
+		return err
+	}
 	ndjson := strings.Contains(c.Request().Header.Get("Accept"), "application/x-ndjson")
-	a := s.accessFor(c).memoized()
 	lookups := s.r.AddressLookups()
 	w := c.Response()
 	if ndjson {
@@ -148,7 +151,7 @@ func (s *Server) lookupIPBatch(c echo.Context) error {
 		if !ndjson && i > 0 {
 			b = append(b, ',')
 		}
-		b = s.answerOne(b, lookups, a, q)
+		b = s.answerOne(b, lookups, visible, q)
 		if ndjson {
 			b = append(b, '\n')
 		}
@@ -162,15 +165,15 @@ func (s *Server) lookupIPBatch(c echo.Context) error {
 
 // answerOne appends one query's answer: the lookup's summary (no objects),
 // or {"ip":…,"error":Status}.
-func (s *Server) answerOne(b []byte, lookups *cache.AddressLookups, a access, bq batchQuery) []byte {
-	res, err := s.lookupOne(lookups, a, bq)
+func (s *Server) answerOne(b []byte, lookups *cache.AddressLookups, visible func(cache.Resource, string) bool, bq batchQuery) []byte {
+	res, err := s.lookupOne(lookups, visible, bq)
 	if err != nil {
 		st := errorStatus(err)
 		if st.Code == http.StatusInternalServerError {
 			s.log.Error("batch IP lookup", "err", err)
 		}
 		b = append(b, `{"ip":`...)
-		b = jsonscan.AppendString(b, bq.IP)
+		b = jsonscan.AppendString(b, text.Truncate(bq.IP, 64))
 		b = append(b, `,"error":{"code":`...)
 		b = strconv.AppendInt(b, int64(st.Code), 10)
 		b = append(b, `,"reason":`...)
@@ -185,17 +188,11 @@ func (s *Server) answerOne(b []byte, lookups *cache.AddressLookups, a access, bq
 	return append(appendIPSummary(append(b, '{'), res, false), '}')
 }
 
-func (s *Server) lookupOne(lookups *cache.AddressLookups, a access, bq batchQuery) (cache.IPLookup, error) {
+func (s *Server) lookupOne(lookups *cache.AddressLookups, visible func(cache.Resource, string) bool, bq batchQuery) (cache.IPLookup, error) {
 	q, err := bq.toIPQuery()
 	if err != nil {
 		return cache.IPLookup{}, err
 	}
-	res, err := lookups.Lookup(q)
-	if err != nil {
-		return res, err
-	}
-	if s.authorizing() {
-		return restrictIPFor(a, res)
-	}
-	return res, nil
+	q.Visible = visible
+	return lookups.Lookup(q)
 }

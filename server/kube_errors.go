@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubeindex/kubeindex/cache"
+	"github.com/kubeindex/kubeindex/internal/text"
 )
 
 // The Kubernetes API's errors are metav1.Status objects worded as the API
@@ -92,6 +93,14 @@ func kubeStatus(err error) metav1.Status {
 	}
 	st.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
 	st.Status = metav1.StatusFailure
+	st.Message = text.Truncate(st.Message, maxMessageBytes) // apimachinery's errors echo the query whole
+	if d := st.Details; d != nil {
+		d.Name = text.Truncate(d.Name, 256)
+		for i := range d.Causes {
+			d.Causes[i].Message = text.Truncate(d.Causes[i].Message, maxMessageBytes)
+			d.Causes[i].Field = text.Truncate(d.Causes[i].Field, 256)
+		}
+	}
 	return st
 }
 
@@ -133,5 +142,5 @@ func (s *Server) kubeHandler(h echo.HandlerFunc) echo.HandlerFunc {
 
 // kubeObjectNotFound is the API server's answer for a missing object.
 func kubeObjectNotFound(group, plural, name string) error {
-	return apierrors.NewNotFound(schema.GroupResource{Group: group, Resource: plural}, name)
+	return apierrors.NewNotFound(schema.GroupResource{Group: group, Resource: plural}, text.Truncate(name, 256))
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/kubeindex/kubeindex/auth"
 	"github.com/kubeindex/kubeindex/cache"
 	"github.com/kubeindex/kubeindex/internal/jsonscan"
+	"github.com/kubeindex/kubeindex/internal/text"
 )
 
 // freshWait is how long a read asking for a resourceVersion the cache has
@@ -193,15 +194,15 @@ func (s *Server) kubeAllow(c echo.Context, verb string, res cache.Resource, name
 	}
 	where := "at the cluster scope"
 	if namespace != "" {
-		where = fmt.Sprintf("in the namespace %q", namespace)
+		where = fmt.Sprintf("in the namespace %q", text.Truncate(namespace, 128))
 	}
 	what := res.GroupResource()
 	if name != "" {
-		what = fmt.Sprintf("%s %q", what, name)
+		what = fmt.Sprintf("%s %q", what, text.Truncate(name, 256))
 	}
 	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusForbidden,
 		Reason:  metav1.StatusReasonForbidden,
-		Details: &metav1.StatusDetails{Name: name, Group: res.Group, Kind: res.Plural},
+		Details: &metav1.StatusDetails{Name: text.Truncate(name, 256), Group: res.Group, Kind: res.Plural},
 		Message: fmt.Sprintf("%s is forbidden: User %q cannot %s resource %q in API group %q %s",
 			what, a.userName(), verb, res.Plural, res.Group, where)}}
 }
@@ -214,7 +215,7 @@ func (s *Server) kubeGet(c echo.Context, t kubeTarget, opts *metainternalversion
 		return err
 	}
 	obj, fresh, err := s.r.Get(t.res.Name, t.namespace, t.name)
-	s.setResourceFreshness(c, fresh)
+	s.setResourceFreshness(c, t.res.Name, fresh)
 	if errors.Is(err, cache.ErrNotFound) {
 		return kubeObjectNotFound(t.res.Group, t.res.Plural, t.name)
 	}
@@ -248,7 +249,7 @@ func (s *Server) kubeList(c echo.Context, t kubeTarget, opts *metainternalversio
 		q.Limit = int(min(opts.Limit, int64(maxLimit)))
 	}
 	res, err := s.r.List(t.res.Name, q)
-	s.setResourceFreshness(c, res.Freshness)
+	s.setResourceFreshness(c, t.res.Name, res.Freshness)
 	if err != nil {
 		if errors.Is(err, cache.ErrInvalid) && q.Continue != "" {
 			var fe *cache.FieldSelectorError

@@ -41,13 +41,13 @@ func queryParams(c echo.Context, known ...string) (url.Values, error) {
 			return nil, fmt.Errorf("%w: unknown query parameter %q (known: %s)", errBadRequest, text.Truncate(k, 64), strings.Join(known, ", "))
 		}
 		if len(v) > 1 {
-			return nil, fmt.Errorf("%w: query parameter %q given %d times", errBadRequest, k, len(v))
+			return nil, fmt.Errorf("%w: query parameter %q given %d times", errBadRequest, text.Truncate(k, 64), len(v))
 		}
 		if len(v[0]) > maxParamBytes {
-			return nil, fmt.Errorf("%w: query parameter %q is longer than %d bytes", errBadRequest, k, maxParamBytes)
+			return nil, fmt.Errorf("%w: query parameter %q is longer than %d bytes", errBadRequest, text.Truncate(k, 64), maxParamBytes)
 		}
 		if !utf8.ValidString(v[0]) || strings.ContainsFunc(v[0], unicode.IsControl) {
-			return nil, fmt.Errorf("%w: query parameter %q is not valid UTF-8 text (control characters included)", errBadRequest, k)
+			return nil, fmt.Errorf("%w: query parameter %q is not valid UTF-8 text (control characters included)", errBadRequest, text.Truncate(k, 64))
 		}
 	}
 	return q, nil

@@ -42,11 +42,12 @@ type Reader interface {
 	WatchAddresses(q cache.AddressWatchQuery, notify chan<- struct{}) (*cache.Subscription, error)
 	// StreamStats describes each resource's stream broker, for metrics.
 	StreamStats() []cache.StreamStats
-	// Resolve, Namespaces and NamespacesOf serve authorization (see
-	// cache.Cache.Resolve).
+	// Resolve, Namespaces, NamespacesOf and IPResources serve
+	// authorization (see cache.Cache.Resolve).
 	Resolve(resource string) (cache.Resource, error)
 	Namespaces() []string
 	NamespacesOf(resource string) ([]string, error)
+	IPResources() []cache.Resource
 	// APIResources, Position and WaitPosition serve the Kubernetes API
 	// (see cache.Cache).
 	APIResources() []cache.Resource

@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/kubeindex/kubeindex/cache"
+	"github.com/kubeindex/kubeindex/internal/text"
 )
 
 // StreamOptions bounds and tunes the event streams (WebSocket and SSE).
@@ -236,16 +237,17 @@ func (h *streamHub) wait(ctx context.Context) {
 
 // subscribe opens one subscription for a stream handler, within the
 // server's bound on subscriptions, and puts the resource's freshness in
-// header. notify is the subscription's wake-up. Every subscription it
-// returns must end with unsubscribe.
-func (s *Server) subscribe(resource string, q cache.WatchQuery, header http.Header) (*cache.Subscription, chan struct{}, error) {
+// header (with the details when detail is set: see freshnessDetail).
+// notify is the subscription's wake-up. Every subscription it returns must
+// end with unsubscribe.
+func (s *Server) subscribe(resource string, q cache.WatchQuery, header http.Header, detail bool) (*cache.Subscription, chan struct{}, error) {
 	notify := make(chan struct{}, 1)
 	sub, err := s.streams.subscribe(s.r, resource, q, notify)
 	if err != nil {
 		return nil, nil, err
 	}
 	if st, err := s.r.ResourceStatus(resource); err == nil {
-		s.setFreshness(header, st.Freshness)
+		s.setFreshness(header, st.Freshness, detail)
 	}
 	return sub, notify, nil
 }
@@ -269,7 +271,7 @@ func (s *Server) watch(c echo.Context) error {
 		return err
 	}
 	if w := q.Get("watch"); w != "true" && w != "1" {
-		return fmt.Errorf("%w: watch=%q: use watch=true for a stream, or leave watch out for a list", errBadRequest, w)
+		return fmt.Errorf("%w: watch=%q: use watch=true for a stream, or leave watch out for a list", errBadRequest, text.Truncate(w, 16))
 	}
 	wq, err := watchQuery(q.Get("namespace"), q.Get("labelSelector"), q.Get("index"), q.Get("value"),
 		q.Get("resourceVersion"), q.Get("snapshot"), q.Get("diff"))
@@ -305,7 +307,7 @@ func watchQuery(namespace, labelSelector, index, value, resourceVersion, snapsho
 	if snapshot != "" {
 		b, err := strconv.ParseBool(snapshot)
 		if err != nil {
-			return q, fmt.Errorf("%w: snapshot must be true or false, got %q", errBadRequest, snapshot)
+			return q, fmt.Errorf("%w: snapshot must be true or false, got %q", errBadRequest, text.Truncate(snapshot, 16))
 		}
 		q.Snapshot = b
 	}
@@ -340,5 +342,5 @@ func (s *Server) checkOrigin(r *http.Request) error {
 		}
 	}
 	return echo.NewHTTPError(http.StatusForbidden,
-		fmt.Sprintf("WebSocket from origin %q refused: only pages served by %s and the configured allowed origins may open streams", origin, r.Host))
+		fmt.Sprintf("WebSocket from origin %q refused: only pages served by %s and the configured allowed origins may open streams", text.Truncate(origin, 128), text.Truncate(r.Host, 128)))
 }

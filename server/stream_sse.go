@@ -25,7 +25,7 @@ import (
 // the stream just ends.
 func (s *Server) watchSSE(c echo.Context, resource string, q cache.WatchQuery) error {
 	w := c.Response()
-	sub, notify, err := s.subscribe(resource, q, w.Header())
+	sub, notify, err := s.subscribe(resource, q, w.Header(), s.freshnessDetail(c, resource))
 	if err != nil {
 		return err
 	}

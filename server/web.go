@@ -12,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/kubeindex/kubeindex/internal/text"
 	"github.com/kubeindex/kubeindex/web"
 )
 
@@ -112,7 +113,7 @@ func serveDashboard(c echo.Context, urlPath string) error {
 	}
 	a, ok := assets[urlPath]
 	if !ok {
-		return echo.NewHTTPError(http.StatusNotFound, fmt.Sprintf("the dashboard has no file %s", urlPath))
+		return echo.NewHTTPError(http.StatusNotFound, fmt.Sprintf("the dashboard has no file %s", text.Truncate(urlPath, 128)))
 	}
 	h.Set("Cache-Control", "no-cache")
 	h.Set("ETag", a.etag)

@@ -42,7 +42,7 @@ func (s *Server) watchWebSocket(c echo.Context, resource string, q *cache.WatchQ
 // the stack for the socket's life.)
 func (s *Server) openWatchSocket(c echo.Context, resource string, q *cache.WatchQuery) (*wsConn, error) {
 	header := http.Header{}
-	sub, notify, err := s.subscribe(resource, *q, header)
+	sub, notify, err := s.subscribe(resource, *q, header, s.freshnessDetail(c, resource))
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kubeindex/kubeindex/cache"
 	"github.com/kubeindex/kubeindex/internal/jsonscan"
+	"github.com/kubeindex/kubeindex/internal/text"
 )
 
 const (
@@ -197,7 +198,7 @@ func (w *wsConn) handle(cmd *clientCmd) error {
 	if m.Op == "unsubscribe" {
 		i := w.find(m.ID)
 		if i < 0 {
-			return w.sendRaw(errorMessage(m.ID, fmt.Errorf("%w: no subscription %q", errBadRequest, m.ID)))
+			return w.sendRaw(errorMessage(m.ID, fmt.Errorf("%w: no subscription %q", errBadRequest, text.Truncate(m.ID, 64))))
 		}
 		w.removeAt(i)
 		return w.sendRaw(fmt.Appendf(jsonscan.AppendString([]byte(`{"id":`), m.ID), `,"type":"%s"}`, cache.Unsubscribed))
@@ -259,7 +260,7 @@ func (w *wsConn) endLife(why error) error {
 // checkNewSubscription refuses an id in use, or one subscription too many.
 func (w *wsConn) checkNewSubscription(id string) error {
 	if w.find(id) >= 0 {
-		return fmt.Errorf("%w: subscription id %q is in use; unsubscribe it first", errBadRequest, id)
+		return fmt.Errorf("%w: subscription id %q is in use; unsubscribe it first", errBadRequest, text.Truncate(id, 64))
 	}
 	if len(w.subs) >= w.opts.MaxSubscriptionsPerSocket {
 		return echo.NewHTTPError(http.StatusTooManyRequests,
