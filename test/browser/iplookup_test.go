@@ -18,7 +18,7 @@ import (
 // TestDashboardWhoHasThisIP holds the dashboard's "Who has this IP?" box
 // to kubeindex's own GET /api/v1/ip/{ip} on `kubeindex --demo`: for a pod
 // address, a Service's ClusterIP and a node's address (its hostNetwork
-// pods and the node), narrowed by a port and by a port nobody declares,
+// pods and the node), narrowed by a port one pod declares and by a port nobody declares,
 // at a moment typed as a local time in a browser far from UTC, at a change
 // of owner (boundary: both sides, in order), before the history (410),
 // with bad input (400) and for a free address (404), the box shows what
@@ -42,11 +42,12 @@ func TestDashboardWhoHasThisIP(t *testing.T) {
 	p.lookUpLikeAPI(t, ki.URL, demo.clusterIP, ipAsk{}, "service", "Service")
 	p.lookUpLikeAPI(t, ki.URL, demo.nodeIP, ipAsk{}, "hostNetwork", "Pod", "Node")
 
-	// Ports: the hostNetwork pod that declares 2020 (the log shipper's
-	// metrics), and a port none declares, which narrows nothing.
-	got := p.lookUpLikeAPI(t, ki.URL, demo.nodeIP, ipAsk{port: "2020", protocol: "TCP"}, "pod", "Pod")
-	if got.Via != "port" {
-		t.Errorf("port 2020 on %s: the box says via %q; the API picked the pod via port", demo.nodeIP, got.Via)
+	// Ports: the hostNetwork pod that declares 9100 (node-exporter; both
+	// daemons declare 2020 and 9090), and a port none declares, which
+	// narrows nothing.
+	got := p.lookUpLikeAPI(t, ki.URL, demo.nodeIP, ipAsk{port: "9100", protocol: "TCP"}, "pod")
+	if got.Via != "port" || len(got.Rows) == 0 || got.Rows[0].Kind != "Pod" {
+		t.Errorf("port 9100 on %s: the box says via %q, owners %v; the API picked the pod via port", demo.nodeIP, got.Via, got.Rows)
 	}
 	got = p.lookUpLikeAPI(t, ki.URL, demo.nodeIP, ipAsk{port: "4", protocol: "UDP"}, "hostNetwork", "Pod", "Node")
 	if got.Declared != "false" {
