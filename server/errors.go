@@ -109,6 +109,9 @@ func (s *Server) handleError(err error, c echo.Context) {
 		return
 	}
 	s.fillFreshness(c) // errors raised before a handler found its resource
+	if st.Code == http.StatusMethodNotAllowed {
+		s.setAllow(c) // the path's methods, also when echo's router found none
+	}
 	if st.Details != nil && st.Details.RetryAfterSeconds > 0 {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(st.Details.RetryAfterSeconds))
 	}

@@ -113,11 +113,12 @@ func TestIPBatch(t *testing.T) {
 	}{
 		{http.MethodPost, `{"queries":[{"ip":"10.96.0.1"}]}`, 200},
 		{http.MethodPost, `{"queries":[{"ip":"` + strings.Repeat("1", maxBatchBody) + `"}]}`, 413},
-		{http.MethodGet, ``, 404}, // a GET is a resource name to /api/v1/{resource}
+		{http.MethodGet, ``, 405}, // not a list of a resource named "ip:lookup"
 	} {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, localRequest(tt.method, "/api/v1/ip:lookup", strings.NewReader(tt.body)))
-		if rec.Code != tt.code || tt.code == 200 && !strings.Contains(rec.Body.String(), `"match":"service"`) {
+		if rec.Code != tt.code || tt.code == 200 && !strings.Contains(rec.Body.String(), `"match":"service"`) ||
+			tt.code == 405 && rec.Header().Get("Allow") != "POST, OPTIONS" {
 			t.Errorf("%s through the routes: %d %.200s; expect %d", tt.method, rec.Code, rec.Body, tt.code)
 		}
 	}

@@ -12,5 +12,6 @@ const kubeMaxWriteBody = 4 << 20
 // kubeWrite answers every write with the API server's 405.
 func (s *Server) kubeWrite(c echo.Context) error {
 	c.Response().Header().Set("Connection", "close") // the unread body must not be taken for the next request
+	s.setAllow(c)
 	return kubeReadOnly(c.Request().Method)
 }

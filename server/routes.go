@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -76,6 +77,9 @@ type route struct {
 	// takes none, and a request with one is refused before the handler.
 	maxBody int64
 	handler echo.HandlerFunc
+	// refusal routes exist to refuse their method (the Kubernetes API's
+	// writes: 405): they are not counted in the path's Allow header.
+	refusal bool
 
 	metrics *routeMetrics // set at registration
 }
@@ -153,7 +157,7 @@ func (s *Server) kubeWrites(reads []*route) []*route {
 	var out []*route
 	for _, rd := range reads {
 		for _, m := range []string{http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
-			out = append(out, &route{method: m, path: rd.path, kind: restKind, authz: authenticated, maxBody: kubeMaxWriteBody,
+			out = append(out, &route{method: m, path: rd.path, kind: restKind, authz: authenticated, maxBody: kubeMaxWriteBody, refusal: true,
 				summary: "Kubernetes API: refused, kubeindex is read-only (405).", handler: s.kubeHandler(s.kubeWrite)})
 		}
 	}
@@ -177,12 +181,61 @@ func static(path, summary string, h echo.HandlerFunc) *route {
 type routeKey struct{ method, path string }
 
 // routes registers the table with echo and keeps each entry for the edge.
+// Every other method on a table path is registered too, answering 405
+// (OPTIONS: 204) with the path's Allow header: otherwise echo's router,
+// finding a path without the method, backtracks to a less specific path
+// that has it, and GET /api/v1/ip:lookup would be a list of a resource
+// named "ip:lookup" (404) instead of the 405 it is.
 func (s *Server) routes() {
-	s.routeInfo = map[routeKey]*route{}
+	s.routeInfo, s.allow = map[routeKey]*route{}, map[string]string{}
+	var paths []string
+	served := map[string][]string{}
 	for _, rt := range s.table() {
 		rt.metrics = s.metrics.forRoute(rt.path)
 		s.echo.Add(rt.method, rt.path, rt.handler)
 		s.routeInfo[routeKey{rt.method, rt.path}] = rt
+		if served[rt.path] == nil {
+			paths = append(paths, rt.path)
+		}
+		served[rt.path] = append(served[rt.path], rt.method)
+		if !rt.refusal {
+			s.allow[rt.path] += rt.method + ", "
+		}
+	}
+	for _, p := range paths {
+		s.allow[p] += http.MethodOptions
+		for _, m := range routerMethods {
+			switch {
+			case slices.Contains(served[p], m):
+			case m == http.MethodOptions:
+				s.echo.Add(m, p, s.options)
+			default:
+				s.echo.Add(m, p, wrongMethod)
+			}
+		}
+	}
+}
+
+// routerMethods are the methods echo's router keeps apart; it answers any
+// other (an invented one) with its own 405 on the most specific path,
+// which handleError gives the same Allow header.
+var routerMethods = []string{http.MethodConnect, http.MethodDelete, http.MethodGet, http.MethodHead,
+	http.MethodOptions, http.MethodPatch, http.MethodPost, echo.PROPFIND, http.MethodPut, http.MethodTrace, echo.REPORT}
+
+// wrongMethod answers a method the path does not serve.
+func wrongMethod(echo.Context) error { return echo.ErrMethodNotAllowed }
+
+// options answers OPTIONS with the methods the path serves, as echo does.
+func (s *Server) options(c echo.Context) error {
+	s.setAllow(c)
+	return c.NoContent(http.StatusNoContent)
+}
+
+// setAllow sets the Allow header of an answer on a table path: the methods
+// the path serves (refusals left out) and OPTIONS.
+func (s *Server) setAllow(c echo.Context) {
+	if allow := s.allow[c.Path()]; allow != "" {
+		c.Response().Header().Set(echo.HeaderAllow, allow)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -116,4 +117,50 @@ func samplePath(path string) string {
 	r := strings.NewReplacer(":resource", "pods", ":namespace", "kube-system", ":name", "kube-proxy-zhstf",
 		":index", "node", ":ip", "10.0.0.12", ":file", "app.js", `\:`, ":")
 	return r.Replace(path)
+}
+
+// TestWrongMethodIsA405WithAllow walks the table: on every path, every
+// method no route serves is a 405 whose Allow header names the methods
+// the path does serve, whichever less specific path has the method
+// (GET /api/v1/ip:lookup is no list of a resource "ip:lookup"); OPTIONS
+// is a 204 with the same header; the Kubernetes API's refused writes are
+// 405s too, and are not in Allow.
+func TestWrongMethodIsA405WithAllow(t *testing.T) {
+	f := cachetest.Start(t, cachetest.DefaultSpecs()...)
+	s := New(f.Cache, Options{Logger: quiet()})
+	h := s.Handler()
+	serves := map[string][]string{}
+	for _, rt := range s.table() {
+		if !rt.refusal {
+			serves[rt.path] = append(serves[rt.path], rt.method)
+		}
+	}
+	methods := []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodTrace, "PROPFIND", "FOO"}
+	for path, served := range serves {
+		target := strings.ReplaceAll(samplePath(path), `\:`, ":")
+		want := strings.Join(slices.Sorted(slices.Values(append(slices.Clone(served), http.MethodOptions))), ",")
+		allow := func(rec *httptest.ResponseRecorder) string {
+			var got []string
+			for m := range strings.SplitSeq(rec.Header().Get("Allow"), ",") {
+				got = append(got, strings.TrimSpace(m))
+			}
+			slices.Sort(got)
+			return strings.Join(got, ",")
+		}
+		for _, m := range methods {
+			if slices.Contains(served, m) {
+				continue
+			}
+			rec := do(t, h, m, target)
+			if rec.Code != http.StatusMethodNotAllowed || allow(rec) != want {
+				t.Errorf("%s %s: %d, Allow %q; expect 405, Allow %s (%s)", m, target, rec.Code, rec.Header().Get("Allow"), want,
+					strings.TrimSpace(rec.Body.String()))
+			}
+		}
+		rec := do(t, h, http.MethodOptions, target)
+		if rec.Code != http.StatusNoContent || allow(rec) != want {
+			t.Errorf("OPTIONS %s: %d, Allow %q; expect 204, Allow %s", target, rec.Code, rec.Header().Get("Allow"), want)
+		}
+	}
 }

@@ -91,6 +91,8 @@ type Server struct {
 	headers []header // security headers of every response
 	// routeInfo is read by every request and written only by New.
 	routeInfo map[routeKey]*route
+	// allow is each path's Allow header (routes.go); written only by New.
+	allow map[string]string
 	// fresh holds the freshness header values last written (headers.go).
 	fresh atomicFreshness
 }

@@ -146,7 +146,7 @@ func lookUp(t *testing.T, p *page, ip, match string, keys []string, hostNetwork 
 		Hosts []string
 	}
 	p.waitFor(30*time.Second, "the IP lookup of "+ip+" to show "+match, func() (bool, string) {
-		p.mustEval(`(() => { `+visibleJS+` const r = document.getElementById('ip-result'); const rows = [...r.querySelectorAll('tbody tr')];
+		p.mustEval(`(() => { `+visibleJS+` const r = document.getElementById('ip-result'); const rows = [...r.querySelectorAll('tbody tr[data-kind="Pod"]')];
 			return {match: shown(r) ? r.dataset.match : '', keys: rows.map((tr) => tr.dataset.key).sort(),
 				hosts: rows.map((tr) => tr.dataset.hostNetwork)}; })()`, &got)
 		return got.Match == match && slices.Equal(got.Keys, keys), fmt.Sprintf("%+v", got)

@@ -143,7 +143,7 @@ func lookUpNodeIP(t *testing.T, p *page, api string) {
 	}
 	p.waitFor(10*time.Second, "the IP lookup result for "+ip, func() (bool, string) {
 		p.mustEval(`(() => { `+visibleJS+` const r = document.getElementById('ip-result');
-			return {match: shown(r) ? r.dataset.match : '', rows: [...r.querySelectorAll('tbody tr')].map((tr) => ({
+			return {match: shown(r) ? r.dataset.match : '', rows: [...r.querySelectorAll('tbody tr[data-kind="Pod"]')].map((tr) => ({
 				key: tr.dataset.key, hostNetwork: tr.dataset.hostNetwork, badge: tr.querySelector('.badge-host')?.textContent ?? ''}))}; })()`, &got)
 		return got.Match == "hostNetwork" && len(got.Rows) == len(want.Pods), fmt.Sprintf("%+v", got)
 	})

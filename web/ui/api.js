@@ -61,7 +61,7 @@ function query(params) {
 
 export const api = {
   resources: (opts) => getJSON('/api/v1/resources', opts),
-  lookupIP: (ip, opts) => getJSON(`/api/v1/ip/${encodeURIComponent(ip)}`, opts),
+  lookupIP: (ip, params, opts) => getJSON(`/api/v1/ip/${encodeURIComponent(ip)}${query(params)}`, opts),
   indexValues: (resource, index, limit, opts) =>
     getJSON(`/api/v1/resources/${encodeURIComponent(resource)}/indexes/${encodeURIComponent(index)}${query({limit})}`, opts),
   list: (resource, params, opts) => getJSON(`/api/v1/${encodeURIComponent(resource)}${query(params)}`, opts),

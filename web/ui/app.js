@@ -1,6 +1,6 @@
 // The kubeindex dashboard: resources with their freshness (polled from
 // /api/v1/resources), a live table of the chosen resource over the
-// multiplexed stream, object detail, and the pod IP lookup. The location
+// multiplexed stream, object detail, and the IP lookup. The location
 // hash holds the view, e.g. #/pods?namespace=media&labelSelector=app%3Dauth,
 // so a view can be reloaded, bookmarked and shared.
 
@@ -57,7 +57,7 @@ const table = new VirtualTable($('table-region'), {
   onSort: (id) => app.view?.setSort(id),
 });
 const detail = new DetailPanel($('detail'));
-const ip = new IPLookup($('ip-form'), ui.ipInput, $('ip-result'), {onOpenPod: openPodFromLookup});
+const ip = new IPLookup($('ip-form'), ui.ipInput, $('ip-result'), {onOpen: openFromLookup});
 
 // Routing.
 
@@ -321,12 +321,15 @@ function openRow(key) {
   });
 }
 
-function openPodFromLookup(key, obj, res, button) {
+// openFromLookup opens an owner an IP lookup found: from the live table
+// when it is the current view's, else as the lookup returned it.
+function openFromLookup(plural, key, obj, res, button) {
   const view = app.view;
-  const live = view && view.resource.plural === 'pods' && !view.resource.group && view.store.rows.has(key);
-  const pods = app.byName.get('pods') ?? {kind: 'Pod', group: ''};
+  const live = view && view.resource.plural === plural && !view.resource.group && view.store.rows.has(key);
+  const kinds = {pods: 'Pod', services: 'Service', nodes: 'Node'};
+  const resource = app.byName.get(plural) ?? {kind: kinds[plural], group: ''};
   detail.open({
-    resource: live ? view.resource : pods, key, store: live ? view.store : null, obj,
+    resource: live ? view.resource : resource, key, store: live ? view.store : null, obj,
     note: live ? '' : `As the IP lookup returned it (resourceVersion ${res.metadata?.resourceVersion ?? '?'}); not followed live.`,
     returnFocus: () => (button.isConnected ? button.focus() : ui.ipInput.focus()),
   });
