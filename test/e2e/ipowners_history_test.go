@@ -264,7 +264,7 @@ func TestIPOwnersHistory(t *testing.T) {
 		{what: "Y6 held by the new web-0", ip: y6, at: after(spWeb2), code: 200, certainty: "exact", owners: []*corev1.Pod{web2}},
 	}
 	// Boundaries, around the changes each kubeindex observed.
-	boundaries := func(k *kubeindex) []wantAt {
+	boundaries := func(t *testing.T, k *kubeindex) []wantAt {
 		t.Helper()
 		r, err := wants[3].check(k) // C holds X, exact
 		if err != nil {
@@ -295,7 +295,7 @@ func TestIPOwnersHistory(t *testing.T) {
 			{"web-0 took Y", webOwner.From, spWeb}, {"web-0 released Y", webOwner.To, spGone}, {"the new web-0 took Y", web2From, spWeb2},
 		} {
 			if !e.sp.contains(e.t) {
-				t.Errorf("%s %s: %s at %s, outside the API call's span [%s, %s]", k.URL, e.what, e.t, e.what, e.sp.b, e.sp.s)
+				t.Errorf("%s: %s at %s, outside the span [%s, %s] of its API call", k.URL, e.what, e.t, e.sp.b, e.sp.s)
 			}
 		}
 		if !aOwner.To.Equal(cFrom) {
@@ -314,7 +314,7 @@ func TestIPOwnersHistory(t *testing.T) {
 	// open after A's late delete.
 	before := map[*kubeindex][]atResult{}
 	for _, k := range ks {
-		all := append(append([]wantAt{}, wants...), boundaries(k)...)
+		all := append(append([]wantAt{}, wants...), boundaries(t, k)...)
 		for _, w := range all {
 			r, err := w.check(k)
 			if err != nil {
@@ -412,7 +412,7 @@ func TestIPOwnersHistory(t *testing.T) {
 	clockPast(later.Add(margin))
 
 	t.Run("WithDir", func(t *testing.T) {
-		all := append(append([]wantAt{}, wants...), boundaries(kDir2)...)
+		all := append(append([]wantAt{}, wants...), boundaries(t, kDir2)...)
 		for i, w := range all {
 			r, err := w.check(kDir2)
 			if err != nil {
