@@ -69,7 +69,8 @@ func classifyOwners(owners []IPOwner) Match {
 	return classifyAll(pods, services, nodes)
 }
 
-// narrowHistory is narrowByPort over intervals.
+// narrowHistory is narrowByPort over intervals: the one owner declaring
+// the port, and, as now, the nodes whose address it is.
 func (l *IPLookup) narrowHistory(found []*interval, p indexers.Port) []*interval {
 	l.Port = &PortAnswer{Number: p.Number, Protocol: p.Protocol}
 	var declared []*interval
@@ -88,7 +89,7 @@ func (l *IPLookup) narrowHistory(found []*interval, p indexers.Port) []*interval
 	} else {
 		l.Match = MatchService
 	}
-	return declared
+	return slices.DeleteFunc(found, func(iv *interval) bool { return iv != declared[0] && iv.who.kind != "Node" })
 }
 
 // IPHistoryStats describes the address history, for metrics; ok is false

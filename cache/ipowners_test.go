@@ -3,8 +3,10 @@ package cache_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kubeindex/kubeindex/cache"
 	"github.com/kubeindex/kubeindex/cache/cachetest"
@@ -119,4 +121,32 @@ func firstPodIP(t *testing.T, c *cache.Cache) string {
 	}
 	t.Fatal("no address with one pod")
 	return ""
+}
+
+// TestPortNarrowsAtAMomentAsNow: given the demo's node address shared by
+// hostNetwork pods, when a port one of them declares is asked about now
+// and at a moment, then both answers name that pod and the node: the
+// history narrows as a lookup of now does, and keeps the node.
+func TestPortNarrowsAtAMomentAsNow(t *testing.T) {
+	f := cachetest.Start(t, cachetest.DefaultSpecs()...)
+	q := cache.IPQuery{IP: "10.0.0.12", Port: indexers.Port{Number: 9100, Protocol: "TCP"}}
+	now, err := f.Cache.LookupAddress(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.At = time.Now()
+	then, err := f.Cache.LookupAddress(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var owners []string
+	for _, o := range then.History.Owners {
+		owners = append(owners, o.Kind+":"+o.Namespace+"/"+o.Name)
+	}
+	slices.Sort(owners)
+	want := []string{"Node:/node-2", "Pod:kube-system/node-exporter-b9jgt"}
+	if names(now) != "pod:kube-system/node-exporter-b9jgt node:node-2:nodeInternal" || !slices.Equal(owners, want) ||
+		then.Match != now.Match || then.Via != now.Via {
+		t.Errorf("now: %s via %q %q; at a moment: %s via %q %v; expect both %v", now.Match, now.Via, names(now), then.Match, then.Via, owners, want)
+	}
 }
