@@ -34,8 +34,10 @@ func TestHarness(t *testing.T) {
 	want := []string{"initial sync CPU", "initial sync wall", "GET by key requests/s", "by-IP lookup requests/s",
 		"by-IP latency p50", "by-IP latency p99", "live heap per pod", "live heap per pod vs informer",
 		"memory per idle WebSocket", "stream fan-out frames/s", "stream event-to-client p99", "index upkeep CPU per event",
-		"API server CPU, 1 informers", "API server CPU, 10 informers", "API server CPU, 100 informers",
-		"API server CPU growth, 1 to 100 informers",
+		"API server CPU, 1 informers (list)", "API server CPU, 10 informers (list)", "API server CPU, 100 informers (list)",
+		"API server CPU growth, 1 to 100 informers (list)",
+		"API server CPU, 1 informers (watch-list)", "API server CPU, 10 informers (watch-list)",
+		"API server CPU, 100 informers (watch-list)", "API server CPU growth, 1 to 100 informers (watch-list)",
 		"full pod list wall", "full pod list CPU", "kubectl get pods -A wall", "watch event to 20 watchers p99"}
 	got := map[string]*Figure{}
 	for _, f := range rep.Figures {
@@ -68,9 +70,27 @@ func TestHarness(t *testing.T) {
 			t.Errorf("event-to-client note lacks the light churn's rounds: %s", f.Note)
 		}
 	}
-	// The informer figures say what the API server's memory did.
-	if f := got["API server CPU, 100 informers"]; f != nil && !strings.Contains(f.Note, "MiB at start, peak") {
-		t.Errorf("informer figure lacks the API server's RSS: %s", f.Note)
+	// The informer figures say what the API server's memory did, and that
+	// every informer synced and followed the churn, in the way asked: at
+	// this size nothing should fail.
+	for _, mode := range []string{"list", "watch-list"} {
+		f := got["API server CPU, 100 informers ("+mode+")"]
+		if f == nil {
+			continue
+		}
+		if !strings.Contains(f.Note, "MiB at start, peak") {
+			t.Errorf("informer figure lacks the API server's RSS: %s", f.Note)
+		}
+		if n := strings.Count(f.Note, "100 of 100 synced"); n != 2 {
+			t.Errorf("informer figure (%s): not all synced both ways: %s", mode, f.Note)
+		}
+		if n := strings.Count(f.Note, "seen whole by 100 of the 100 synced"); n != 2 {
+			t.Errorf("informer figure (%s): not all followed the churn: %s", mode, f.Note)
+		}
+		asked := map[string]string{"list": "0 watch-lists asked", "watch-list": "0 list requests and 100 watch-lists asked"}[mode]
+		if n := strings.Count(f.Note, asked); n != 2 {
+			t.Errorf("informer figure (%s): not synced that way (%q): %s", mode, asked, f.Note)
+		}
 	}
 	if _, err := os.Stat(out); err != nil {
 		t.Errorf("results JSON: %v", err)

@@ -41,15 +41,25 @@ type Options struct {
 	LightChurnRate int
 	// ChurnTime is how long one fan-out churn round lasts. Default 5s.
 	ChurnTime time.Duration
+	// InformerSyncTimeout bounds how long the informers of the kinformers
+	// figure have to sync: a server that cannot sync N of them in it is
+	// reported as such (how many synced, what failed). Default 3m.
+	InformerSyncTimeout time.Duration
+	// InformerModes are the ways the kinformers figure's informers sync:
+	// "list" (a list, then a watch) and "watch-list" (sendInitialEvents).
+	// Default both.
+	InformerModes []string
 	// UpkeepEvents per round of the index upkeep figure. Default 3000.
 	UpkeepEvents int
 	// Figures selects what to measure besides the initial sync, which
 	// always runs: rate, latency, heap, fanout, upkeep, kinformers (the API
-	// server under N informers, directly and through /k8s), klist (a full
-	// list and kubectl get pods -A), kwatch (watch delivery). Empty: all.
+	// server under N client-go informers, list and watch-list, directly
+	// and through /k8s), klist (a full list and kubectl get pods -A),
+	// kwatch (watch delivery). Empty: all.
 	Figures []string
 	// Dir keeps the cluster's state (and seeded pods) between runs; empty
-	// means a fresh temporary directory. Only used by Main.
+	// means a fresh temporary directory. The kinformers figure writes the
+	// API server's CPU profiles (N >= 10) to Dir/profiles when it is set.
 	Dir string
 	// Out is where the JSON results go; empty: not written.
 	Out string
@@ -77,6 +87,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ChurnTime <= 0 {
 		o.ChurnTime = 5 * time.Second
+	}
+	if o.InformerSyncTimeout <= 0 {
+		o.InformerSyncTimeout = 3 * time.Minute
+	}
+	if len(o.InformerModes) == 0 {
+		o.InformerModes = []string{string(modeList), string(modeWatchList)}
 	}
 	if o.Log == nil {
 		o.Log = io.Discard

@@ -36,11 +36,14 @@ func run() error {
 	flag.IntVar(&o.LightChurnRate, "light-churn-rate", 30, "pod updates per second of the fan-out's light rounds (event-to-client delay off saturation)")
 	flag.DurationVar(&o.ChurnTime, "churn-time", 5*time.Second, "length of one fan-out churn round")
 	flag.IntVar(&o.UpkeepEvents, "upkeep-events", 3000, "pod updates per index upkeep round")
+	flag.DurationVar(&o.InformerSyncTimeout, "informer-sync-timeout", 3*time.Minute, "how long the kinformers figure's N informers have to sync before the run records how many did")
+	modes := flag.String("informer-modes", "list,watch-list", "comma-separated ways the kinformers figure's informers sync: list, watch-list")
 	flag.StringVar(&o.Dir, "dir", "", "cluster state directory, kept (a rerun with the same -pods skips seeding); default a fresh temporary one")
 	flag.StringVar(&o.Out, "out", "bench/results.json", "where to write the results as JSON")
 	figures := flag.String("figures", "", "comma-separated figures besides the initial sync (rate, latency, heap, fanout, upkeep, kinformers, klist, kwatch); default all")
 	flag.Parse()
 	o.Log = os.Stderr
+	o.InformerModes = strings.Split(*modes, ",")
 	if *figures != "" {
 		o.Figures = strings.Split(*figures, ",")
 	}
