@@ -175,8 +175,24 @@ func newStreamHub(o StreamOptions) *streamHub {
 
 // subscribe opens a subscription within the server's bound on them. Every
 // subscription it returns must end with unsubscribe, which frees its slot.
+//
+// A resume from a position this server has not reached yet waits for it,
+// up to freshWait, as the /k8s watch and the API server's watch cache do.
+// Positions are the API server's resourceVersions, so such a position is
+// one another replica sent a moment before this one received the same
+// event: once this server has it too, the stream resumes with no gap and
+// no repeat. A position still ahead after the wait gets RESYNC_REQUIRED.
 func (h *streamHub) subscribe(r Reader, resource string, q cache.WatchQuery, notify chan<- struct{}) (*cache.Subscription, error) {
-	return h.admit(func() (*cache.Subscription, error) { return r.Watch(resource, q, notify) })
+	return h.admit(func() (*cache.Subscription, error) {
+		if from, err := strconv.ParseUint(q.ResourceVersion, 10, 64); err == nil && from > 0 {
+			if pos, err := r.Position(resource); err == nil && pos < from {
+				ctx, cancel := context.WithTimeout(h.ctx, freshWait)
+				_, _, _ = r.WaitPosition(ctx, resource, from) // not reached: Watch answers RESYNC_REQUIRED
+				cancel()
+			}
+		}
+		return r.Watch(resource, q, notify)
+	})
 }
 
 // admit opens a subscription with open (a resource's, or the address
