@@ -50,6 +50,13 @@ func startKubeindex(t *testing.T, args ...string) *kubeindex {
 // until it is ready.
 func launchKubeindex(t *testing.T, args ...string) *kubeindex {
 	t.Helper()
+	return launchKubeindexEnv(t, nil, args...)
+}
+
+// launchKubeindexEnv is launchKubeindex with env (KEY=value) added to the
+// process's otherwise empty environment.
+func launchKubeindexEnv(t *testing.T, env []string, args ...string) *kubeindex {
+	t.Helper()
 	bin := kubeindexBinary(t)
 	k := &kubeindex{
 		args:    append([]string{"--listen", "127.0.0.1:0", "--log-format", "json"}, args...),
@@ -63,7 +70,7 @@ func launchKubeindex(t *testing.T, args ...string) *kubeindex {
 	k.cmd = exec.Command(bin, k.args...)
 	// Nothing from the test's environment (KUBECONFIG, KUBEINDEX_*) may
 	// change what the flags say.
-	k.cmd.Env = []string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}
+	k.cmd.Env = append([]string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}, env...)
 	stderr, err := k.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -157,6 +164,17 @@ func (k *kubeindex) stop(t *testing.T) {
 		<-k.done
 		t.Errorf("kubeindex did not exit within %v of SIGTERM; killed", stopTimeout)
 	}
+}
+
+// kill ends the process with SIGKILL, as the OOM killer or a node's loss
+// does: no shutdown, no goodbye to its clients.
+func (k *kubeindex) kill(t *testing.T) {
+	t.Helper()
+	k.stopped = true
+	if err := k.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-k.done
 }
 
 func (k *kubeindex) logTail(n int) string {

@@ -22,7 +22,8 @@ type proxy struct {
 
 	mu    sync.Mutex
 	down  bool
-	hung  bool // accept and hold connections, forward nothing
+	hung  bool          // accept and hold connections, forward nothing
+	lag   time.Duration // delay of the API server's bytes, for connections made after it is set
 	conns map[net.Conn]struct{}
 	wg    sync.WaitGroup
 }
@@ -70,7 +71,14 @@ func (p *proxy) pipe(c net.Conn) {
 	defer p.untrack(c, b)
 	done := make(chan struct{}, 2)
 	go func() { p.copy(b, c); done <- struct{}{} }()
-	go func() { p.copy(c, b); done <- struct{}{} }()
+	p.mu.Lock()
+	lag := p.lag
+	p.mu.Unlock()
+	if lag > 0 {
+		go func() { copyLate(c, b, lag); done <- struct{}{} }()
+	} else {
+		go func() { p.copy(c, b); done <- struct{}{} }()
+	}
 	<-done
 }
 
@@ -92,6 +100,46 @@ func (p *proxy) copy(dst io.Writer, src io.Reader) {
 			return
 		}
 	}
+}
+
+// copyLate forwards like io.Copy, each chunk lag after it was read: the
+// far side gets everything, in order, late.
+func copyLate(dst io.Writer, src io.Reader, lag time.Duration) {
+	type chunk struct {
+		at time.Time
+		b  []byte
+	}
+	chunks := make(chan chunk, 1024)
+	go func() {
+		defer close(chunks)
+		for {
+			buf := make([]byte, 32<<10)
+			n, err := src.Read(buf)
+			if n > 0 {
+				chunks <- chunk{time.Now(), buf[:n]}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	failed := false
+	for c := range chunks { // drained to the end, so the reader never blocks
+		if failed {
+			continue
+		}
+		time.Sleep(time.Until(c.at.Add(lag)))
+		_, err := dst.Write(c.b)
+		failed = err != nil
+	}
+}
+
+// setLag delays what the API server sends by lag on connections made from
+// now on: a client through the proxy sees the same events, late.
+func (p *proxy) setLag(lag time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.lag = lag
 }
 
 func (p *proxy) isHung() bool {
