@@ -56,6 +56,13 @@ func TestDashboardWhoHasThisIP(t *testing.T) {
 
 	// At a moment, typed as this browser's local time: the box sends it in
 	// UTC, and shows the history's answer (owners, certainty).
+	// The moment is 3 s ago, so first wait until the history reaches that
+	// far back (it starts with the process).
+	p.waitFor(30*time.Second, "the IP history to reach 3 s back", func() (bool, string) {
+		since := time.Now().Add(-3 * time.Second).UTC().Format(time.RFC3339Nano)
+		code, body := apiIP(t, ki.URL, demo.podIP, url.Values{"at": {since}})
+		return code != http.StatusGone, string(body)
+	})
 	at := time.Now().Add(-3 * time.Second).Truncate(time.Millisecond)
 	kolkata, err := time.LoadLocation("Asia/Kolkata")
 	if err != nil {
