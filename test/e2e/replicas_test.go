@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -66,12 +67,12 @@ func TestStreamsMoveBetweenReplicas(t *testing.T) {
 			if ev.Type == watch.Error || ev.Type == watch.Bookmark {
 				continue
 			}
-			m, err := metav1.ObjectMetaFor(ev.Object)
+			m, err := meta.Accessor(ev.Object)
 			if err != nil {
 				continue
 			}
 			omu.Lock()
-			oracle = append(oracle, fmt.Sprintf("%s %s/%s %s", ev.Type, m.Namespace, m.Name, m.ResourceVersion))
+			oracle = append(oracle, fmt.Sprintf("%s %s/%s %s", ev.Type, m.GetNamespace(), m.GetName(), m.GetResourceVersion()))
 			omu.Unlock()
 		}
 	}()
