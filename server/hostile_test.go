@@ -207,7 +207,9 @@ func TestHostileStreamMessages(t *testing.T) {
 	// Thousands of subscriptions on one socket: 100 are taken, the rest refused.
 	flood := openMux(t, ss)
 	const n = 3000
+	written := make(chan struct{})
 	go func() {
+		defer close(written)
 		for i := range n {
 			flood.conn.WriteMessage(websocket.TextMessage, fmt.Appendf(nil, `{"op":"subscribe","id":"f%d","resource":"nodes","snapshot":false}`, i))
 		}
@@ -230,6 +232,7 @@ func TestHostileStreamMessages(t *testing.T) {
 	cachetest.Eventually(t, "100 subscriptions held", func() bool { return ss.s.streams.subscribers.Load() == 102 })
 
 	// Beyond 1 MiB the socket is closed with 1009; nobody else notices.
+	<-written // the answer to the last message may come before its write returns
 	flood.conn.WriteMessage(websocket.TextMessage, []byte(strings.Repeat("x", 1<<20+1)))
 	select {
 	case err := <-flood.done:

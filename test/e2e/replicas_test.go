@@ -85,7 +85,7 @@ func TestStreamsMoveBetweenReplicas(t *testing.T) {
 	churned := make(chan struct{})
 	go func() {
 		defer close(churned)
-		churnPods(t, pods, ns, 45)
+		churnPods(t, pods, ns, 45, 150*time.Millisecond)
 	}()
 	replicas := []*kubeindex{b, a}
 	hops := 0
@@ -132,9 +132,9 @@ func TestStreamsMoveBetweenReplicas(t *testing.T) {
 	}
 }
 
-// churnPods creates, relabels and deletes pods in ns, one change every
-// 50 ms.
-func churnPods(t *testing.T, pods typedcorev1.PodInterface, ns string, n int) {
+// churnPods makes n changes in ns, one every pace: creates, relabels and
+// deletes.
+func churnPods(t *testing.T, pods typedcorev1.PodInterface, ns string, n int, pace time.Duration) {
 	ctx := context.Background()
 	now := metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))}
 	for i := range n {
@@ -150,7 +150,7 @@ func churnPods(t *testing.T, pods typedcorev1.PodInterface, ns string, n int) {
 		if err != nil {
 			t.Errorf("churn step %d: %v", i, err)
 		}
-		time.Sleep(50 * time.Millisecond) // a pace, not a wait
+		time.Sleep(pace) // a pace, not a wait
 	}
 }
 

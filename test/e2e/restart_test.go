@@ -39,7 +39,9 @@ func TestRestartUnderLoad(t *testing.T) {
 	pods := cs.CoreV1().Pods(ns)
 	env := []string{"GOMEMLIMIT=" + strconv.Itoa(restartMemLimit)}
 
-	k := launchKubeindexEnv(t, env, "--kubeconfig", c.Kubeconfig)
+	// One test process holds every client: allow it as many streams.
+	args := []string{"--kubeconfig", c.Kubeconfig, "--max-streams-per-client", strconv.Itoa(2 * restartClients)}
+	k := launchKubeindexEnv(t, env, args...)
 	k.waitReady(t, readyTimeout)
 	addr := k.hostPort(t)
 
@@ -79,11 +81,11 @@ func TestRestartUnderLoad(t *testing.T) {
 	churned := make(chan struct{})
 	go func() {
 		defer close(churned)
-		churnPods(t, pods, ns, 60)
+		churnPods(t, pods, ns, 60, 50*time.Millisecond)
 	}()
 	time.Sleep(time.Second) // into the churn: a pace, not a wait
 	k.kill(t)
-	k2 := launchKubeindexEnv(t, env, "--kubeconfig", c.Kubeconfig, "--listen", addr)
+	k2 := launchKubeindexEnv(t, env, append(args, "--listen", addr)...)
 	mu.Lock()
 	current = k2
 	mu.Unlock()
