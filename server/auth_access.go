@@ -40,16 +40,6 @@ type access struct {
 	s    *Server
 	ctx  context.Context
 	user *auth.User
-	// memo, when set, keeps each decision for the rest of the request (a
-	// batch asks the same questions for many answers). Not safe for
-	// concurrent use.
-	memo map[auth.Attributes]bool
-}
-
-// memoized is a with its decisions remembered, for one goroutine.
-func (a access) memoized() access {
-	a.memo = map[auth.Attributes]bool{}
-	return a
 }
 
 func (s *Server) accessFor(c echo.Context) access {
@@ -61,16 +51,6 @@ func (s *Server) accessFor(c echo.Context) access {
 const maxParallelReviews = 16
 
 func (a access) decide(at auth.Attributes) (bool, error) {
-	if a.memo != nil {
-		if ok, seen := a.memo[at]; seen {
-			return ok, nil
-		}
-		ok, err := a.undecided().decide(at)
-		if err == nil {
-			a.memo[at] = ok
-		}
-		return ok, err
-	}
 	at.User = a.user
 	ctx, cancel := context.WithTimeout(a.ctx, a.s.opts.Auth.Timeout)
 	defer cancel()
@@ -83,11 +63,6 @@ func (a access) decide(at auth.Attributes) (bool, error) {
 		return false, retryLater("access could not be checked (the API server did not answer); try again")
 	}
 	return ok, nil
-}
-
-func (a access) undecided() access {
-	a.memo = nil
-	return a
 }
 
 // allow returns nil or the 403 (503 when no decision could be made).
@@ -167,27 +142,15 @@ func (a access) namespacesAllowed(verb string, res cache.Resource, namespaces []
 	errs := make([]error, len(namespaces))
 	sem := make(chan struct{}, maxParallelReviews)
 	var wg sync.WaitGroup
-	b := a.undecided() // the memo is not for concurrent use: filled after
 	for i, ns := range namespaces {
 		at := auth.Attributes{Verb: verb, Group: res.Group, Resource: res.Plural, Namespace: ns}
-		if known, seen := a.memo[at]; seen {
-			ok[i] = known
-			continue
-		}
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			ok[i], errs[i] = b.decide(at)
+			ok[i], errs[i] = a.decide(at)
 		})
 	}
 	wg.Wait()
-	if a.memo != nil {
-		for i, ns := range namespaces {
-			if errs[i] == nil {
-				a.memo[auth.Attributes{Verb: verb, Group: res.Group, Resource: res.Plural, Namespace: ns}] = ok[i]
-			}
-		}
-	}
 	var out []string
 	for i, ns := range namespaces {
 		if errs[i] != nil {
