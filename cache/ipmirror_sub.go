@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/kubeindex/kubeindex/indexers"
 	"github.com/kubeindex/kubeindex/internal/jsonscan"
 )
 
@@ -383,24 +384,33 @@ func appendOwnersMessage(b []byte, pos, ip string, owners []AddressOwner) []byte
 
 // appendAddressOwner appends o as encoding/json encodes it.
 func appendAddressOwner(b []byte, o AddressOwner) []byte {
-	b = append(b, `{"kind":`...)
-	b = jsonscan.AppendString(b, o.Kind)
-	if o.Namespace != "" {
-		b = append(b, `,"namespace":`...)
-		b = jsonscan.AppendString(b, o.Namespace)
-	}
-	b = append(b, `,"name":`...)
-	b = jsonscan.AppendString(b, o.Name)
-	b = append(b, `,"uid":`...)
-	b = jsonscan.AppendString(b, o.UID)
-	b = append(b, `,"role":`...)
-	b = jsonscan.AppendString(b, string(o.Role))
-	if o.HostNetwork {
-		b = append(b, `,"hostNetwork":true`...)
-	}
+	b = AppendOwnerFields(append(b, '{'), o.Kind, o.Namespace, o.Name, o.UID, o.Role, o.HostNetwork)
 	if o.NodeName != "" {
 		b = append(b, `,"nodeName":`...)
 		b = jsonscan.AppendString(b, o.NodeName)
 	}
 	return append(b, '}')
+}
+
+// AppendOwnerFields appends the members every owner of an address has, in
+// the order and with the omissions of their JSON tags (IPOwner,
+// AddressOwner), after an opening '{': kind, namespace when set, name,
+// uid, role, hostNetwork when true.
+func AppendOwnerFields(b []byte, kind, namespace, name, uid string, role indexers.Role, hostNetwork bool) []byte {
+	b = append(b, `"kind":`...)
+	b = jsonscan.AppendString(b, kind)
+	if namespace != "" {
+		b = append(b, `,"namespace":`...)
+		b = jsonscan.AppendString(b, namespace)
+	}
+	b = append(b, `,"name":`...)
+	b = jsonscan.AppendString(b, name)
+	b = append(b, `,"uid":`...)
+	b = jsonscan.AppendString(b, uid)
+	b = append(b, `,"role":`...)
+	b = jsonscan.AppendString(b, string(role))
+	if hostNetwork {
+		b = append(b, `,"hostNetwork":true`...)
+	}
+	return b
 }

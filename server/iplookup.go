@@ -220,21 +220,7 @@ func appendIPHistoryBody(b []byte, res cache.IPLookup) []byte {
 }
 
 func appendIPOwner(b []byte, o cache.IPOwner) []byte {
-	b = append(b, `{"kind":`...)
-	b = jsonscan.AppendString(b, o.Kind)
-	if o.Namespace != "" {
-		b = append(b, `,"namespace":`...)
-		b = jsonscan.AppendString(b, o.Namespace)
-	}
-	b = append(b, `,"name":`...)
-	b = jsonscan.AppendString(b, o.Name)
-	b = append(b, `,"uid":`...)
-	b = jsonscan.AppendString(b, o.UID)
-	b = append(b, `,"role":`...)
-	b = jsonscan.AppendString(b, string(o.Role))
-	if o.HostNetwork {
-		b = append(b, `,"hostNetwork":true`...)
-	}
+	b = cache.AppendOwnerFields(append(b, '{'), o.Kind, o.Namespace, o.Name, o.UID, o.Role, o.HostNetwork)
 	b = append(b, `,"from":`...)
 	b = appendTime(b, o.From)
 	if !o.To.IsZero() {
