@@ -305,12 +305,7 @@ func (h *hopper) holds(want []listEntry) error {
 	if !h.synced {
 		return fmt.Errorf("not synced (%d resyncs)", h.resyncs)
 	}
-	got := make([]listEntry, 0, len(h.objects))
-	for k, rv := range h.objects {
-		got = append(got, listEntry{k, rv})
-	}
-	sortEntries(got)
-	if d := cmp.Diff(want, got); d != "" {
+	if d := cmp.Diff(want, entriesOf(h.objects)); d != "" {
 		return fmt.Errorf("the client's pods differ from the API server's (-API server +client):\n%s", d)
 	}
 	return nil

@@ -143,15 +143,21 @@ func (v *sseView) matches(want []listEntry) error {
 	if !v.synced {
 		return fmt.Errorf("no SYNCED yet (%d events)", v.events)
 	}
-	got := make([]listEntry, 0, len(v.objects))
-	for k, rv := range v.objects {
-		got = append(got, listEntry{k, rv})
-	}
-	sortEntries(got)
-	if d := cmp.Diff(want, got); d != "" {
+	if d := cmp.Diff(want, entriesOf(v.objects)); d != "" {
 		return fmt.Errorf("the stream's objects differ from the API server's (-API server +stream):\n%s", d)
 	}
 	return nil
+}
+
+// entriesOf is a client's objects (key → resourceVersion) as a sorted
+// list, to compare with the API server's.
+func entriesOf(objects map[string]string) []listEntry {
+	got := make([]listEntry, 0, len(objects))
+	for k, rv := range objects {
+		got = append(got, listEntry{k, rv})
+	}
+	sortEntries(got)
+	return got
 }
 
 // TestStreamRebuildsAPIServerState subscribes to pod events over SSE,
