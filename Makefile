@@ -44,8 +44,13 @@ BENCH_DIR ?=
 FIGURES ?=
 
 .PHONY: bench
+comma := ,
+# A run of some figures (FIGURES=a,b) writes results-a-b.json: it never
+# overwrites the full run's record, results.json.
+BENCH_OUT = bench/results$(if $(FIGURES),-$(subst $(comma),-,$(FIGURES))).json
+
 bench: ## Run the side-by-side benchmark (N=50000 pods by default)
-	cd test && $(GO) run ./cmd/bench -pods $(N) -out bench/results.json $(if $(BENCH_DIR),-dir $(BENCH_DIR)) $(if $(FIGURES),-figures $(FIGURES))
+	cd test && $(GO) run ./cmd/bench -pods $(N) -out $(BENCH_OUT) $(if $(BENCH_DIR),-dir $(BENCH_DIR)) $(if $(FIGURES),-figures $(FIGURES))
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target (found with go test -list) for FUZZTIME each (default 20s).
