@@ -25,6 +25,11 @@ type AuthOptions struct {
 	// by resource and namespace by namespace. nil: an authenticated caller
 	// reads everything. It needs an Authenticator.
 	Authorizer auth.Authorizer
+	// Namespaces, with an Authorizer, narrows the namespaces asked about
+	// for a restricted caller's list or stream across namespaces (and IP
+	// lookup): only those it returns are asked about. nil: every
+	// namespace that could hold an answer is asked about.
+	Namespaces auth.NamespaceFinder
 	// Timeout bounds authenticating and authorizing one request. Default 10s.
 	Timeout time.Duration
 }

@@ -22,8 +22,9 @@ import (
 //   - one object: get on it, in its namespace;
 //   - a list, an index lookup, an IP lookup: list; a stream: watch. In one
 //     namespace: that namespace. Across namespaces: everything when allowed
-//     cluster-wide, else only the namespaces where it is allowed (every
-//     namespace the cache knows is asked about), else 403;
+//     cluster-wide, else only the namespaces where it is allowed (those the
+//     cache knows where RBAC might allow it are asked about:
+//     candidateNamespaces), else 403;
 //   - an IP lookup answers with the holders the caller may list (pods,
 //     Services, Nodes), classified from those alone; what it may list is
 //     decided before the lookup, from the caller alone (ipVisibility);
@@ -220,8 +221,9 @@ func (s *Server) authorizeClusterList(c echo.Context, resource string) error {
 // ipVisibility decides, before anything is looked up, which holders of
 // any address the caller may see: per kind that answers IP lookups (pods,
 // Services, Nodes), all of them when it may list the kind cluster-wide,
-// else those in the namespaces where it may (every namespace the cache
-// knows is asked about, as for a list across namespaces). The questions
+// else those in the namespaces where it may (the namespaces the cache
+// knows where RBAC might allow it are asked about, as for a list across
+// namespaces: mightBeAllowed). The questions
 // depend on the caller alone, never on who holds the address asked about,
 // so an unused address and one held only by objects the caller may not
 // see cost the same reviews and get the same answer: 404, or 503 when the
@@ -249,7 +251,8 @@ func (a access) ipVisibility() (func(cache.Resource, string) bool, error) {
 			if known == nil {
 				known = a.s.r.Namespaces()
 			}
-			if k.namespaces, err = a.namespacesAllowed(auth.VerbList, res, known); err != nil {
+			candidates := a.mightBeAllowed(auth.VerbList, res, slices.Clone(known))
+			if k.namespaces, err = a.namespacesAllowed(auth.VerbList, res, candidates); err != nil {
 				return nil, err
 			}
 		}

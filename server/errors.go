@@ -56,6 +56,9 @@ func errorStatus(err error) Status {
 			st.Message = m
 		}
 		st.Reason = reasonFor(he.Code)
+		if he == errTooManyAccessReviews {
+			st.Details = &StatusDetails{RetryAfterSeconds: retryAfterSeconds}
+		}
 	case errors.Is(err, cache.ErrUnknownResource), errors.Is(err, cache.ErrNotFound):
 		st.Code, st.Reason = http.StatusNotFound, "NotFound"
 	case errors.Is(err, cache.ErrUnknownIndex), errors.Is(err, cache.ErrInvalid), errors.Is(err, errBadRequest):

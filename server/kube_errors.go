@@ -75,6 +75,9 @@ func kubeStatus(err error) metav1.Status {
 		if he.Code == http.StatusInternalServerError {
 			st.Message = "Internal error occurred: internal error"
 		}
+		if he == errTooManyAccessReviews {
+			st.Details = &metav1.StatusDetails{RetryAfterSeconds: retryAfterSeconds}
+		}
 	case errors.Is(err, cache.ErrUnknownResource):
 		st = kubeNotFoundPath().(*apierrors.StatusError).ErrStatus
 	case errors.As(err, &fe):
