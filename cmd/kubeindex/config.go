@@ -74,6 +74,7 @@ type SecurityConfig struct {
 	TokenFile                  string        // --token-file: static tokens, for --auth=token
 	TokenAudiences             string        // --token-audiences: comma-separated, for --auth=tokenreview
 	Authz                      string        // --authz: none or rbac
+	NamespaceAccess            string        // --namespace-access: rbac or review
 	AllowUnauthenticatedRemote bool          // --allow-unauthenticated-remote
 	AcceptHosts                string        // --accept-hosts: comma-separated Host names served with --auth=none
 	MaxConnections             int           // --max-connections
@@ -132,6 +133,7 @@ var envNames = map[string]string{
 	"token-file":                   "KUBEINDEX_TOKEN_FILE",
 	"token-audiences":              "KUBEINDEX_TOKEN_AUDIENCES",
 	"authz":                        "KUBEINDEX_AUTHZ",
+	"namespace-access":             "KUBEINDEX_NAMESPACE_ACCESS",
 	"allow-unauthenticated-remote": "KUBEINDEX_ALLOW_UNAUTHENTICATED_REMOTE",
 	"accept-hosts":                 "KUBEINDEX_ACCEPT_HOSTS",
 	"max-connections":              "KUBEINDEX_MAX_CONNECTIONS",

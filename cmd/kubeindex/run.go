@@ -63,6 +63,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	cfg.Security.warn(log, cfg.Listen)
+	authOpts.Namespaces = cfg.Security.namespaceFinder(ctx, restCfg, log)
 	c, err := cache.New(restCfg, resources, cache.Options{StaleAfter: cfg.StaleAfter, WatchIdleTimeout: cfg.WatchIdle,
 		Compression: cfg.APICompression, HTTP2: cfg.APIHTTP2, Simulated: cfg.Demo,
 		IPHistory: cache.IPHistoryOptions{Off: cfg.IPHistory == 0, Retention: cfg.IPHistory, Skew: cfg.IPHistorySkew, MaxIntervals: cfg.IPHistoryMax, Dir: cfg.IPHistoryDir}})

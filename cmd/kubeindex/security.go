@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -19,6 +20,7 @@ func (sc *SecurityConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&sc.TokenFile, "token-file", "", "static bearer tokens for --auth=token, as kube-apiserver's --token-auth-file: token,user,uid,\"group1,group2\"")
 	fs.StringVar(&sc.TokenAudiences, "token-audiences", "", "comma-separated audiences tokens must be meant for, with --auth=tokenreview (default: the API server's)")
 	fs.StringVar(&sc.Authz, "authz", "none", "authorization: none (an authenticated caller reads everything) or rbac (Kubernetes SubjectAccessReview)")
+	fs.StringVar(&sc.NamespaceAccess, "namespace-access", "rbac", "with --authz=rbac, which namespaces a restricted caller's list or stream across namespaces asks the API server about: rbac (those where the cluster's RoleBindings grant it, read by watching RBAC objects; falls back to review when kubeindex may not list them) or review (every namespace that could hold an answer)")
 	fs.BoolVar(&sc.AllowUnauthenticatedRemote, "allow-unauthenticated-remote", false, "with --auth=none, serve on an address other hosts can reach")
 	fs.StringVar(&sc.AcceptHosts, "accept-hosts", "", "with --auth=none, comma-separated Host names served besides loopback addresses and localhost (* for any), as kubectl proxy's --accept-hosts: other names are refused, so a web page that rebinds its DNS name to this address reads nothing")
 	fs.IntVar(&sc.MaxConnections, "max-connections", 4096, "open client connections at most; the next is answered 503")
@@ -36,6 +38,9 @@ func (sc *SecurityConfig) validate(listen string, demo bool) []error {
 	}
 	if !oneOf(sc.Authz, "none", "rbac") {
 		errs = append(errs, fmt.Errorf("--authz %q: want none or rbac", sc.Authz))
+	}
+	if !oneOf(sc.NamespaceAccess, "rbac", "review") {
+		errs = append(errs, fmt.Errorf("--namespace-access %q: want rbac or review", sc.NamespaceAccess))
 	}
 	if sc.Authz == "rbac" && sc.Auth == "none" {
 		errs = append(errs, fmt.Errorf("--authz=rbac needs to know who asks: add --auth=tokenreview (or token)"))
@@ -124,6 +129,35 @@ func (sc *SecurityConfig) serverAuth(rc *rest.Config) (server.AuthOptions, error
 		o.Authorizer = ar
 	}
 	return o, nil
+}
+
+// namespaceFinder, with --authz=rbac --namespace-access=rbac, watches
+// RBAC objects to narrow the namespaces a restricted caller is asked
+// about, until ctx ends. When kubeindex may not list RBAC objects, it says
+// so and every namespace that could hold an answer is asked about, as
+// with --namespace-access=review. nil when not narrowing.
+func (sc *SecurityConfig) namespaceFinder(ctx context.Context, rc *rest.Config, log *slog.Logger) auth.NamespaceFinder {
+	if sc.Authz != "rbac" || sc.NamespaceAccess != "rbac" {
+		return nil
+	}
+	r, err := auth.NewRBACNamespacesForConfig(ctx, rc)
+	if err != nil {
+		log.Warn("kubeindex cannot read RBAC objects: a restricted caller's list across namespaces asks about every namespace holding objects "+
+			"(--namespace-access=review); grant list and watch on roles, rolebindings, clusterroles and clusterrolebindings (deploy/clusterrole.yaml)", "err", err)
+		return nil
+	}
+	// Read before serving, so that the first lists are narrowed already;
+	// until read, every namespace is asked about (correct, only dearer).
+	r.Start(ctx.Done())
+	waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if r.WaitReady(waitCtx) {
+		log.Info("a restricted caller's list across namespaces asks about the namespaces where RoleBindings grant it (--namespace-access=rbac)")
+	} else {
+		log.Warn("RBAC objects not read within 30s: restricted lists ask about every namespace until they are")
+		go func() { r.WaitReady(ctx) }()
+	}
+	return r // its watches end with ctx
 }
 
 // hosts are the Host values served while authentication is off. A server

@@ -37,6 +37,8 @@ func TestSecurityFlags(t *testing.T) {
 		{"a file without token", []string{"--token-file=" + tokens}, nil, "--token-file goes with --auth=token"},
 		{"unknown auth", []string{"--auth=basic"}, nil, `--auth "basic"`},
 		{"unknown authz", []string{"--auth=token", "--token-file=x", "--authz=abac"}, nil, `--authz "abac"`},
+		{"namespace access by review", []string{"--auth=token", "--token-file=" + tokens, "--authz=rbac", "--namespace-access=review"}, nil, ""},
+		{"unknown namespace access", []string{"--auth=token", "--token-file=" + tokens, "--authz=rbac", "--namespace-access=all"}, nil, `--namespace-access "all"`},
 		{"audiences without tokenreview", []string{"--token-audiences=a"}, nil, "--token-audiences applies"},
 		{"tokenreview in the demo", []string{"--demo", "--auth=tokenreview"}, nil, "the simulated cluster reviews no tokens"},
 		{"accepted hosts", []string{"--accept-hosts=kubeindex.kube-system.svc, kubeindex.example"}, nil, ""},
