@@ -2,9 +2,13 @@ package main
 
 import (
 	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"k8s.io/client-go/rest"
@@ -90,5 +94,33 @@ func TestSecurityBuildsWhatTheFlagsSay(t *testing.T) {
 	os.WriteFile(tokens, []byte("s3cret,alice\n"), 0o600)
 	if _, err := (&SecurityConfig{Auth: "token", TokenFile: tokens}).serverAuth(rc); err == nil || !strings.Contains(err.Error(), "line 1") {
 		t.Errorf("bad token file: %v; expect the line named", err)
+	}
+}
+
+// Without list on RBAC objects, --namespace-access=rbac says so and works
+// as review (no finder); review never reads them.
+func TestNamespaceAccessFallsBackToReviewWhenRBACCannotBeRead(t *testing.T) {
+	var reads atomic.Int64
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reads.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = io.WriteString(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403,
+			"message":"roles.rbac.authorization.k8s.io is forbidden: User \"kubeindex\" cannot list resource \"roles\""}`)
+	}))
+	defer api.Close()
+	var logs strings.Builder
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	sc := &SecurityConfig{Auth: "tokenreview", Authz: "rbac", NamespaceAccess: "rbac"}
+	if f := sc.namespaceFinder(t.Context(), &rest.Config{Host: api.URL}, log); f != nil {
+		t.Errorf("a finder (%T) though RBAC objects cannot be read", f)
+	}
+	if !strings.Contains(logs.String(), "cannot read RBAC objects") || !strings.Contains(logs.String(), "forbidden") {
+		t.Errorf("the log does not say why: %s", logs.String())
+	}
+	sc.NamespaceAccess = "review"
+	before := reads.Load()
+	if f := sc.namespaceFinder(t.Context(), &rest.Config{Host: api.URL}, log); f != nil || reads.Load() != before {
+		t.Errorf("--namespace-access=review: finder %v, %d requests; expect none", f, reads.Load()-before)
 	}
 }
