@@ -133,12 +133,8 @@ func (r *RBACNamespaces) Run(ctx context.Context) {
 	<-ctx.Done()
 }
 
-// Start starts watching RBAC objects, until stop is closed; Shutdown
-// waits for the watches to end.
+// Start starts watching RBAC objects, until stop is closed.
 func (r *RBACNamespaces) Start(stop <-chan struct{}) { r.factory.Start(stop) }
-
-// Shutdown waits for the watches of Start to end, once its stop is closed.
-func (r *RBACNamespaces) Shutdown() { r.factory.Shutdown() }
 
 // WaitReady waits until every RBAC object has been read once, or ctx ends;
 // it reports whether they have.
