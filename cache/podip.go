@@ -43,7 +43,8 @@ type IPPod struct {
 // non-hostNetwork first, then by namespace/name; Services and Nodes by
 // namespace/name. Items, ServiceItems and NodeItems are the objects of
 // Pods, Services and Nodes, index for index. With At set, the answer comes
-// from the history (see IPHistoryAnswer) and holds no objects.
+// from the history (see IPHistoryAnswer) and holds no objects. The slices
+// may be shared with the cache and with other answers: read-only.
 type IPLookup struct {
 	IP       string
 	Match    Match
@@ -64,6 +65,13 @@ type IPLookup struct {
 	Freshness                     Freshness
 	// History is the answer at a moment (IPQuery.At), else nil.
 	History *IPHistoryAnswer
+
+	// podPorts and servicePorts are the ports of Pods and Services, index
+	// for index, for a port query: an active hostNetwork pod's, a Service's.
+	podPorts, servicePorts [][]indexers.Port
+	// encoded is what AppendHolders appends while the holders are the
+	// owner table's, unnarrowed; nil otherwise.
+	encoded []byte
 }
 
 // LookupIP finds the holders of ip now: LookupAddress without a moment or

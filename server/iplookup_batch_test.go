@@ -134,7 +134,7 @@ func FuzzIPBatchBody(f *testing.F) {
 	s := New(cachetest.Start(f, cachetest.PodSpec()).Cache, Options{Logger: quiet()})
 	f.Fuzz(func(t *testing.T, body string) {
 		rec := batch(t, s, body, "application/x-ndjson")
-		queries, err := parseBatch([]byte(body))
+		queries, err := parseBatch([]byte(body), nil)
 		if err != nil {
 			if rec.Code != http.StatusBadRequest {
 				t.Fatalf("%q: %d after a parse error", body, rec.Code)
