@@ -76,10 +76,10 @@ type IPLookup struct {
 
 // LookupIP finds the holders of ip now: LookupAddress without a moment or
 // a port. Any spelling of an address works (IPv6 compressed or not,
-// IPv4-mapped IPv6). Pods are found by the first pod resource configured
-// with a podIP index, Services and Nodes by an internal index of the
-// addresses they hold. It reads the indexes directly: an IP lookup is the
-// hot path.
+// IPv4-mapped IPv6). Pods answer from the first pod resource configured
+// with a podIP index, Services and Nodes from theirs, all through the
+// owner table the informers' handler keeps (ipowners_table.go): an IP
+// lookup is the hot path.
 func (c *Cache) LookupIP(ip string) (IPLookup, error) {
 	return c.LookupAddress(IPQuery{IP: ip})
 }
