@@ -183,6 +183,11 @@ func (t *ownerTable) set(id ownerID, rec *heldRecord) {
 // with returns the holders of ip once id holds what rec says there (rec
 // nil: nothing), a new value: h is left as it is. nil when nobody does.
 func (h *addrHolders) with(ip string, id ownerID, rec *heldRecord) *addrHolders {
+	if h != nil && rec != nil {
+		if i := slices.IndexFunc(h.records, func(r *heldRecord) bool { return r.id == id }); i >= 0 && sameAt(h.records[i], rec, ip) {
+			return h.withObject(i, rec)
+		}
+	}
 	var records []*heldRecord
 	if h != nil {
 		records = make([]*heldRecord, 0, len(h.records)+1)
@@ -238,4 +243,52 @@ func compareRecords(a, b *heldRecord) int {
 		return comparePods(a.pod, b.pod)
 	}
 	return compareKeys(a.obj, b.obj)
+}
+
+// sameAt reports whether a and b, two versions of one object, answer the
+// same about ip: the same summary, names, roles there and ports. The most
+// common update (a pod's status changing elsewhere) is such a one.
+func sameAt(a, b *heldRecord, ip string) bool {
+	if a.pod != b.pod || a.obj.namespace != b.obj.namespace || a.obj.name != b.obj.name || a.obj.uid != b.obj.uid ||
+		!slices.Equal(a.ports, b.ports) {
+		return false
+	}
+	var ra, rb []indexers.Role
+	for _, e := range a.held {
+		if e.IP == ip {
+			ra = append(ra, e.Role)
+		}
+	}
+	for _, e := range b.held {
+		if e.IP == ip {
+			rb = append(rb, e.Role)
+		}
+	}
+	return slices.Equal(ra, rb)
+}
+
+// withObject is h with records[i] replaced by rec, which answers the same
+// (sameAt): the order, the summaries and the encoding stay, shared; only
+// the objects change.
+func (h *addrHolders) withObject(i int, rec *heldRecord) *addrHolders {
+	out := *h
+	out.records = slices.Clone(h.records)
+	out.records[i] = rec
+	out.podItems, out.serviceItems, out.nodeItems = nil, nil, nil
+	for _, r := range out.records {
+		for _, e := range r.held {
+			if e.IP != h.ip {
+				continue
+			}
+			switch r.id.kind {
+			case "pods":
+				out.podItems = append(out.podItems, r.obj)
+			case "services":
+				out.serviceItems = append(out.serviceItems, r.obj)
+			case "nodes":
+				out.nodeItems = append(out.nodeItems, r.obj)
+			}
+		}
+	}
+	return &out
 }

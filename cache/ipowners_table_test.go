@@ -118,6 +118,16 @@ func (w *tableWorld) step() string {
 		store[key] = o
 		feed.add(o, w.rng.IntN(2) == 0)
 		return "add " + key
+	case r < 2:
+		w.rv++
+		raw := strings.Replace(string(old.raw), `"resourceVersion":"`+old.resourceVersion+`"`, fmt.Sprintf(`"resourceVersion":"%d"`, w.rv), 1)
+		o, err := NewObject([]byte(raw), "v1", kindNames[kind])
+		if err != nil || o.resourceVersion == old.resourceVersion {
+			w.t.Fatalf("touching %s: %v", raw, err)
+		}
+		store[key] = o
+		feed.update(old, o)
+		return "touch " + key
 	case r < 5:
 		o := w.object(kind, ns, name, old.uid)
 		store[key] = o
