@@ -128,8 +128,11 @@ func (s *Server) lookupIPBatch(c echo.Context) error {
 	}
 	pooled := batchQueries.Get().(*[]batchQuery)
 	queries, err := parseBatch(body, *pooled)
-	defer func() {
-		clear(queries) // the pool keeps no strings of this body
+	defer func() { // the pool keeps no strings of this body
+		if queries == nil { // refused: what was read into the pooled slice is not known
+			clear((*pooled)[:cap(*pooled)])
+		}
+		clear(queries)
 		if queries != nil && cap(queries) <= maxBatchQueries+1 {
 			*pooled = queries[:0]
 		}
