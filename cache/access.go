@@ -2,6 +2,8 @@ package cache
 
 import (
 	"slices"
+
+	"github.com/kubeindex/kubeindex/indexers"
 )
 
 // What the HTTP layer needs to restrict answers to what a caller may read.
@@ -89,26 +91,43 @@ func (c *Cache) IPResources() []Resource {
 	return out
 }
 
-// keepVisible keeps the holders visible accepts (see IPQuery.Visible).
+// keepVisible keeps the holders visible accepts (see IPQuery.Visible). The
+// lists may be shared (IPLookup): a list with a hidden holder is copied,
+// never filtered in place.
 func (l *IPLookup) keepVisible(visible func(res Resource, namespace string) bool) {
-	pods, items := l.Pods[:0], l.Items[:0]
-	for i, p := range l.Pods {
-		if visible(l.Resource, p.Namespace) {
-			pods, items = append(pods, p), append(items, l.Items[i])
+	pods, services, nodes := len(l.Pods), len(l.Services), len(l.Nodes)
+	l.Pods, l.Items, l.podPorts = keepIf(l.Pods, l.Items, l.podPorts, func(p IPPod) bool { return visible(l.Resource, p.Namespace) })
+	l.Services, l.ServiceItems, l.servicePorts = keepIf(l.Services, l.ServiceItems, l.servicePorts,
+		func(s IPService) bool { return visible(l.ServiceResource, s.Namespace) })
+	if len(l.Nodes) > 0 && !visible(l.NodeResource, "") {
+		l.Nodes, l.NodeItems = nil, nil
+	}
+	if len(l.Pods) != pods || len(l.Services) != services || len(l.Nodes) != nodes {
+		l.encoded = nil
+	}
+}
+
+// keepIf returns the holders keep accepts with their objects and ports
+// (ports may be nil), the same slices when it accepts all, nil when none.
+func keepIf[T any](xs []T, items []*Object, ports [][]indexers.Port, keep func(T) bool) ([]T, []*Object, [][]indexers.Port) {
+	first := slices.IndexFunc(xs, func(x T) bool { return !keep(x) })
+	if first < 0 {
+		return xs, items, ports
+	}
+	outX, outItems := slices.Clone(xs[:first:first]), slices.Clone(items[:first:first])
+	var outPorts [][]indexers.Port
+	if ports != nil {
+		outPorts = slices.Clone(ports[:first:first])
+	}
+	for i := first + 1; i < len(xs); i++ {
+		if keep(xs[i]) {
+			outX, outItems = append(outX, xs[i]), append(outItems, items[i])
+			if ports != nil {
+				outPorts = append(outPorts, ports[i])
+			}
 		}
 	}
-	services, serviceItems := l.Services[:0], l.ServiceItems[:0]
-	for i, s := range l.Services {
-		if visible(l.ServiceResource, s.Namespace) {
-			services, serviceItems = append(services, s), append(serviceItems, l.ServiceItems[i])
-		}
-	}
-	nodes, nodeItems := l.Nodes[:0], l.NodeItems[:0]
-	if len(l.Nodes) > 0 && visible(l.NodeResource, "") {
-		nodes, nodeItems = l.Nodes, l.NodeItems
-	}
-	l.Pods, l.Items, l.Services, l.ServiceItems, l.Nodes, l.NodeItems = nilIfEmpty(pods), nilIfEmpty(items),
-		nilIfEmpty(services), nilIfEmpty(serviceItems), nilIfEmpty(nodes), nilIfEmpty(nodeItems)
+	return nilIfEmpty(outX), nilIfEmpty(outItems), nilIfEmpty(outPorts)
 }
 
 // nilIfEmpty keeps an answer without holders of a kind as one that never

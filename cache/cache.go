@@ -35,6 +35,8 @@ type Cache struct {
 	// mirror serves the address stream; nil when no pods, Services or
 	// nodes are cached.
 	mirror *addrMirror
+	// owners answers the lookups of now (ipowners_table.go).
+	owners *ownerTable
 }
 
 // resourceCache is one resource: its informers and their bookkeeping.
@@ -104,6 +106,7 @@ func New(cfg *rest.Config, resources []Configured, opts Options) (*Cache, error)
 	}
 	c.indexNames()
 	c.linkCRDs()
+	c.attachOwnerTable()
 	return c, nil
 }
 
@@ -118,9 +121,6 @@ func (c *Cache) newResourceCache(client *apiClient, cr Configured) (*resourceCac
 		}
 		r.indexes[s.Name] = s
 		idx[s.Name] = objectIndexFunc(s.Rooted())
-	}
-	if f := ownerIndexFunc(cr.Resource); f != nil {
-		idx[ipIndex] = f
 	}
 	r.shape = Shape{APIVersion: cr.Resource.APIVersion(), Kind: cr.Resource.Kind, Drop: dropPaths(cr.Resource, cr.Spec)}
 	namespaces := cr.Spec.Namespaces

@@ -176,6 +176,10 @@ type holding struct {
 	since string
 	// node is a pod's node, for the address stream's node filter.
 	node string
+	// pod and podIPs are a pod's summary and all its podIPs, completed or
+	// not, for the owner table.
+	pod    IPPod
+	podIPs []string
 }
 
 // holdingOf reads what o holds: a pod its podIPs while it has not
@@ -186,8 +190,9 @@ func holdingOf(kind string, o *Object, initial bool) holding {
 	case "pods":
 		p := summarisePod(o)
 		h.who.hostNetwork, h.node = p.HostNetwork, p.NodeName
+		h.pod, h.podIPs = p, indexers.PodIPsOf(o.doc("status"))
 		if p.Active {
-			for _, ip := range indexers.PodIPsOf(o.doc("status")) {
+			for _, ip := range h.podIPs {
 				h.held = append(h.held, indexers.Held{IP: ip, Role: indexers.RolePodIP})
 			}
 		}

@@ -15,6 +15,9 @@ type ipFeed struct {
 	kind    string
 	history *ipHistory // nil: no history
 	mirror  *addrMirror
+	// owners is the lookups' owner table, nil unless this resource is the
+	// one they answer with (Cache.attachOwnerTable).
+	owners *ownerTable
 }
 
 func (c *Cache) ipFeed(r Resource) *ipFeed {
@@ -34,7 +37,15 @@ func (f *ipFeed) observe(h holding) {
 
 func (f *ipFeed) add(obj any, initial bool) {
 	if o, ok := obj.(*Object); ok && f != nil {
-		f.observe(holdingOf(f.kind, o, initial))
+		f.hold(o, holdingOf(f.kind, o, initial))
+	}
+}
+
+// hold tells everything fed that o holds what h says.
+func (f *ipFeed) hold(o *Object, h holding) {
+	f.observe(h)
+	if f.owners != nil {
+		f.owners.set(idOf(f.kind, o), recordOf(f.kind, o, h))
 	}
 }
 
@@ -52,7 +63,7 @@ func (f *ipFeed) update(old, cur any) {
 	if prev, ok := old.(*Object); ok && prev.uid != o.uid {
 		f.remove(prev)
 	}
-	f.observe(holdingOf(f.kind, o, false))
+	f.hold(o, holdingOf(f.kind, o, false))
 }
 
 func (f *ipFeed) remove(obj any) {
@@ -64,6 +75,9 @@ func (f *ipFeed) remove(obj any) {
 	}
 	if o, ok := obj.(*Object); ok {
 		f.observe(holding{who: ipOwner{kind: kindNames[f.kind], namespace: o.namespace, name: o.name, uid: o.uid}})
+		if f.owners != nil {
+			f.owners.set(idOf(f.kind, o), nil)
+		}
 	}
 }
 

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 
-	toolscache "k8s.io/client-go/tools/cache"
-
 	"github.com/kubeindex/kubeindex/indexers"
 	"github.com/kubeindex/kubeindex/internal/text"
 )
@@ -20,10 +18,6 @@ const (
 	// MatchNode: the address is a node's and no active pod uses it.
 	MatchNode Match = "node"
 )
-
-// ipIndex is the internal index of Services and Nodes by the addresses
-// they hold. Like nsIndex, its name cannot collide with a configured one.
-const ipIndex = "__ip"
 
 // IPQuery is one question about an address: who holds IP now, or at At,
 // and, when Port is set, which of several holders serves that port.
@@ -88,19 +82,24 @@ func heldBy(kind string, o *Object) []indexers.Held {
 	return nil
 }
 
-// ownerIndexFunc is the index of Services and Nodes by address; nil for
-// any other resource. It runs under the store's lock: it reads two members
-// the object already located.
-func ownerIndexFunc(r Resource) toolscache.IndexFunc {
-	kind := ownerKind(r)
-	if kind != "services" && kind != "nodes" {
-		return nil
+// attachOwnerTable makes the owner table and has the resources the
+// lookups answer with feed it: the pods resource with a podIP index (the
+// one podIPIndex picks), the Services and the nodes.
+func (c *Cache) attachOwnerTable() {
+	c.owners = newOwnerTable()
+	var feeding []*resourceCache
+	if pods, _, err := c.podIPIndex(); err == nil {
+		feeding = append(feeding, pods)
 	}
-	return func(obj any) ([]string, error) {
-		if o, ok := obj.(*Object); ok {
-			return indexers.HeldIPs(heldBy(kind, o)), nil
+	for _, kind := range []string{"services", "nodes"} {
+		if r := c.ownerResource(kind); r != nil {
+			feeding = append(feeding, r)
 		}
-		return nil, nil
+	}
+	for _, r := range feeding {
+		for _, sh := range r.shards {
+			sh.ips.owners = c.owners
+		}
 	}
 }
 
@@ -113,18 +112,6 @@ func (c *Cache) ownerResource(kind string) *resourceCache {
 		}
 	}
 	return nil
-}
-
-// byOwnerIndex returns the objects of r holding ip, across its shards.
-func (r *resourceCache) byOwnerIndex(ip string) []*Object {
-	var out []*Object
-	for _, sh := range r.shards {
-		items, _ := sh.informer.GetIndexer().ByIndex(ipIndex, ip)
-		for _, it := range items {
-			out = append(out, it.(*Object))
-		}
-	}
-	return out
 }
 
 // LookupAddress answers q: every object that holds the address now (pods,
@@ -143,17 +130,16 @@ func (c *Cache) LookupAddress(q IPQuery) (IPLookup, error) {
 // freshness are read once, when it is made, not per address. Safe for
 // concurrent use; meant to live as long as one request.
 type AddressLookups struct {
-	c                          *Cache
-	pods, services, nodes      *resourceCache
-	index                      string
-	podErr, noneErr, notSynced error
-	out                        IPLookup // the fields every answer starts with
+	c                     *Cache
+	pods, services, nodes *resourceCache
+	noneErr, notSynced    error
+	out                   IPLookup // the fields every answer starts with
 }
 
 // AddressLookups prepares lookups for one batch (see AddressLookups).
 func (c *Cache) AddressLookups() *AddressLookups {
 	a := &AddressLookups{c: c}
-	a.pods, a.index, a.podErr = c.podIPIndex()
+	a.pods, _, _ = c.podIPIndex() // nil without a podIP index: pods do not answer
 	a.services, a.nodes = c.ownerResource("services"), c.ownerResource("nodes")
 	first := a.pods
 	for _, r := range []*resourceCache{a.services, a.nodes} {
@@ -183,42 +169,65 @@ func (c *Cache) AddressLookups() *AddressLookups {
 
 // Lookup is LookupAddress(q).
 func (a *AddressLookups) Lookup(q IPQuery) (IPLookup, error) {
+	var out IPLookup
+	err := a.LookupInto(q, &out)
+	return out, err
+}
+
+// LookupInto is Lookup answering in *out, which it overwrites whole: a
+// batch reuses one answer rather than copying a new one per address.
+func (a *AddressLookups) LookupInto(q IPQuery, out *IPLookup) error {
 	if !q.At.IsZero() {
-		return a.c.lookupAt(q)
+		var err error
+		*out, err = a.c.lookupAt(q)
+		return err
 	}
 	if a.noneErr != nil {
-		return IPLookup{}, a.noneErr
+		*out = IPLookup{}
+		return a.noneErr
 	}
-	out := IPLookup{Resource: a.out.Resource, Freshness: a.out.Freshness}
-	norm, ok := indexers.NormalizeIP(q.IP)
+	*out = a.out
+	addr, norm, ok := parseAddress(q.IP)
 	if !ok {
-		return out, fmt.Errorf("%w: %q is not an IPv4 or IPv6 address", ErrInvalid, text.Truncate(q.IP, 64))
+		out.ServiceResource, out.NodeResource = Resource{}, Resource{}
+		return fmt.Errorf("%w: %q is not an IPv4 or IPv6 address", ErrInvalid, text.Truncate(q.IP, 64))
 	}
-	out.IP = norm
 	if a.notSynced != nil {
-		return out, a.notSynced
+		out.IP = addressString(addr, norm)
+		out.ServiceResource, out.NodeResource = Resource{}, Resource{}
+		return a.notSynced
 	}
-	if a.podErr == nil {
-		out.findPods(a.pods, a.index)
+	if h := a.c.owners.holders(addr); h != nil {
+		out.IP = h.ip
+		out.setHolders(h)
+	} else {
+		out.IP = addressString(addr, norm)
 	}
-	out.ServiceResource, out.NodeResource = a.out.ServiceResource, a.out.NodeResource
-	if a.services != nil {
-		out.findServices(a.services.byOwnerIndex(norm))
-	}
-	if a.nodes != nil {
-		out.findNodes(a.nodes.byOwnerIndex(norm))
-	}
+	return out.finish(q)
+}
+
+// setHolders makes h the answer's holders: the table's own slices, shared.
+func (l *IPLookup) setHolders(h *addrHolders) {
+	l.Pods, l.Items, l.podPorts = h.pods, h.podItems, h.podPorts
+	l.Services, l.ServiceItems, l.servicePorts = h.services, h.serviceItems, h.servicePorts
+	l.Nodes, l.NodeItems = h.nodes, h.nodeItems
+	l.encoded = h.encoded
+}
+
+// finish decides the answer from its holders, all of them found: keeps
+// those q.Visible accepts, then classifies and narrows by q.Port.
+func (l *IPLookup) finish(q IPQuery) error {
 	if q.Visible != nil {
-		out.keepVisible(q.Visible)
+		l.keepVisible(q.Visible)
 	}
-	if len(out.Pods)+len(out.Services)+len(out.Nodes) == 0 {
-		return out, out.notFound()
+	if len(l.Pods)+len(l.Services)+len(l.Nodes) == 0 {
+		return l.notFound()
 	}
-	out.Match = classifyAll(out.Pods, len(out.Services), len(out.Nodes))
+	l.Match = classifyAll(l.Pods, len(l.Services), len(l.Nodes))
 	if q.Port.Number != 0 {
-		out.narrowByPort(q.Port)
+		l.narrowByPort(q.Port)
 	}
-	return out, nil
+	return nil
 }
 
 // notFound is the error for an address nobody holds, worded as it always
@@ -228,53 +237,6 @@ func (l IPLookup) notFound() error {
 		return fmt.Errorf("no pod has IP %s: %w", l.IP, ErrNotFound)
 	}
 	return fmt.Errorf("no pod, service or node has IP %s: %w", l.IP, ErrNotFound)
-}
-
-func (l *IPLookup) findPods(r *resourceCache, index string) {
-	var found []any
-	for _, sh := range r.shards {
-		items, _ := sh.informer.GetIndexer().ByIndex(index, l.IP) // a new slice, ours
-		if found == nil {
-			found = items
-		} else {
-			found = append(found, items...)
-		}
-	}
-	if len(found) == 0 {
-		return
-	}
-	l.Pods, l.Items = make([]IPPod, len(found)), make([]*Object, len(found))
-	for i, it := range found {
-		l.Items[i] = it.(*Object)
-		l.Pods[i] = summarisePod(l.Items[i])
-	}
-	if len(found) > 1 {
-		sortPods(l.Pods, l.Items)
-	}
-}
-
-func (l *IPLookup) findServices(objs []*Object) {
-	slices.SortFunc(objs, compareKeys)
-	for _, o := range objs {
-		for _, h := range heldBy("services", o) {
-			if h.IP == l.IP {
-				l.Services = append(l.Services, IPService{Namespace: o.namespace, Name: o.name, UID: o.uid, Role: h.Role})
-				l.ServiceItems = append(l.ServiceItems, o)
-			}
-		}
-	}
-}
-
-func (l *IPLookup) findNodes(objs []*Object) {
-	slices.SortFunc(objs, compareKeys)
-	for _, o := range objs {
-		for _, h := range heldBy("nodes", o) {
-			if h.IP == l.IP {
-				l.Nodes = append(l.Nodes, IPNode{Name: o.name, UID: o.uid, Role: h.Role})
-				l.NodeItems = append(l.NodeItems, o)
-			}
-		}
-	}
 }
 
 func compareKeys(a, b *Object) int {
@@ -329,13 +291,13 @@ func (l *IPLookup) narrowByPort(p indexers.Port) {
 	l.Port = &PortAnswer{Number: p.Number, Protocol: p.Protocol}
 	var pods []int
 	for i, pod := range l.Pods {
-		if pod.Active && pod.HostNetwork && slices.Contains(indexers.PodPorts(l.Items[i].doc("spec")), p) {
+		if pod.Active && pod.HostNetwork && slices.Contains(l.podPorts[i], p) {
 			pods = append(pods, i)
 		}
 	}
 	var services []int
-	for i, o := range l.ServiceItems {
-		if slices.Contains(indexers.ServicePorts(o.doc("spec")), p) {
+	for i := range l.Services {
+		if slices.Contains(l.servicePorts[i], p) {
 			services = append(services, i)
 		}
 	}
@@ -343,14 +305,14 @@ func (l *IPLookup) narrowByPort(p indexers.Port) {
 	switch {
 	case len(pods) == 1 && len(services) == 0:
 		i := pods[0]
-		l.Pods, l.Items = []IPPod{l.Pods[i]}, []*Object{l.Items[i]}
-		l.Services, l.ServiceItems = nil, nil
-		l.Match, l.Via = MatchPod, "port"
+		l.Pods, l.Items, l.podPorts = l.Pods[i:i+1:i+1], l.Items[i:i+1:i+1], l.podPorts[i:i+1:i+1]
+		l.Services, l.ServiceItems, l.servicePorts = nil, nil, nil
+		l.Match, l.Via, l.encoded = MatchPod, "port", nil
 	case len(services) == 1 && len(pods) == 0:
 		i := services[0]
-		l.Services, l.ServiceItems = []IPService{l.Services[i]}, []*Object{l.ServiceItems[i]}
-		l.Pods, l.Items = nil, nil
-		l.Match, l.Via = MatchService, "port"
+		l.Services, l.ServiceItems, l.servicePorts = l.Services[i:i+1:i+1], l.ServiceItems[i:i+1:i+1], l.servicePorts[i:i+1:i+1]
+		l.Pods, l.Items, l.podPorts = nil, nil, nil
+		l.Match, l.Via, l.encoded = MatchService, "port", nil
 	}
 }
 

@@ -3,6 +3,7 @@ package cache_test
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -149,4 +150,78 @@ func TestPortNarrowsAtAMomentAsNow(t *testing.T) {
 		then.Match != now.Match || then.Via != now.Via {
 		t.Errorf("now: %s via %q %q; at a moment: %s via %q %v; expect both %v", now.Match, now.Via, names(now), then.Match, then.Via, owners, want)
 	}
+}
+
+// TestOwnerTableAgreesWithStores: given the demo cluster's churn and
+// random writes of pods (hostNetwork or not, completed or not), Services
+// and nodes reusing a few addresses, and an outage during which objects
+// are deleted and recreated under the same names (so the informers learn
+// of it by relisting: tombstones and changes of UID), when the cache has
+// caught up, then every address answers, with and without a port, what a
+// scan of the informers' stores answers: the owner table is kept by the
+// handler on every add, update and delete.
+func TestOwnerTableAgreesWithStores(t *testing.T) {
+	f := cachetest.Start(t, cachetest.DefaultSpecs()...)
+	rng := rand.New(rand.NewPCG(15, 1))
+	pool := []string{"10.250.0.1", "10.250.0.2", "10.250.0.3", "fd00:250::1", "10.0.0.12"}
+	pick := func() string { return pool[rng.IntN(len(pool))] }
+	write := func() {
+		name := fmt.Sprintf("x%d", rng.IntN(4))
+		ns := []string{"team-a", "team-b"}[rng.IntN(2)]
+		switch rng.IntN(4) {
+		case 0, 1:
+			phase := []string{"Running", "Pending", "Succeeded"}[rng.IntN(3)]
+			apply(t, f, "pods", fmt.Sprintf(`{"metadata":{"namespace":%q,"name":%q},"spec":{"nodeName":"node-1","hostNetwork":%t,`+
+				`"containers":[{"name":"c","ports":[{"containerPort":9100}]}]},"status":{"phase":%q,"podIP":%q,"podIPs":[{"ip":%q}]}}`,
+				ns, name, rng.IntN(2) == 0, phase, pick(), pick()))
+		case 2:
+			apply(t, f, "services", fmt.Sprintf(`{"metadata":{"namespace":%q,"name":%q},"spec":{"clusterIP":"None","externalIPs":[%q],"ports":[{"port":9100}]}}`,
+				ns, name, pick()))
+		case 3:
+			apply(t, f, "nodes", fmt.Sprintf(`{"metadata":{"name":"extra-%s"},"status":{"addresses":[{"type":"InternalIP","address":%q}]}}`, name, pick()))
+		}
+	}
+	remove := func() {
+		kind := []string{"pods", "services", "nodes"}[rng.IntN(3)]
+		ns, name := []string{"team-a", "team-b"}[rng.IntN(2)], fmt.Sprintf("x%d", rng.IntN(4))
+		if kind == "nodes" {
+			ns, name = "", "extra-"+name
+		}
+		f.Sim.Delete(kind, ns, name) // not there: nothing to do
+	}
+	for range 60 {
+		write()
+		if rng.IntN(3) == 0 {
+			remove()
+		}
+		f.Sim.Step()
+	}
+	f.Sim.SetUnavailable(true)
+	for range 30 {
+		remove()
+		write()
+	}
+	f.Sim.CompactHistory()
+	f.Sim.SetUnavailable(false)
+
+	var diff string
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(diff)
+		}
+	})
+	cachetest.Eventually(t, "every address answers what the stores hold", func() bool {
+		ips := slices.Concat(pool, f.Cache.StoreAddresses(), f.Cache.OwnerTableAddresses())
+		for _, ip := range ips {
+			for _, q := range []cache.IPQuery{{IP: ip}, {IP: ip, Port: indexers.Port{Number: 9100, Protocol: "TCP"}}} {
+				got, gotErr := f.Cache.LookupAddress(q)
+				want, wantErr := f.Cache.ScanAddress(q)
+				if d := cache.DiffAnswers(got, want); d != "" || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+					diff = fmt.Sprintf("%s port %d: %s (errors %v, %v)", ip, q.Port.Number, d, gotErr, wantErr)
+					return false
+				}
+			}
+		}
+		return true
+	})
 }

@@ -43,7 +43,8 @@ type IPPod struct {
 // non-hostNetwork first, then by namespace/name; Services and Nodes by
 // namespace/name. Items, ServiceItems and NodeItems are the objects of
 // Pods, Services and Nodes, index for index. With At set, the answer comes
-// from the history (see IPHistoryAnswer) and holds no objects.
+// from the history (see IPHistoryAnswer) and holds no objects. The slices
+// may be shared with the cache and with other answers: read-only.
 type IPLookup struct {
 	IP       string
 	Match    Match
@@ -64,14 +65,21 @@ type IPLookup struct {
 	Freshness                     Freshness
 	// History is the answer at a moment (IPQuery.At), else nil.
 	History *IPHistoryAnswer
+
+	// podPorts and servicePorts are the ports of Pods and Services, index
+	// for index, for a port query: an active hostNetwork pod's, a Service's.
+	podPorts, servicePorts [][]indexers.Port
+	// encoded is what AppendHolders appends while the holders are the
+	// owner table's, unnarrowed; nil otherwise.
+	encoded []byte
 }
 
 // LookupIP finds the holders of ip now: LookupAddress without a moment or
 // a port. Any spelling of an address works (IPv6 compressed or not,
-// IPv4-mapped IPv6). Pods are found by the first pod resource configured
-// with a podIP index, Services and Nodes by an internal index of the
-// addresses they hold. It reads the indexes directly: an IP lookup is the
-// hot path.
+// IPv4-mapped IPv6). Pods answer from the first pod resource configured
+// with a podIP index, Services and Nodes from theirs, all through the
+// owner table the informers' handler keeps (ipowners_table.go): an IP
+// lookup is the hot path.
 func (c *Cache) LookupIP(ip string) (IPLookup, error) {
 	return c.LookupAddress(IPQuery{IP: ip})
 }

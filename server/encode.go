@@ -4,12 +4,10 @@ import (
 	"bufio"
 	"encoding/json"
 	"net/http"
-	"strconv"
 	"sync"
 
 	"github.com/kubeindex/kubeindex/cache"
 	"github.com/kubeindex/kubeindex/indexers"
-	"github.com/kubeindex/kubeindex/internal/jsonscan"
 )
 
 // ListMeta is the metadata of list-shaped responses, as in Kubernetes.
@@ -70,37 +68,6 @@ func writeIPLookup(w http.ResponseWriter, res cache.IPLookup) error {
 		items = append(append(append([]*cache.Object(nil), res.Items...), res.ServiceItems...), res.NodeItems...)
 	}
 	return writeEnvelope(w, items, func(b []byte) []byte { return appendIPLookupHead(b, res) })
-}
-
-// appendIPPods encodes pods as encoding/json encodes a []cache.IPPod.
-func appendIPPods(b []byte, pods []cache.IPPod) []byte {
-	if pods == nil {
-		return append(b, "null"...)
-	}
-	b = append(b, '[')
-	for i, p := range pods {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"namespace":`...)
-		b = jsonscan.AppendString(b, p.Namespace)
-		b = append(b, `,"name":`...)
-		b = jsonscan.AppendString(b, p.Name)
-		b = append(b, `,"uid":`...)
-		b = jsonscan.AppendString(b, p.UID)
-		b = append(b, `,"phase":`...)
-		b = jsonscan.AppendString(b, p.Phase)
-		if p.NodeName != "" {
-			b = append(b, `,"nodeName":`...)
-			b = jsonscan.AppendString(b, p.NodeName)
-		}
-		b = append(b, `,"hostNetwork":`...)
-		b = strconv.AppendBool(b, p.HostNetwork)
-		b = append(b, `,"active":`...)
-		b = strconv.AppendBool(b, p.Active)
-		b = append(b, '}')
-	}
-	return append(b, ']')
 }
 
 // envelopeBuffers are the write buffers of list-shaped answers. A buffer

@@ -21,7 +21,7 @@ func BenchmarkIPPodsEncoding(b *testing.B) {
 		b.ReportAllocs()
 		buf := make([]byte, 0, 1024)
 		for b.Loop() {
-			buf = appendIPPods(buf[:0], pods)
+			buf = cache.AppendIPPods(buf[:0], pods)
 		}
 	})
 	b.Run("encoding-json", func(b *testing.B) {

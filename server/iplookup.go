@@ -104,12 +104,12 @@ func parseAt(s string) (time.Time, error) {
 // writeIPLookup) up to and without the items.
 func appendIPLookupHead(b []byte, res cache.IPLookup) []byte {
 	b = append(b, `{"kind":"PodIPLookup","apiVersion":"kubeindex/v1",`...)
-	return appendIPSummary(b, res, true)
+	return appendIPSummary(b, &res, true)
 }
 
 // appendIPSummary appends the members of a lookup of now from ip to nodes,
 // with the metadata when meta is set, without the braces.
-func appendIPSummary(b []byte, res cache.IPLookup, meta bool) []byte {
+func appendIPSummary(b []byte, res *cache.IPLookup, meta bool) []byte {
 	b = append(b, `"ip":`...)
 	b = jsonscan.AppendString(b, res.IP)
 	b = append(b, `,"match":`...)
@@ -126,48 +126,7 @@ func appendIPSummary(b []byte, res cache.IPLookup, meta bool) []byte {
 		b = jsonscan.AppendString(b, res.Freshness.ResourceVersion)
 		b = append(b, '}')
 	}
-	b = append(b, `,"pods":`...)
-	if res.Pods == nil {
-		b = append(b, "[]"...) // only Services or Nodes hold the address
-	} else {
-		b = appendIPPods(b, res.Pods)
-	}
-	if len(res.Services) > 0 {
-		b = append(b, `,"services":[`...)
-		for i, sv := range res.Services {
-			b = appendOwner(b, i, true, sv.Namespace, sv.Name, sv.UID, sv.Role)
-		}
-		b = append(b, ']')
-	}
-	if len(res.Nodes) > 0 {
-		b = append(b, `,"nodes":[`...)
-		for i, n := range res.Nodes {
-			b = appendOwner(b, i, false, "", n.Name, n.UID, n.Role)
-		}
-		b = append(b, ']')
-	}
-	return b
-}
-
-// appendOwner appends the i-th entry of a list of Services or nodes, as
-// encoding/json encodes cache.IPService (namespaced) and cache.IPNode.
-func appendOwner(b []byte, i int, namespaced bool, namespace, name, uid string, role indexers.Role) []byte {
-	if i > 0 {
-		b = append(b, ',')
-	}
-	b = append(b, '{')
-	if namespaced {
-		b = append(b, `"namespace":`...)
-		b = jsonscan.AppendString(b, namespace)
-		b = append(b, ',')
-	}
-	b = append(b, `"name":`...)
-	b = jsonscan.AppendString(b, name)
-	b = append(b, `,"uid":`...)
-	b = jsonscan.AppendString(b, uid)
-	b = append(b, `,"role":`...)
-	b = jsonscan.AppendString(b, string(role))
-	return append(b, '}')
+	return res.AppendHolders(b)
 }
 
 func appendPort(b []byte, p *cache.PortAnswer) []byte {

@@ -1,15 +1,15 @@
 package server
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/labstack/echo/v4"
 
@@ -43,8 +43,8 @@ type batchRequest struct {
 
 // parseBatch reads a batch body: {"queries":[...]} with at most
 // maxBatchQueries queries and no unknown fields.
-func parseBatch(body []byte) ([]batchQuery, error) {
-	queries, ok := scanBatch(body)
+func parseBatch(body []byte, buf []batchQuery) ([]batchQuery, error) {
+	queries, ok := scanBatchInto(body, buf)
 	if !ok {
 		var err error
 		if queries, err = decodeBatch(body); err != nil {
@@ -92,6 +92,9 @@ func scalar(v json.RawMessage) (string, bool) {
 // toIPQuery checks one query of a batch as the GET route checks its
 // parameters.
 func (q batchQuery) toIPQuery() (cache.IPQuery, error) {
+	if len(q.At) == 0 && len(q.Port) == 0 && q.Protocol == "" && q.IP != "" {
+		return cache.IPQuery{IP: q.IP}, nil // the common query: an address alone
+	}
 	at, ok := scalar(q.At)
 	if !ok {
 		return cache.IPQuery{}, fmt.Errorf("%w: at must be a string or a number", errBadRequest)
@@ -112,15 +115,29 @@ func (s *Server) lookupIPBatch(c echo.Context) error {
 	if _, err := queryParams(c); err != nil {
 		return err
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), c.Request().Body, maxBatchBody))
-	var tooLarge *http.MaxBytesError
-	if errors.As(err, &tooLarge) {
-		return echo.NewHTTPError(http.StatusRequestEntityTooLarge, fmt.Sprintf("a batch body is at most %d bytes", maxBatchBody))
-	}
+	bodyBuf := batchBodies.Get().(*bytes.Buffer)
+	defer func() {
+		if bodyBuf.Cap() <= maxBatchBody+bytes.MinRead {
+			bodyBuf.Reset()
+			batchBodies.Put(bodyBuf) // after the queries, which point into it, are cleared (defers run last first)
+		}
+	}()
+	body, err := readBatchBody(c, bodyBuf)
 	if err != nil {
-		return fmt.Errorf("%w: reading the body: %v", errBadRequest, err)
+		return err
 	}
-	queries, err := parseBatch(body)
+	pooled := batchQueries.Get().(*[]batchQuery)
+	queries, err := parseBatch(body, *pooled)
+	defer func() { // the pool keeps no strings of this body
+		if queries == nil { // refused: what was read into the pooled slice is not known
+			clear((*pooled)[:cap(*pooled)])
+		}
+		clear(queries)
+		if queries != nil && cap(queries) <= maxBatchQueries+1 {
+			*pooled = queries[:0]
+		}
+		batchQueries.Put(pooled)
+	}()
 	if err != nil {
 		return err
 	}
@@ -130,44 +147,134 @@ func (s *Server) lookupIPBatch(c echo.Context) error {
 	}
 	ndjson := strings.Contains(c.Request().Header.Get("Accept"), "application/x-ndjson")
 	lookups := s.r.AddressLookups()
-	w := c.Response()
-	if ndjson {
-		w.Header().Set("Content-Type", "application/x-ndjson")
-	} else {
-		w.Header()["Content-Type"] = jsonContentType
-	}
-	w.WriteHeader(http.StatusOK)
-	bw := envelopeBuffers.Get().(*bufio.Writer)
-	defer envelopeBuffers.Put(bw)
-	bw.Reset(w)
-	defer bw.Reset(nil) // the pool keeps no response writer
+	out := newBatchOut(c.Response(), ndjson, len(queries))
+	defer out.release()
 	if !ndjson {
-		bw.WriteString(`{"kind":"IPLookupBatch","apiVersion":"kubeindex/v1","results":[`)
+		out.b = append(out.b, `{"kind":"IPLookupBatch","apiVersion":"kubeindex/v1","results":[`...)
 	}
+	var res cache.IPLookup
 	for i, q := range queries {
-		// Each answer is appended in the writer's own buffer: no copy
-		// unless it does not fit.
-		b := bw.AvailableBuffer()
 		if !ndjson && i > 0 {
-			b = append(b, ',')
+			out.b = append(out.b, ',')
 		}
-		b = s.answerOne(b, lookups, visible, q)
+		out.b = s.answerOne(out.b, lookups, visible, q, &res)
 		if ndjson {
-			b = append(b, '\n')
+			out.b = append(out.b, '\n')
 		}
-		bw.Write(b)
+		if err := out.flushIfLong(); err != nil {
+			return err
+		}
 	}
 	if !ndjson {
-		bw.WriteString("]}\n")
+		out.b = append(out.b, "]}\n"...)
 	}
-	return bw.Flush()
+	return out.finish()
+}
+
+// A batch's answer is made in a pooled buffer and, unless it is long,
+// written at once with its length: one write, no chunked encoding. An
+// answer about a pod's address is about 250 bytes.
+const (
+	batchAnswerSize = 256
+	// batchFlushAt: a longer answer (thousands of queries, or addresses
+	// many hostNetwork pods share) is written in parts of about this size.
+	batchFlushAt = 1 << 20
+	// maxPooledBatchAnswer: a larger buffer is left to the collector.
+	maxPooledBatchAnswer = 2 << 20
+)
+
+var batchBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// batchOut is the answer of a batch on its way out: b is appended to,
+// then written whole by finish, or in parts when it grows long.
+type batchOut struct {
+	w       http.ResponseWriter
+	ndjson  bool
+	started bool // the status is written
+	pooled  *[]byte
+	b       []byte
+}
+
+func newBatchOut(w http.ResponseWriter, ndjson bool, queries int) *batchOut {
+	pooled := batchBuffers.Get().(*[]byte)
+	b := slices.Grow((*pooled)[:0], min(batchAnswerSize*queries+64, batchFlushAt+batchAnswerSize))
+	return &batchOut{w: w, ndjson: ndjson, pooled: pooled, b: b}
+}
+
+// start writes the status and headers; length < 0: unknown (chunked).
+func (o *batchOut) start(length int) {
+	if o.ndjson {
+		o.w.Header().Set("Content-Type", "application/x-ndjson")
+	} else {
+		o.w.Header()["Content-Type"] = jsonContentType
+	}
+	if length >= 0 {
+		o.w.Header().Set("Content-Length", strconv.Itoa(length))
+	}
+	o.w.WriteHeader(http.StatusOK)
+	o.started = true
+}
+
+// flushIfLong writes what is made once it is long, so that the memory a
+// batch holds stays bounded.
+func (o *batchOut) flushIfLong() error {
+	if len(o.b) < batchFlushAt {
+		return nil
+	}
+	if !o.started {
+		o.start(-1)
+	}
+	_, err := o.w.Write(o.b)
+	o.b = o.b[:0]
+	return err
+}
+
+// finish writes the rest: the whole answer, with its length, when nothing
+// was written before.
+func (o *batchOut) finish() error {
+	if !o.started {
+		o.start(len(o.b))
+	}
+	_, err := o.w.Write(o.b)
+	return err
+}
+
+// release gives the buffer back to the pool unless it grew large.
+func (o *batchOut) release() {
+	if cap(o.b) <= maxPooledBatchAnswer {
+		*o.pooled = o.b[:0]
+		batchBuffers.Put(o.pooled)
+	}
+}
+
+// batchQueries are the slices a batch's queries are read into.
+var batchQueries = sync.Pool{New: func() any { return new([]batchQuery) }}
+
+// batchBodies are the buffers batch bodies are read into.
+var batchBodies = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// readBatchBody reads a batch body of at most maxBatchBody bytes into buf,
+// grown once when the request says its length.
+func readBatchBody(c echo.Context, buf *bytes.Buffer) ([]byte, error) {
+	if n := c.Request().ContentLength; n > 0 && n <= maxBatchBody {
+		buf.Grow(int(n) + bytes.MinRead) // room for ReadFrom to see the end without growing
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(c.Response(), c.Request().Body, maxBatchBody))
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return nil, echo.NewHTTPError(http.StatusRequestEntityTooLarge, fmt.Sprintf("a batch body is at most %d bytes", maxBatchBody))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: reading the body: %v", errBadRequest, err)
+	}
+	return buf.Bytes(), nil
 }
 
 // answerOne appends one query's answer: the lookup's summary (no objects),
-// or {"ip":…,"error":Status}.
-func (s *Server) answerOne(b []byte, lookups *cache.AddressLookups, visible func(cache.Resource, string) bool, bq batchQuery) []byte {
-	res, err := s.lookupOne(lookups, visible, bq)
-	if err != nil {
+// or {"ip":…,"error":Status}. res is where the lookup answers, reused from
+// one query to the next.
+func (s *Server) answerOne(b []byte, lookups *cache.AddressLookups, visible func(cache.Resource, string) bool, bq batchQuery, res *cache.IPLookup) []byte {
+	if err := s.lookupOne(lookups, visible, bq, res); err != nil {
 		st := errorStatus(err)
 		if st.Code == http.StatusInternalServerError {
 			s.log.Error("batch IP lookup", "err", err)
@@ -183,16 +290,16 @@ func (s *Server) answerOne(b []byte, lookups *cache.AddressLookups, visible func
 		return append(b, "}}"...)
 	}
 	if res.History != nil {
-		return appendIPHistoryBody(append(b, '{'), res)
+		return appendIPHistoryBody(append(b, '{'), *res)
 	}
 	return append(appendIPSummary(append(b, '{'), res, false), '}')
 }
 
-func (s *Server) lookupOne(lookups *cache.AddressLookups, visible func(cache.Resource, string) bool, bq batchQuery) (cache.IPLookup, error) {
+func (s *Server) lookupOne(lookups *cache.AddressLookups, visible func(cache.Resource, string) bool, bq batchQuery, res *cache.IPLookup) error {
 	q, err := bq.toIPQuery()
 	if err != nil {
-		return cache.IPLookup{}, err
+		return err
 	}
 	q.Visible = visible
-	return lookups.Lookup(q)
+	return lookups.LookupInto(q, res)
 }

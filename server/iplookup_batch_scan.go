@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"slices"
 
 	"github.com/kubeindex/kubeindex/internal/jsonscan"
 )
@@ -16,7 +17,18 @@ import (
 // (FuzzScanBatchAgreesWithEncodingJSON); strings and raw values share the
 // memory of one copy of body.
 func scanBatch(body []byte) (queries []batchQuery, ok bool) {
-	s := batchScanner{b: body, str: string(body)}
+	return scanBatchInto(body, nil)
+}
+
+// scanBatchInto is scanBatch appending to buf[:0] (a pooled slice). When
+// it declines, buf is left cleared: it keeps no strings of body.
+func scanBatchInto(body []byte, buf []batchQuery) (queries []batchQuery, ok bool) {
+	defer func() {
+		if !ok {
+			clear(buf[:cap(buf)])
+		}
+	}()
+	s := batchScanner{b: body, str: string(body), buf: buf}
 	top, err := jsonscan.OpenObject(body, 0)
 	if err != nil {
 		return nil, false
@@ -49,6 +61,7 @@ func scanBatch(body []byte) (queries []batchQuery, ok bool) {
 type batchScanner struct {
 	b   []byte
 	str string // b as a string, for substrings that cost no allocation
+	buf []batchQuery
 }
 
 // queries reads the array at i (or null) into out and returns its end.
@@ -60,7 +73,7 @@ func (s *batchScanner) queries(i int, out *[]batchQuery) (int, bool) {
 	if b[i] != '[' {
 		return 0, false
 	}
-	*out = make([]batchQuery, 0, min(1+len(b)/16, maxBatchQueries+1)) // a query is rarely shorter
+	*out = slices.Grow(s.buf[:0], min(1+len(b)/16, maxBatchQueries+1)) // a query is rarely shorter
 	i = jsonscan.SkipSpace(b, i+1)
 	if i < len(b) && b[i] == ']' {
 		return i + 1, true

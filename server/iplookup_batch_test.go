@@ -134,7 +134,7 @@ func FuzzIPBatchBody(f *testing.F) {
 	s := New(cachetest.Start(f, cachetest.PodSpec()).Cache, Options{Logger: quiet()})
 	f.Fuzz(func(t *testing.T, body string) {
 		rec := batch(t, s, body, "application/x-ndjson")
-		queries, err := parseBatch([]byte(body))
+		queries, err := parseBatch([]byte(body), nil)
 		if err != nil {
 			if rec.Code != http.StatusBadRequest {
 				t.Fatalf("%q: %d after a parse error", body, rec.Code)
@@ -231,6 +231,56 @@ func TestIPBatchSlotsAreSingleAnswers(t *testing.T) {
 		}
 		if got != want {
 			t.Errorf("slot %d %+v:\n%s\nexpect\n%s", i, q, got, want)
+		}
+	}
+}
+
+// TestIPBatchLength: given a batch whose answer is short, when it is
+// answered, then it goes out in one write with its Content-Length; given
+// one whose answer passes batchFlushAt, then it goes out in parts, without
+// a length, and is the same document: every slot answered, in order.
+func TestIPBatchLength(t *testing.T) {
+	f, _ := startServer(t)
+	s := New(f.Cache, Options{Logger: quiet()})
+	body := func(n int) string {
+		var b strings.Builder
+		b.WriteString(`{"queries":[`)
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `{"ip":"10.0.0.12","port":%d}`, 1+i%65535) // a node address many pods share
+		}
+		b.WriteString(`]}`)
+		return b.String()
+	}
+	short := batch(t, s, body(3), "")
+	if got, want := short.Header().Get("Content-Length"), strconv.Itoa(short.Body.Len()); got != want {
+		t.Errorf("a short answer's Content-Length %q; its length is %s", got, want)
+	}
+	const n = 8000
+	long := batch(t, s, body(n), "")
+	if long.Body.Len() < 2*batchFlushAt {
+		t.Fatalf("the long answer is %d bytes; the test needs more than %d", long.Body.Len(), 2*batchFlushAt)
+	}
+	if cl := long.Header().Get("Content-Length"); cl != "" {
+		t.Errorf("a long answer sent in parts claims a length %s", cl)
+	}
+	var doc struct {
+		Results []struct {
+			IP   string
+			Port struct{ Number int }
+		}
+	}
+	if err := json.Unmarshal(long.Body.Bytes(), &doc); err != nil {
+		t.Fatalf("the long answer is not one JSON document: %v", err)
+	}
+	if len(doc.Results) != n {
+		t.Fatalf("%d results; want %d", len(doc.Results), n)
+	}
+	for i, r := range doc.Results {
+		if r.IP != "10.0.0.12" || r.Port.Number != 1+i%65535 {
+			t.Fatalf("slot %d answers %s port %d", i, r.IP, r.Port.Number)
 		}
 	}
 }
