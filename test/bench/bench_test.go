@@ -22,7 +22,7 @@ func TestHarness(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "results.json")
 	rep, err := Run(t.Context(), c, Options{
 		Pods: 200, Rounds: 1, RoundTime: 200 * time.Millisecond, LatencyRequests: 100, APIServerRequests: 5,
-		Subscribers: 20, ChurnRate: 40, ChurnTime: time.Second, UpkeepEvents: 50, Out: out, Log: &log,
+		Subscribers: 20, ChurnRate: 40, ChurnTime: time.Second, UpkeepEvents: 50, IdleTime: 2 * time.Second, Out: out, Log: &log,
 	})
 	t.Log(log.String())
 	if err != nil {
@@ -32,13 +32,15 @@ func TestHarness(t *testing.T) {
 	rep.Print(&table)
 	t.Log("\n" + table.String())
 	want := []string{"initial sync CPU", "initial sync wall", "GET by key requests/s", "by-IP lookup requests/s",
-		"by-IP latency p50", "by-IP latency p99", "live heap per pod", "live heap per pod vs informer",
+		"by-IP latency p50", "by-IP latency p99", "GET by key latency p50", "GET by key latency p99",
+		"by-IP latency p50 vs API server", "by-IP latency p99 vs API server", "live heap per pod", "live heap per pod vs informer",
 		"memory per idle WebSocket", "stream fan-out frames/s", "stream event-to-client p99", "index upkeep CPU per event",
 		"API server CPU, 1 informers (list)", "API server CPU, 10 informers (list)", "API server CPU, 100 informers (list)",
 		"API server CPU growth, 1 to 100 informers (list)",
 		"API server CPU, 1 informers (watch-list)", "API server CPU, 10 informers (watch-list)",
 		"API server CPU, 100 informers (watch-list)", "API server CPU growth, 1 to 100 informers (watch-list)",
-		"full pod list wall", "full pod list CPU", "kubectl get pods -A wall", "watch event to 20 watchers p99"}
+		"full pod list wall", "full pod list CPU", "kubectl get pods -A wall", "watch event to 20 watchers p99",
+		"idle CPU", "idle allocation rate"}
 	got := map[string]*Figure{}
 	for _, f := range rep.Figures {
 		got[f.Name] = f
@@ -53,6 +55,24 @@ func TestHarness(t *testing.T) {
 			// 1 MB resolution); every other ratio must be computable.
 			t.Errorf("figure %q: ratio not computable: %+v", name, f)
 		}
+	}
+	// The latency figures are paired with the bare handler, the API
+	// server's list staying as information.
+	for _, name := range []string{"by-IP latency p50", "GET by key latency p99"} {
+		if f := got[name]; f != nil && f.Against != "echo, same body size" {
+			t.Errorf("figure %q compared with %q, want the echo server", name, f.Against)
+		}
+	}
+	if f := got["by-IP latency p50 vs API server"]; f != nil && f.Target != information {
+		t.Errorf("the API server comparison has a target: %+v", f)
+	}
+	// The idle figure held every subscriber, of both kinds, and read
+	// kubeindex's allocations.
+	if f := got["idle CPU"]; f != nil && !strings.Contains(f.Note, "10 WebSocket and 10 event-stream subscribers") {
+		t.Errorf("idle figure lacks its subscribers: %s", f.Note)
+	}
+	if f := got["idle allocation rate"]; f != nil && !(f.Kubeindex > 0) {
+		t.Errorf("idle allocation rate not measured: %+v", f)
 	}
 	// The fan-out says where its time went: the processes' CPU, and
 	// kubeindex's own delivery delay from its histogram, which must have

@@ -51,11 +51,15 @@ type Options struct {
 	InformerModes []string
 	// UpkeepEvents per round of the index upkeep figure. Default 3000.
 	UpkeepEvents int
+	// IdleTime is how long the idle figure holds its subscribers open
+	// with nothing changing. Default 60s.
+	IdleTime time.Duration
 	// Figures selects what to measure besides the initial sync, which
 	// always runs: rate, latency, heap, fanout, upkeep, kinformers (the API
 	// server under N client-go informers, list and watch-list, directly
 	// and through /k8s), klist (a full list and kubectl get pods -A),
-	// kwatch (watch delivery). Empty: all.
+	// kwatch (watch delivery), idle (CPU and allocations with Subscribers
+	// idle streams). Empty: all.
 	Figures []string
 	// Dir keeps the cluster's state (and seeded pods) between runs; empty
 	// means a fresh temporary directory. The kinformers figure writes the
@@ -84,6 +88,9 @@ func (o Options) withDefaults() Options {
 	def(&o.UpkeepEvents, 3000)
 	if o.RoundTime <= 0 {
 		o.RoundTime = 2 * time.Second
+	}
+	if o.IdleTime <= 0 {
+		o.IdleTime = time.Minute
 	}
 	if o.ChurnTime <= 0 {
 		o.ChurnTime = 5 * time.Second

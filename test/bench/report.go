@@ -93,7 +93,10 @@ func (r *Report) Print(w io.Writer) {
 			ratio = ratioText(f.Ratio)
 		}
 		met := "MISSED"
-		if f.Met {
+		switch {
+		case f.Target == information:
+			met = "—"
+		case f.Met:
 			met = "met"
 		}
 		fmt.Fprintf(tw, "%s\t%s %s\t%s\t%s\t%s\t%s\n", f.Name, num(f.Kubeindex), f.Unit, cmp, ratio, f.Target, met)

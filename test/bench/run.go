@@ -35,7 +35,6 @@ type runner struct {
 	informerHeap []float64
 	podJSON      float64
 	echoBase     string // the echo server, for the latency floor
-	ipBody       int    // size of a by-IP answer
 }
 
 func (r *runner) logf(format string, args ...any) {
@@ -94,10 +93,11 @@ func (r *runner) run(ctx context.Context) error {
 		{"sync", r.initialSync}, {"rate", r.requestRate}, {"latency", r.lookupLatency},
 		{"heap", r.heap}, {"fanout", r.fanOut}, {"upkeep", r.upkeep},
 		{"kinformers", r.kubeInformers}, {"klist", r.kubeList}, {"kwatch", r.kubeWatch},
+		{"idle", r.idleCost},
 	}
 	for _, f := range r.o.Figures {
 		if !slices.ContainsFunc(steps, func(s step) bool { return s.name == f }) {
-			return fmt.Errorf("unknown figure %q (known: sync, rate, latency, heap, fanout, upkeep, kinformers, klist, kwatch)", f)
+			return fmt.Errorf("unknown figure %q (known: sync, rate, latency, heap, fanout, upkeep, kinformers, klist, kwatch, idle)", f)
 		}
 	}
 	want := slices.Clone(r.o.Figures)
@@ -267,7 +267,6 @@ func (r *runner) requestRate(ctx context.Context) error {
 			r.podJSON = float64(size - 1) // the stored bytes and a newline
 		}
 		echoURLs := []string{fmt.Sprintf("%s/bytes/%d", r.echoBase, size)}
-		r.ipBody = size
 		// Warm both up: connections, first-use allocations.
 		for _, urls := range [][]string{kind.urls, echoURLs} {
 			if _, err := throughput(ctx, client, urls, r.o.Concurrency, r.o.RoundTime/4); err != nil {
@@ -300,73 +299,11 @@ func (r *runner) requestRate(ctx context.Context) error {
 			r.logf("%s round %d: kubeindex %.0f/s (%d GCs), echo %.0f/s (%d-byte bodies)", kind.name, round, k, gcs, e, size)
 			pairs = append(pairs, [2]float64{k, e})
 		}
-		f := pairFigure(kind.name+" requests/s", "req/s", "echo, same body size", "ratio >= 0.85", pairs, kOverC, func(x float64) bool { return x >= 0.85 })
+		f := pairFigure(kind.name+" requests/s", "req/s", "echo, same body size", "ratio >= 0.90", pairs, kOverC, func(x float64) bool { return x >= 0.90 })
 		f.Note = fmt.Sprintf("concurrency %d, %v rounds, the servers' order alternating, keep-alive loopback, %d-byte bodies", r.o.Concurrency, r.o.RoundTime, size)
 		r.add(f)
 	}
 	client.CloseIdleConnections()
-	return nil
-}
-
-// lookupLatency compares by-IP lookup latency with the API server's own
-// field-selector list from its watch cache, round by round.
-func (r *runner) lookupLatency(ctx context.Context) error {
-	client := loopbackClient(1)
-	defer client.CloseIdleConnections()
-	// The API server answers JSON here, as kubeindex does.
-	jsonClient, err := kubernetes.NewForConfig(r.c.RESTConfig())
-	if err != nil {
-		return err
-	}
-	rest := jsonClient.CoreV1().RESTClient()
-	if b, err := rest.Get().Namespace(r.sampleRefs[0].Namespace).Resource("pods").Name(r.sampleRefs[0].Name).DoRaw(ctx); err == nil {
-		r.report.Context = append(r.report.Context, fmt.Sprintf("pod JSON from the API server, with managedFields: %d bytes", len(b)))
-	}
-	buf := make([]byte, 64<<10)
-	var p50, p99 [][2]float64
-	var floor []float64
-	refs := r.sampleRefs
-	for round := range r.o.Rounds {
-		k, err := latencies(r.o.LatencyRequests, 20*time.Second, func(i int) error {
-			return get(ctx, client, r.main.base+"/api/v1/ip/"+refs[(i*7+round)%len(refs)].IP, buf)
-		})
-		if err != nil {
-			return err
-		}
-		a, err := latencies(r.o.APIServerRequests, 30*time.Second, func(i int) error {
-			ref := refs[(i*11+round)%len(refs)]
-			b, err := rest.Get().Resource("pods").Param("fieldSelector", "status.podIP="+ref.IP).
-				Param("resourceVersion", "0").DoRaw(ctx)
-			if err == nil && !strings.Contains(string(b), `"name":"`+ref.Name+`"`) {
-				err = fmt.Errorf("API server list for %s lacks %s", ref.IP, ref.Name)
-			}
-			return err
-		})
-		if err != nil {
-			return err
-		}
-		// The floor: the echo server's latency for a body of the same
-		// size over the same kind of connection.
-		e, err := latencies(r.o.LatencyRequests, 20*time.Second, func(int) error {
-			return get(ctx, client, fmt.Sprintf("%s/bytes/%d", r.echoBase, r.ipBody), buf)
-		})
-		if err != nil {
-			return err
-		}
-		floor = append(floor, ms(percentile(e, .5)))
-		r.logf("latency round %d: echo p50 %v; kubeindex p50 %v p99 %v (%d); API server p50 %v p99 %v (%d)", round, percentile(e, .5),
-			percentile(k, .5), percentile(k, .99), len(k), percentile(a, .5), percentile(a, .99), len(a))
-		p50 = append(p50, [2]float64{ms(percentile(k, .5)), ms(percentile(a, .5))})
-		p99 = append(p99, [2]float64{ms(percentile(k, .99)), ms(percentile(a, .99))})
-	}
-	for _, f := range []*Figure{
-		pairFigure("by-IP latency p50", "ms", "API server fieldSelector list, rv=0", "speed-up >= 1000x", p50, cOverK, func(x float64) bool { return x >= 1000 }),
-		pairFigure("by-IP latency p99", "ms", "API server fieldSelector list, rv=0", "speed-up >= 1000x", p99, cOverK, func(x float64) bool { return x >= 1000 }),
-	} {
-		f.Note = fmt.Sprintf("sequential, keep-alive; kubeindex %d requests/round over loopback HTTP, API server up to %d (HTTPS, JSON); the echo server's p50 for the same body: %.3f ms",
-			r.o.LatencyRequests, r.o.APIServerRequests, median(floor))
-		r.add(f)
-	}
 	return nil
 }
 

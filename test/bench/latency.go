@@ -1,0 +1,146 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+)
+
+// latencyTargets are the lookup latency targets against the bare handler:
+// kubeindex's percentile over the echo server's, same body, same rounds.
+var latencyTargets = []struct {
+	q      float64
+	label  string
+	target string
+	met    func(float64) bool
+}{
+	{.50, "p50", "ratio <= 1.15", func(x float64) bool { return x <= 1.15 }},
+	{.99, "p99", "ratio <= 1.5", func(x float64) bool { return x <= 1.5 }},
+}
+
+// lookupLatency times by-IP lookups and GETs by key against the echo
+// server answering a body of the same size: one client, one request to
+// each in turn (which goes first alternating), so that both see the same
+// machine at the same moment. The API server's field-selector list, the
+// lookup kubeindex replaces, is timed in the same rounds, as information.
+func (r *runner) lookupLatency(ctx context.Context) error {
+	client := loopbackClient(2) // one keep-alive connection to each server
+	defer client.CloseIdleConnections()
+	// The API server answers JSON here, as kubeindex does.
+	jsonClient, err := kubernetes.NewForConfig(r.c.RESTConfig())
+	if err != nil {
+		return err
+	}
+	rest := jsonClient.CoreV1().RESTClient()
+	if b, err := rest.Get().Namespace(r.sampleRefs[0].Namespace).Resource("pods").Name(r.sampleRefs[0].Name).DoRaw(ctx); err == nil {
+		r.report.Context = append(r.report.Context, fmt.Sprintf("pod JSON from the API server, with managedFields: %d bytes", len(b)))
+	}
+	refs := r.sampleRefs
+	kinds := []struct {
+		name string
+		url  func(i int) string
+	}{
+		{"by-IP", func(i int) string { return r.main.base + "/api/v1/ip/" + refs[i%len(refs)].IP }},
+		{"GET by key", func(i int) string {
+			ref := refs[i%len(refs)]
+			return r.main.base + "/api/v1/pods/" + ref.Namespace + "/" + ref.Name
+		}},
+	}
+	buf := make([]byte, 64<<10)
+	var vsAPI [2][][2]float64 // by-IP p50, p99 against the API server
+	for _, kind := range kinds {
+		var urls []string
+		for i := range min(50, len(refs)) {
+			urls = append(urls, kind.url(i))
+		}
+		size, err := bodySize(ctx, client, urls)
+		if err != nil {
+			return err
+		}
+		echoURL := fmt.Sprintf("%s/bytes/%d", r.echoBase, size)
+		// Warm both up: the connections, first-use allocations.
+		if _, _, err := pairedLatencies(ctx, client, 200, kind.url, echoURL, buf); err != nil {
+			return err
+		}
+		pairs := make([][][2]float64, len(latencyTargets))
+		for round := range r.o.Rounds {
+			k, e, err := pairedLatencies(ctx, client, r.o.LatencyRequests, func(i int) string { return kind.url(i*7 + round) }, echoURL, buf)
+			if err != nil {
+				return err
+			}
+			for t, lt := range latencyTargets {
+				pairs[t] = append(pairs[t], [2]float64{ms(percentile(k, lt.q)), ms(percentile(e, lt.q))})
+			}
+			r.logf("%s latency round %d: kubeindex p50 %v p99 %v, echo p50 %v p99 %v (%d each, %d-byte bodies)", kind.name, round,
+				percentile(k, .5), percentile(k, .99), percentile(e, .5), percentile(e, .99), len(k), size)
+			if kind.name != "by-IP" {
+				continue
+			}
+			a, err := latencies(r.o.APIServerRequests, 30*time.Second, func(i int) error {
+				ref := refs[(i*11+round)%len(refs)]
+				b, err := rest.Get().Resource("pods").Param("fieldSelector", "status.podIP="+ref.IP).
+					Param("resourceVersion", "0").DoRaw(ctx)
+				if err == nil && !strings.Contains(string(b), `"name":"`+ref.Name+`"`) {
+					err = fmt.Errorf("API server list for %s lacks %s", ref.IP, ref.Name)
+				}
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			r.logf("by-IP latency round %d: API server p50 %v p99 %v (%d)", round, percentile(a, .5), percentile(a, .99), len(a))
+			for t, lt := range latencyTargets {
+				vsAPI[t] = append(vsAPI[t], [2]float64{ms(percentile(k, lt.q)), ms(percentile(a, lt.q))})
+			}
+		}
+		for t, lt := range latencyTargets {
+			f := pairFigure(kind.name+" latency "+lt.label, "ms", "echo, same body size", lt.target, pairs[t], kOverC, lt.met)
+			f.Note = fmt.Sprintf("sequential over keep-alive loopback HTTP, one client, kubeindex and echo in turn (which goes first alternating), %d requests each per round, %d-byte bodies",
+				r.o.LatencyRequests, size)
+			r.add(f)
+		}
+	}
+	for t, lt := range latencyTargets {
+		f := pairFigure("by-IP latency "+lt.label+" vs API server", "ms", "API server fieldSelector list, rv=0", information, vsAPI[t], cOverK, func(float64) bool { return true })
+		f.Note = fmt.Sprintf("speed-up (API server / kubeindex), the by-IP rounds above; the API server up to %d requests/round (HTTPS, JSON)", r.o.APIServerRequests)
+		r.add(f)
+	}
+	return nil
+}
+
+// information is the target of a figure that only informs.
+const information = "(information)"
+
+// pairedLatencies times count GETs of url(i) on kubeindex and as many of
+// echoURL, one of each in turn, and returns both sets of durations,
+// sorted. Any answer but 200 is an error.
+func pairedLatencies(ctx context.Context, client *http.Client, count int, url func(i int) string, echoURL string, buf []byte) (k, e []time.Duration, err error) {
+	k = make([]time.Duration, 0, count)
+	e = make([]time.Duration, 0, count)
+	for i := range count {
+		first, second := url(i), echoURL
+		if i%2 == 1 {
+			first, second = second, first
+		}
+		for _, u := range []string{first, second} {
+			t := time.Now()
+			if err := get(ctx, client, u, buf); err != nil {
+				return nil, nil, err
+			}
+			d := time.Since(t)
+			if u == echoURL {
+				e = append(e, d)
+			} else {
+				k = append(k, d)
+			}
+		}
+	}
+	slices.Sort(k)
+	slices.Sort(e)
+	return k, e, nil
+}
