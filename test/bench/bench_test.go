@@ -50,9 +50,11 @@ func TestHarness(t *testing.T) {
 		switch {
 		case !ok:
 			t.Errorf("figure %q missing", name)
-		case f.Against != "" && math.IsNaN(f.Ratio) && !strings.HasPrefix(name, "live heap"):
+		case f.Against != "" && math.IsNaN(f.Ratio) && !strings.HasPrefix(name, "live heap") && !strings.HasPrefix(name, "fan-out CPU per frame"):
 			// Heap figures may be n/a at this size (the GC trace has
-			// 1 MB resolution); every other ratio must be computable.
+			// 1 MB resolution), and so may the fan-out ceiling's CPU
+			// per frame (a few hundred frames take less than /proc's
+			// 10 ms tick); every other ratio must be computable.
 			t.Errorf("figure %q: ratio not computable: %+v", name, f)
 		}
 	}

@@ -43,7 +43,7 @@ type Options struct {
 	ChurnTime time.Duration
 	// FloorRates are the pod updates per second the fan-out ceiling
 	// (fanfloor) steps through, each offered to every subscriber, until a
-	// step is not sustained. Default 10, 20, 30, 50, 75, 100, 150, 200, 300, 400, 600, 800.
+	// step is not sustained. Default 5, 10, 20, 30, 50, 75, 100, 150, 200, 300, 400, 600, 800.
 	FloorRates []int
 	// FloorStep is how long one step of the fan-out ceiling publishes.
 	// Default 3s.
@@ -97,7 +97,7 @@ func (o Options) withDefaults() Options {
 		o.ChurnTime = 5 * time.Second
 	}
 	if len(o.FloorRates) == 0 {
-		o.FloorRates = []int{10, 20, 30, 50, 75, 100, 150, 200, 300, 400, 600, 800}
+		o.FloorRates = []int{5, 10, 20, 30, 50, 75, 100, 150, 200, 300, 400, 600, 800}
 	}
 	if o.FloorStep <= 0 {
 		o.FloorStep = 3 * time.Second

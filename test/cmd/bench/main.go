@@ -36,7 +36,7 @@ func run() error {
 	flag.IntVar(&o.ChurnRate, "churn-rate", 150, "pod updates per second during the fan-out")
 	flag.IntVar(&o.LightChurnRate, "light-churn-rate", 30, "pod updates per second of the fan-out's light rounds (event-to-client delay off saturation)")
 	flag.DurationVar(&o.ChurnTime, "churn-time", 5*time.Second, "length of one fan-out churn round")
-	floorRates := flag.String("floor-rates", "10,20,30,50,75,100,150,200,300,400,600,800", "comma-separated pod updates/s the fan-out ceiling (fanfloor) steps through, each sent to every subscriber")
+	floorRates := flag.String("floor-rates", "5,10,20,30,50,75,100,150,200,300,400,600,800", "comma-separated pod updates/s the fan-out ceiling (fanfloor) steps through, each sent to every subscriber")
 	flag.DurationVar(&o.FloorStep, "floor-step", 3*time.Second, "length of one fan-out ceiling step")
 	flag.IntVar(&o.UpkeepEvents, "upkeep-events", 3000, "pod updates per index upkeep round")
 	flag.DurationVar(&o.InformerSyncTimeout, "informer-sync-timeout", 3*time.Minute, "how long the kinformers figure's N informers have to sync before the run records how many did")
