@@ -41,6 +41,13 @@ type Options struct {
 	LightChurnRate int
 	// ChurnTime is how long one fan-out churn round lasts. Default 5s.
 	ChurnTime time.Duration
+	// FloorRates are the pod updates per second the fan-out ceiling
+	// (fanfloor) steps through, each offered to every subscriber, until a
+	// step is not sustained. Default 5, 10, 20, 30, 50, 75, 100, 150, 200, 300, 400, 600, 800.
+	FloorRates []int
+	// FloorStep is how long one step of the fan-out ceiling publishes.
+	// Default 3s.
+	FloorStep time.Duration
 	// InformerSyncTimeout bounds how long the informers of the kinformers
 	// figure have to sync: a server that cannot sync N of them in it is
 	// reported as such (how many synced, what failed). Default 3m.
@@ -59,7 +66,8 @@ type Options struct {
 	// server under N client-go informers, list and watch-list, directly
 	// and through /k8s), klist (a full list and kubectl get pods -A),
 	// kwatch (watch delivery), idle (CPU and allocations with Subscribers
-	// idle streams). Empty: all.
+	// idle streams), fanfloor (the fan-out ceiling from a fake source,
+	// beside a bare WebSocket broadcaster). Empty: all.
 	Figures []string
 	// Dir keeps the cluster's state (and seeded pods) between runs; empty
 	// means a fresh temporary directory. The kinformers figure writes the
@@ -94,6 +102,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ChurnTime <= 0 {
 		o.ChurnTime = 5 * time.Second
+	}
+	if len(o.FloorRates) == 0 {
+		o.FloorRates = []int{5, 10, 20, 30, 50, 75, 100, 150, 200, 300, 400, 600, 800}
+	}
+	if o.FloorStep <= 0 {
+		o.FloorStep = 3 * time.Second
 	}
 	if o.InformerSyncTimeout <= 0 {
 		o.InformerSyncTimeout = 3 * time.Minute

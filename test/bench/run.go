@@ -18,18 +18,20 @@ import (
 
 // runner holds one run's processes and clients.
 type runner struct {
-	o          Options
-	c          *cluster.Cluster
-	cs         *kubernetes.Clientset
-	p          plan
-	dir        string
-	kubeindex  string // binaries
-	echoBin    string
-	informer   string
-	main       *kubeindex // 5 indexes, synced; serves figures 1, 2, 3, 5, 6
-	procs      []*proc    // everything started, stopped at the end
-	report     *Report
-	sampleRefs []podRef // pod-network pods the lookups use
+	o            Options
+	c            *cluster.Cluster
+	cs           *kubernetes.Clientset
+	p            plan
+	dir          string
+	kubeindex    string // binaries
+	echoBin      string
+	informer     string
+	feedBin      string // the fan-out ceiling's fake source and comparison
+	broadcastBin string
+	main         *kubeindex // 5 indexes, synced; serves figures 1, 2, 3, 5, 6
+	procs        []*proc    // everything started, stopped at the end
+	report       *Report
+	sampleRefs   []podRef // pod-network pods the lookups use
 	// informerHeap is the typed informer's heap per sync round (bytes);
 	// podJSON the mean size of a stored pod (bytes).
 	informerHeap []float64
@@ -93,11 +95,11 @@ func (r *runner) run(ctx context.Context) error {
 		{"sync", r.initialSync}, {"rate", r.requestRate}, {"latency", r.lookupLatency},
 		{"heap", r.heap}, {"fanout", r.fanOut}, {"upkeep", r.upkeep},
 		{"kinformers", r.kubeInformers}, {"klist", r.kubeList}, {"kwatch", r.kubeWatch},
-		{"idle", r.idleCost},
+		{"idle", r.idleCost}, {"fanfloor", r.fanFloor},
 	}
 	for _, f := range r.o.Figures {
 		if !slices.ContainsFunc(steps, func(s step) bool { return s.name == f }) {
-			return fmt.Errorf("unknown figure %q (known: sync, rate, latency, heap, fanout, upkeep, kinformers, klist, kwatch, idle)", f)
+			return fmt.Errorf("unknown figure %q (known: sync, rate, latency, heap, fanout, upkeep, kinformers, klist, kwatch, idle, fanfloor)", f)
 		}
 	}
 	want := slices.Clone(r.o.Figures)
@@ -130,11 +132,15 @@ func (r *runner) buildAll(ctx context.Context) error {
 	r.kubeindex = filepath.Join(r.dir, "kubeindex")
 	r.echoBin = filepath.Join(r.dir, "benchecho")
 	r.informer = filepath.Join(r.dir, "benchinformer")
-	r.logf("building kubeindex, benchecho, benchinformer")
+	r.feedBin = filepath.Join(r.dir, "benchfeed")
+	r.broadcastBin = filepath.Join(r.dir, "benchbroadcast")
+	r.logf("building kubeindex, benchecho, benchinformer, benchfeed, benchbroadcast")
 	for _, b := range []struct{ dir, pkg, out string }{
 		{rootDir, "./cmd/kubeindex", r.kubeindex},
 		{testDir, "./cmd/benchecho", r.echoBin},
 		{testDir, "./cmd/benchinformer", r.informer},
+		{rootDir, "./demo/cmd/benchfeed", r.feedBin},
+		{testDir, "./cmd/benchbroadcast", r.broadcastBin},
 	} {
 		if err := build(ctx, b.dir, b.pkg, b.out); err != nil {
 			return err

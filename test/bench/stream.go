@@ -112,6 +112,16 @@ func (s *subscriber) read() {
 	}
 }
 
+// ended reports whether the server closed the subscription.
+func (s *subscriber) ended() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
+
 func closeAll(subs []*subscriber) {
 	for _, s := range subs {
 		s.conn.Close()
@@ -148,7 +158,7 @@ func collect(subs []*subscriber, before []int64, want int64, begin time.Time, ti
 	for time.Now().Before(deadline) {
 		all := true
 		for i, s := range subs {
-			if s.frames.Load()-before[i] < want && s.resyncs.Load() == 0 {
+			if s.frames.Load()-before[i] < want && s.resyncs.Load() == 0 && !s.ended() {
 				all = false
 				break
 			}

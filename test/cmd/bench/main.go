@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -36,15 +37,24 @@ func run() error {
 	flag.IntVar(&o.LightChurnRate, "light-churn-rate", 30, "pod updates per second of the fan-out's light rounds (event-to-client delay off saturation)")
 	flag.DurationVar(&o.ChurnTime, "churn-time", 5*time.Second, "length of one fan-out churn round")
 	flag.DurationVar(&o.IdleTime, "idle-time", time.Minute, "how long the idle figure holds its -subscribers streams open with nothing changing")
+	floorRates := flag.String("floor-rates", "5,10,20,30,50,75,100,150,200,300,400,600,800", "comma-separated pod updates/s the fan-out ceiling (fanfloor) steps through, each sent to every subscriber")
+	flag.DurationVar(&o.FloorStep, "floor-step", 3*time.Second, "length of one fan-out ceiling step")
 	flag.IntVar(&o.UpkeepEvents, "upkeep-events", 3000, "pod updates per index upkeep round")
 	flag.DurationVar(&o.InformerSyncTimeout, "informer-sync-timeout", 3*time.Minute, "how long the kinformers figure's N informers have to sync before the run records how many did")
 	modes := flag.String("informer-modes", "list,watch-list", "comma-separated ways the kinformers figure's informers sync: list, watch-list")
 	flag.StringVar(&o.Dir, "dir", "", "cluster state directory, kept (a rerun with the same -pods skips seeding); default a fresh temporary one")
 	flag.StringVar(&o.Out, "out", "bench/results.json", "where to write the results as JSON")
-	figures := flag.String("figures", "", "comma-separated figures besides the initial sync (rate, latency, heap, fanout, upkeep, kinformers, klist, kwatch, idle); default all")
+	figures := flag.String("figures", "", "comma-separated figures besides the initial sync (rate, latency, heap, fanout, upkeep, kinformers, klist, kwatch, idle, fanfloor); default all")
 	flag.Parse()
 	o.Log = os.Stderr
 	o.InformerModes = strings.Split(*modes, ",")
+	for _, f := range strings.Split(*floorRates, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return fmt.Errorf("-floor-rates: %q is not a positive number", f)
+		}
+		o.FloorRates = append(o.FloorRates, n)
+	}
 	if *figures != "" {
 		o.Figures = strings.Split(*figures, ",")
 	}
