@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"sync"
 
 	"github.com/kubeindex/kubeindex/cache"
