@@ -245,7 +245,11 @@ func (s *Server) kubeList(c echo.Context, t kubeTarget, opts *metainternalversio
 	}
 	q := cache.ListQuery{Namespace: t.namespace, LabelSelector: c.QueryParam("labelSelector"),
 		Fields: opts.FieldSelector, Continue: opts.Continue}
-	if opts.Limit > 0 {
+	// A first page at resourceVersion=0 is the whole list: the API server
+	// answers it from its watch cache, which ignores limit there
+	// (computeListLimit in k8s.io/apiserver's cacher), and client-go's
+	// informers list that way, expecting one request, not one per 500.
+	if opts.Limit > 0 && (opts.ResourceVersion != "0" || opts.Continue != "") {
 		q.Limit = int(min(opts.Limit, int64(maxLimit)))
 	}
 	res, err := s.r.List(t.res.Name, q)

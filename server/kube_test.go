@@ -322,6 +322,35 @@ func TestKubeChunkedList(t *testing.T) {
 	}
 }
 
+// TestKubeListAtZeroIsOnePage: a first page at resourceVersion=0 is the
+// whole list, as the API server's watch cache answers it; limit pages
+// otherwise, and a continued page keeps its limit.
+func TestKubeListAtZeroIsOnePage(t *testing.T) {
+	f, h := startServer(t)
+	all, _ := f.Cache.List("pods", cache.ListQuery{})
+	if len(all.Items) <= 2 {
+		t.Fatalf("only %d pods", len(all.Items))
+	}
+	for target, want := range map[string]int{
+		"/k8s/api/v1/pods?limit=2&resourceVersion=0":                                   len(all.Items),
+		"/k8s/api/v1/pods?limit=2":                                                     2,
+		"/k8s/api/v1/pods?limit=2&resourceVersion=0&resourceVersionMatch=NotOlderThan": len(all.Items),
+	} {
+		rec := kubeDo(t, h, "GET", target, "")
+		b := gjson.ParseBytes(rec.Body.Bytes())
+		if got := len(b.Get("items").Array()); rec.Code != 200 || got != want || (got == len(all.Items)) != (b.Get("metadata.continue").Str == "") {
+			t.Errorf("%s: %d, %d items (continue %q), want %d", target, rec.Code, got, b.Get("metadata.continue").Str, want)
+		}
+		if want == 2 {
+			next := b.Get("metadata.continue").Str
+			rec = kubeDo(t, h, "GET", "/k8s/api/v1/pods?limit=2&resourceVersion=0&continue="+next, "")
+			if got := len(gjson.ParseBytes(rec.Body.Bytes()).Get("items").Array()); rec.Code != 200 || got != 2 {
+				t.Errorf("continued at resourceVersion=0: %d, %d items, want 2", rec.Code, got)
+			}
+		}
+	}
+}
+
 // TestKubeTooLargeResourceVersion: NotOlderThan a version the cache does
 // not reach answers 504 with the watch cache's cause and Retry-After.
 func TestKubeTooLargeResourceVersion(t *testing.T) {

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -101,6 +102,36 @@ func TestKubectl(t *testing.T) {
 		}
 		if n := strings.Count(whole, "\n"); n <= 7 {
 			t.Fatalf("only %d pods: chunks of 7 prove nothing", n)
+		}
+	})
+
+	t.Run("resourceVersion=0 is one page whatever the limit", func(t *testing.T) {
+		// The API server answers resourceVersion=0 from its watch cache,
+		// which ignores limit: an informer's first list is one request.
+		// Without resourceVersion, limit pages as before.
+		pages := func(c *kubectlCmd, path string) (items int, cont string) {
+			out, errOut, err := c.run("get", "--raw", path)
+			if err != nil {
+				t.Fatalf("get --raw %s: %v %s", path, err, errOut)
+			}
+			var l struct {
+				Metadata struct{ Continue string } `json:"metadata"`
+				Items    []json.RawMessage         `json:"items"`
+			}
+			if err := json.Unmarshal([]byte(out), &l); err != nil {
+				t.Fatalf("get --raw %s: %v", path, err)
+			}
+			return len(l.Items), l.Metadata.Continue
+		}
+		for _, path := range []string{"/api/v1/pods?limit=3&resourceVersion=0", "/api/v1/pods?limit=3"} {
+			apiItems, apiCont := pages(p.api, path)
+			kiItems, kiCont := pages(p.ki, path)
+			if apiItems <= 3 && strings.Contains(path, "resourceVersion=0") {
+				t.Fatalf("the API server gave %d pods at %s: too few to tell", apiItems, path)
+			}
+			if (apiCont == "") != (kiCont == "") || (apiCont == "" && apiItems != kiItems) || (apiCont != "" && kiItems != 3) {
+				t.Errorf("%s: kubeindex gave %d items (continue %q), the API server %d (continue %q)", path, kiItems, kiCont, apiItems, apiCont)
+			}
 		}
 	})
 
