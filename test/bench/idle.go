@@ -170,30 +170,20 @@ const (
 
 // goMetrics scrapes kubeindex's /metrics for the unlabelled series above.
 func (k *kubeindex) goMetrics(ctx context.Context) (map[string]float64, error) {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, k.base+"/metrics", nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("/metrics: %s", resp.Status)
-	}
 	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		name, value, ok := strings.Cut(sc.Text(), " ")
+	err := k.scrapeMetrics(ctx, func(line string) error {
+		name, value, ok := strings.Cut(line, " ")
 		if !ok || (name != allocBytes && name != mallocs && name != goroutines) {
-			continue
+			return nil
 		}
 		v, err := strconv.ParseFloat(value, 64)
 		if err != nil {
-			return nil, fmt.Errorf("/metrics: %q: %w", sc.Text(), err)
+			return fmt.Errorf("/metrics: %q: %w", line, err)
 		}
 		out[name] = v
-	}
-	if err := sc.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	for _, name := range []string{allocBytes, mallocs, goroutines} {

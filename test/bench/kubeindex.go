@@ -147,40 +147,51 @@ func (k *kubeindex) liveHeap(after int) (float64, int) {
 const deliverySeries = `kubeindex_stream_delivery_seconds_bucket{transport="websocket",le="`
 
 // buckets is a cumulative Prometheus histogram: counts by upper bound.
+// scrapeMetrics reads kubeindex's /metrics, line by line, into each.
+func (k *kubeindex) scrapeMetrics(ctx context.Context, each func(line string) error) error {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, k.base+"/metrics", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("/metrics: %s", resp.Status)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if err := each(sc.Text()); err != nil {
+			return err
+		}
+	}
+	return sc.Err()
+}
+
 type buckets map[float64]float64
 
 // delivery scrapes kubeindex's own WebSocket delivery histogram (from an
 // event's publication to the end of the write that carried it).
 func (k *kubeindex) delivery(ctx context.Context) (buckets, error) {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, k.base+"/metrics", nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("/metrics: %s", resp.Status)
-	}
 	out := buckets{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), deliverySeries)
+	err := k.scrapeMetrics(ctx, func(line string) error {
+		rest, ok := strings.CutPrefix(line, deliverySeries)
 		if !ok {
-			continue
+			return nil
 		}
 		le, count, ok := strings.Cut(rest, `"} `)
 		if !ok {
-			return nil, fmt.Errorf("/metrics: malformed bucket line %q", sc.Text())
+			return fmt.Errorf("/metrics: malformed bucket line %q", line)
 		}
 		bound, err1 := strconv.ParseFloat(le, 64) // "+Inf" parses too
 		n, err2 := strconv.ParseFloat(count, 64)
 		if err := firstErr(err1, err2); err != nil {
-			return nil, fmt.Errorf("/metrics: bucket line %q: %w", sc.Text(), err)
+			return fmt.Errorf("/metrics: bucket line %q: %w", line, err)
 		}
 		out[bound] = n
-	}
-	if err := sc.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	if len(out) == 0 {
