@@ -141,6 +141,96 @@ type limitedConn struct {
 	// deadlines of its own).
 	authenticated atomic.Bool
 	once          sync.Once
+
+	// Between hold and release (one answer being written), writes are
+	// kept and then sent in one write. net/http sends an answer through a
+	// 4 KiB buffer, so an answer of 4 to 64 KiB would otherwise leave in
+	// two or more writes; on loopback a write is the largest single cost
+	// of a lookup. The writes of a connection come from the goroutine
+	// serving its current request (HTTP/1.x; kubeindex serves no TLS);
+	// the mutex covers anything else.
+	wmu  sync.Mutex
+	held *[]byte // what was written while holding; nil when not holding
+	werr error   // a failed send of what was held: later writes fail too
+}
+
+// maxHeld bounds what a connection holds: the write that would pass it
+// leaves together with what was held, and holding goes on for the rest of
+// the answer.
+const maxHeld = 64 << 10
+
+var heldBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
+
+// hold starts keeping writes until release.
+func (c *limitedConn) hold() {
+	c.wmu.Lock()
+	if c.held == nil && c.werr == nil {
+		c.held = heldBuffers.Get().(*[]byte)
+	}
+	c.wmu.Unlock()
+}
+
+// release sends what was held, in one write, and stops holding.
+func (c *limitedConn) release() error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	b := c.held
+	if b == nil {
+		return c.werr
+	}
+	c.held = nil
+	_, err := c.sendHeld(*b, nil)
+	*b = (*b)[:0]
+	heldBuffers.Put(b)
+	return err
+}
+
+func (c *limitedConn) Write(p []byte) (int, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	switch {
+	case c.werr != nil:
+		return 0, c.werr
+	case c.held == nil:
+		return c.Conn.Write(p)
+	case len(*c.held)+len(p) <= maxHeld:
+		*c.held = append(*c.held, p...)
+		return len(p), nil
+	}
+	// A long answer leaves in parts of about maxHeld, each in one write.
+	n, err := c.sendHeld(*c.held, p)
+	*c.held = (*c.held)[:0]
+	return n, err
+}
+
+// sendHeld (under wmu) sends held and then p in one write (writev on a TCP
+// connection) and returns how many bytes of p were sent. A failure is
+// kept: every later write fails with it.
+func (c *limitedConn) sendHeld(held, p []byte) (int, error) {
+	if c.werr != nil {
+		return 0, c.werr
+	}
+	var n int64
+	var err error
+	switch {
+	case len(held) == 0 && len(p) == 0:
+		return 0, nil
+	case len(p) == 0:
+		var m int
+		m, err = c.Conn.Write(held)
+		n = int64(m)
+	case len(held) == 0:
+		var m int
+		m, err = c.Conn.Write(p)
+		n = int64(m)
+	default:
+		bufs := net.Buffers{held, p}
+		n, err = bufs.WriteTo(c.Conn)
+	}
+	if err != nil {
+		c.werr = err
+	}
+	return int(min(max(n-int64(len(held)), 0), int64(len(p)))), err
 }
 
 func (c *limitedConn) SetReadDeadline(t time.Time) error {
@@ -160,6 +250,7 @@ func (c *limitedConn) SetDeadline(t time.Time) error {
 }
 
 func (c *limitedConn) Close() error {
+	c.release() // nothing is held once an answer is done; never kept past a close
 	err := c.Conn.Close()
 	c.once.Do(func() {
 		c.l.mu.Lock()
@@ -188,6 +279,7 @@ func connContext(ctx context.Context, conn net.Conn) context.Context {
 func connState(conn net.Conn, state http.ConnState) {
 	if lc, ok := conn.(*limitedConn); ok && state == http.StateHijacked {
 		lc.authenticated.Store(true)
+		lc.release() // the new owner writes for itself; an error is its to meet
 	}
 }
 

@@ -183,7 +183,26 @@ func (s *Server) limitRequests(c echo.Context, stream bool, next echo.HandlerFun
 			defer dl.SetWriteDeadline(time.Time{})
 		}
 	}
+	if lc, ok := c.Request().Context().Value(connKey{}).(*limitedConn); ok && c.Request().ProtoMajor == 1 {
+		lc.hold()
+		defer sendAnswer(c, lc) // before the deadline is lifted
+	}
 	return next(c)
+}
+
+// sendAnswer sends what the connection held of an answer. An answer of
+// known length is flushed out of net/http's buffer first, so that all of
+// it leaves in one write (flushing one of unknown length would make it
+// chunked; it is small, or chunked already). A failed send is left to
+// net/http, whose next write on the connection fails and closes it.
+func sendAnswer(c echo.Context, lc *limitedConn) {
+	res := c.Response()
+	if res.Committed && res.Header()["Content-Length"] != nil {
+		if f, ok := res.Writer.(http.Flusher); ok {
+			f.Flush()
+		}
+	}
+	lc.release()
 }
 
 type deadliner interface{ SetWriteDeadline(time.Time) error }
