@@ -118,8 +118,8 @@ type header struct {
 //
 // Each header costs every answer something on both ends, and past eight
 // entries net/http's header map grows into a larger table it then clones
-// per response: a GET answer has eight (these two, Content-Type and five
-// freshness headers).
+// per response: a GET answer has nine (these two, Content-Type,
+// Content-Length and five freshness headers).
 func newSecurityHeaders(private bool) []header {
 	headers := []header{
 		{"X-Content-Type-Options", []string{"nosniff"}},
