@@ -45,7 +45,19 @@ func run() error {
 	flag.StringVar(&o.Dir, "dir", "", "cluster state directory, kept (a rerun with the same -pods skips seeding); default a fresh temporary one")
 	flag.StringVar(&o.Out, "out", "bench/results.json", "where to write the results as JSON")
 	figures := flag.String("figures", "", "comma-separated figures besides the initial sync (rate, latency, heap, fanout, upkeep, kinformers, klist, kwatch, idle, fanfloor); default all")
+	summarize := flag.String("summarize", "", "comma-separated results files of earlier runs: print their Markdown table (each run's ratio, in how many runs each target was met) and run nothing")
 	flag.Parse()
+	if *summarize != "" {
+		var reps []*bench.Report
+		for _, path := range strings.Split(*summarize, ",") {
+			r, err := bench.ReadReport(path)
+			if err != nil {
+				return err
+			}
+			reps = append(reps, r)
+		}
+		return bench.Summarize(os.Stdout, reps)
+	}
 	o.Log = os.Stderr
 	o.InformerModes = strings.Split(*modes, ",")
 	for _, f := range strings.Split(*floorRates, ",") {

@@ -1,0 +1,51 @@
+package bench
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestSummarizeCountsRunsMet(t *testing.T) {
+	dir := t.TempDir()
+	var paths []string
+	for i, ratio := range []float64{0.95, 0.85, 0.92} {
+		r := &Report{Date: "2026-11-25", Pods: 50000, CPUs: 2, Figures: []*Figure{
+			pairFigure("GET by key requests/s", "req/s", "echo", "ratio >= 0.90",
+				[][2]float64{{ratio * 1000, 1000}}, kOverC, func(x float64) bool { return x >= 0.90 }),
+			absFigure("idle CPU", "%", "<= 2 %", []float64{0.3 + float64(i)}, func(v float64) bool { return v <= 2 }),
+		}}
+		if i == 1 {
+			r.Figures = r.Figures[:1] // a run without the idle figure
+		} // the third's, 2.3 %, misses
+		path := filepath.Join(dir, strings.Repeat("r", i+1)+".json")
+		if err := r.WriteJSON(path); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, path)
+	}
+	var reps []*Report
+	for _, p := range paths {
+		r, err := ReadReport(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reps = append(reps, r)
+	}
+	var b strings.Builder
+	if err := Summarize(&b, reps); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"| GET by key requests/s | 920.0 req/s | 1000 req/s (echo) | 0.950, 0.850, 0.920 | ratio >= 0.90 | 2 of 3 |",
+		"| idle CPU | 1.30 % | — | 0.30, —, 2.30 | <= 2 % | **1 of 3** |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing row\n%s\nin\n%s", want, out)
+		}
+	}
+	if _, err := ReadReport(filepath.Join(dir, "none.json")); err == nil {
+		t.Error("a missing file read without error")
+	}
+}
