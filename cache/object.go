@@ -31,7 +31,7 @@ type Object struct {
 	// and, within spec and status, the members the built-in indexes read
 	// (see knownMembers).
 	sections [3]struct{ from, to uint32 }
-	known    [3][3]jsonscan.Span // relative to the section; valid when walked
+	known    [3][4]jsonscan.Span // relative to the section; valid when walked
 	walked   [3]bool
 }
 
@@ -39,10 +39,16 @@ type Object struct {
 var sectionNames = [3]string{"metadata", "spec", "status"}
 
 // knownMembers are, per section, the members whose place Build records
-// on the way through: those the built-in indexes and the by-IP answer
-// read, deep in the section (a pod's nodeName comes after its volumes and
-// containers).
-var knownMembers = [3]*[3]string{nil, {"nodeName", "containers", "hostNetwork"}, {"podIP", "podIPs", "phase"}}
+// on the way through: those the built-in indexes, the by-IP answer and the
+// address feed read, deep in the section (a pod's nodeName comes after its
+// volumes and containers, its startTime after its conditions, and its
+// ownerReferences after its annotations). Each is read once per event or
+// index: without its place, every reader scans the section again.
+var knownMembers = [3]*[4]string{
+	{"creationTimestamp", "labels", "ownerReferences", "annotations"},
+	{"nodeName", "containers", "hostNetwork", "ports"},
+	{"podIP", "podIPs", "phase", "startTime"},
+}
 
 // doc returns the top-level member key with what Build learnt about it.
 func (o *Object) doc(key string) jsonscan.Doc {
@@ -168,6 +174,9 @@ type scanned struct {
 	hasKind, hasAPIVersion bool
 	cuts                   spans
 	sections               [3]span
+	// metaKnown are where the first metadata's knownMembers[0] are (to ==
+	// 0: absent), in the input's coordinates: the cuts move them.
+	metaKnown [4]span
 }
 
 // scan walks the object at the start of b once: the top-level keys, and
@@ -196,7 +205,11 @@ func (o *Object) scan(b []byte, sc *scanned) error {
 		case "apiVersion":
 			sc.hasAPIVersion = true
 		case "metadata":
-			end, err := o.readMetadata(b, r.ValAt, &sc.cuts)
+			var known *[4]span // the first metadata's only: the one doc reads
+			if sc.sections[0].to == 0 {
+				known = &sc.metaKnown
+			}
+			end, err := o.readMetadata(b, r.ValAt, &sc.cuts, known)
 			if err != nil {
 				return err
 			}
@@ -268,7 +281,8 @@ func (s Shape) assemble(o *Object, b []byte, sc *scanned) (prefixLen int) {
 }
 
 // placeSections maps the sections found by scan into o.raw: shifted by the
-// prefix, less the cuts before each position (all inside metadata).
+// prefix, less the cuts before each position (all inside metadata), and
+// so metadata's known members, which may follow a cut.
 func (o *Object) placeSections(sc *scanned, prefixLen int) {
 	pos := func(p int) uint32 {
 		q := p - sc.start + prefixLen
@@ -284,6 +298,16 @@ func (o *Object) placeSections(sc *scanned, prefixLen int) {
 			o.sections[i].from, o.sections[i].to = pos(sec.from), pos(sec.to)
 		}
 	}
+	if sc.sections[0].to == 0 {
+		return
+	}
+	for i, m := range sc.metaKnown {
+		if m.to != 0 {
+			from := o.sections[0].from
+			o.known[0][i] = jsonscan.Span{From: pos(m.from) - from, To: pos(m.to) - from}
+		}
+	}
+	o.walked[0] = true
 }
 
 // redact removes the Shape's Drop paths from o.raw.
@@ -300,7 +324,7 @@ func (o *Object) redact(drop []string) error {
 // walkSection passes over the value at b[at:], as Skip would, and when it
 // is an object records where its members named in keys are (relative to
 // at; the first of each). walked is false when it is not an object.
-func walkSection(b []byte, at int, keys *[3]string) (end int, known [3]jsonscan.Span, walked bool, err error) {
+func walkSection(b []byte, at int, keys *[4]string) (end int, known [4]jsonscan.Span, walked bool, err error) {
 	r, err := jsonscan.OpenObject(b, at)
 	if err == jsonscan.ErrNotObject {
 		n, err := jsonscan.Value(b[at:])
@@ -374,9 +398,10 @@ func (s *spans) all() []span {
 }
 
 // readMetadata reads the metadata object at b[at:]: the key fields into o,
-// all four in one allocation, and the spans that remove managedFields (each
-// with one adjacent comma) into cuts. It returns where the object ends.
-func (o *Object) readMetadata(b []byte, at int, cuts *spans) (end int, err error) {
+// all four in one allocation, the spans that remove managedFields (each
+// with one adjacent comma) into cuts and, when known is not nil, where the
+// first of each of knownMembers[0] is. It returns where the object ends.
+func (o *Object) readMetadata(b []byte, at int, cuts *spans, known *[4]span) (end int, err error) {
 	r, err := jsonscan.OpenObject(b, at)
 	if err == jsonscan.ErrNotObject {
 		return 0, fmt.Errorf("metadata: %w", jsonscan.SyntaxError(b, at, "not an object"))
@@ -420,6 +445,13 @@ func (o *Object) readMetadata(b []byte, at int, cuts *spans) (end int, err error
 		keptEnd = valEnd
 		if v := b[r.ValAt:valEnd]; slot >= 0 && v[0] == '"' { // null or not a string: as absent
 			fields[slot] = v
+		}
+		if known != nil && slot < 0 {
+			for i, k := range knownMembers[0] {
+				if known[i].to == 0 && jsonscan.KeyIs(r.Key, k) {
+					known[i] = span{r.ValAt, valEnd}
+				}
+			}
 		}
 	}
 	if err := o.setKeys(fields); err != nil {

@@ -388,8 +388,8 @@ type Doc struct {
 	Raw []byte
 	// Keys names the members Spans places; nil when none are known. A
 	// known member whose Span is empty (To == 0) is absent.
-	Keys  *[3]string
-	Spans [3]Span
+	Keys  *[4]string
+	Spans [4]Span
 }
 
 // Member returns the value of the first member named key, or nil.
