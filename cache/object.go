@@ -244,39 +244,30 @@ func (o *Object) scan(b []byte, sc *scanned) error {
 // assemble writes o.raw in one allocation of the exact size: the object's
 // bytes with kind and apiVersion added where the input lacks them and the
 // Shape gives them, less the cuts. It returns the length of what was added
-// before the object's own first member.
+// before the object's own first member. bytes.Join is the allocation: it
+// does not clear memory it is about to fill (make does, and clearing the
+// 6 KB of every pod of an initial list was 4% of its CPU).
 func (s Shape) assemble(o *Object, b []byte, sc *scanned) (prefixLen int) {
 	raw := b[sc.start:sc.end]
-	var kind, apiVersion string
-	size := len(raw)
+	var preBuf [96]byte
+	pre := append(preBuf[:0], '{')
 	if !sc.hasKind && s.Kind != "" {
-		kind = s.Kind
-		size += len(`"kind":,`) + jsonscan.StringLen(kind)
+		pre = append(pre, `"kind":`...)
+		pre = append(jsonscan.AppendString(pre, s.Kind), ',')
 	}
 	if !sc.hasAPIVersion && s.APIVersion != "" {
-		apiVersion = s.APIVersion
-		size += len(`"apiVersion":,`) + jsonscan.StringLen(apiVersion)
+		pre = append(pre, `"apiVersion":`...)
+		pre = append(jsonscan.AppendString(pre, s.APIVersion), ',')
 	}
-	for _, c := range sc.cuts.all() {
-		size -= c.to - c.from
-	}
-	out := make([]byte, 0, size)
-	out = append(out, '{')
-	if kind != "" {
-		out = append(out, `"kind":`...)
-		out = append(jsonscan.AppendString(out, kind), ',')
-	}
-	if apiVersion != "" {
-		out = append(out, `"apiVersion":`...)
-		out = append(jsonscan.AppendString(out, apiVersion), ',')
-	}
-	prefixLen = len(out) - 1
+	prefixLen = len(pre) - 1
+	var pieceBuf [4][]byte
+	pieces := append(pieceBuf[:0], pre)
 	at := 1
 	for _, c := range sc.cuts.all() {
-		out = append(out, raw[at:c.from-sc.start]...)
+		pieces = append(pieces, raw[at:c.from-sc.start])
 		at = c.to - sc.start
 	}
-	o.raw = append(out, raw[at:]...)
+	o.raw = bytes.Join(append(pieces, raw[at:]), nil)
 	return prefixLen
 }
 
