@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubeindex/kubeindex/internal/jsonscan"
 )
@@ -100,16 +99,10 @@ func (o *Object) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKi
 func (o *Object) DeepCopyObject() runtime.Object { return o }
 
 // GetObjectMeta implements metav1.ObjectMetaAccessor, which is how client-go
-// computes keys and reads resource versions. It allocates a small ObjectMeta
-// per call instead of keeping one per object.
-func (o *Object) GetObjectMeta() metav1.Object {
-	return &metav1.ObjectMeta{
-		Namespace:       o.namespace,
-		Name:            o.name,
-		ResourceVersion: o.resourceVersion,
-		UID:             types.UID(o.uid),
-	}
-}
+// computes keys and reads resource versions (several times per object on
+// its way into the store). It answers a view of o (object_meta.go), not a
+// copy: nothing is allocated.
+func (o *Object) GetObjectMeta() metav1.Object { return (*objectMeta)(o) }
 
 var errNotObject = errors.New("not a JSON object with metadata.name")
 

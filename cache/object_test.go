@@ -7,6 +7,9 @@ import (
 	"reflect"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	toolscache "k8s.io/client-go/tools/cache"
+
 	"github.com/kubeindex/kubeindex/internal/jsonscan"
 )
 
@@ -131,5 +134,39 @@ func TestKnownMembersAgreeWithScan(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestObjectMetaIsAViewOfTheObject: what client-go reads through
+// meta.Accessor is the object's key fields, read without allocating (it
+// does so several times per object of a list), and its setters change
+// nothing of an immutable object.
+func TestObjectMetaIsAViewOfTheObject(t *testing.T) {
+	o, err := NewObject([]byte(`{"metadata":{"name":"a","namespace":"ns","uid":"u1","resourceVersion":"7","labels":{"x":"y"}}}`), "v1", "Pod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := meta.Accessor(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.GetNamespace() != "ns" || m.GetName() != "a" || m.GetUID() != "u1" || m.GetResourceVersion() != "7" {
+		t.Fatalf("accessor reads %s/%s %s %s", m.GetNamespace(), m.GetName(), m.GetUID(), m.GetResourceVersion())
+	}
+	if key, err := toolscache.MetaNamespaceKeyFunc(o); err != nil || key != o.Key() {
+		t.Fatalf("client-go's key %q, %v; want %q", key, err, o.Key())
+	}
+	m.SetName("b")
+	m.SetResourceVersion("8")
+	if o.Name() != "a" || o.ResourceVersion() != "7" {
+		t.Fatalf("a setter changed the cached object: %s %s", o.Name(), o.ResourceVersion())
+	}
+	var obj any = o
+	if n := testing.AllocsPerRun(100, func() {
+		if m, err := meta.Accessor(obj); err != nil || m.GetName() != "a" {
+			t.Fatal("no accessor")
+		}
+	}); n != 0 {
+		t.Fatalf("GetObjectMeta allocates %v times per call", n)
 	}
 }
