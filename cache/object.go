@@ -329,12 +329,33 @@ func walkSection(b []byte, at int, keys *[4]string) (end int, known [4]jsonscan.
 		if err != nil {
 			return 0, known, false, err
 		}
-		for i, k := range keys {
-			if known[i].To == 0 && jsonscan.KeyIs(r.Key, k) {
-				known[i] = jsonscan.Span{From: uint32(r.ValAt - at), To: uint32(end - at)}
-			}
+		if i := knownIndex(r.Key, keys); i >= 0 && known[i].To == 0 {
+			known[i] = jsonscan.Span{From: uint32(r.ValAt - at), To: uint32(end - at)}
 		}
 	}
+}
+
+// knownIndex is the index in keys of the raw key (quotes off, escapes
+// kept), or -1. A key without a backslash decodes to itself, or, with
+// invalid UTF-8, to something holding U+FFFD, which no known member's
+// name holds: it is one of keys only as spelled. Only an escaped key is
+// decoded (jsonscan.KeyIs), which walking every member of every section
+// otherwise paid four times per member.
+func knownIndex(raw []byte, keys *[4]string) int {
+	for i, k := range keys {
+		if string(raw) == k {
+			return i
+		}
+	}
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return -1
+	}
+	for i, k := range keys {
+		if jsonscan.KeyIs(raw, k) {
+			return i
+		}
+	}
+	return -1
 }
 
 // span is a range of bytes, [from, to).
@@ -431,10 +452,8 @@ func (o *Object) readMetadata(b []byte, at int, cuts *spans, known *[4]span) (en
 			fields[slot] = v
 		}
 		if known != nil && slot < 0 {
-			for i, k := range knownMembers[0] {
-				if known[i].to == 0 && jsonscan.KeyIs(r.Key, k) {
-					known[i] = span{r.ValAt, valEnd}
-				}
+			if i := knownIndex(r.Key, knownMembers[0]); i >= 0 && known[i].to == 0 {
+				known[i] = span{r.ValAt, valEnd}
 			}
 		}
 	}
