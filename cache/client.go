@@ -31,6 +31,8 @@ type apiClient struct {
 }
 
 func newAPIClient(cfg *rest.Config) (*apiClient, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Dial = bufferedDial(cfg.Dial)
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("building HTTP client: %w", err)

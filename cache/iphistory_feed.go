@@ -99,7 +99,8 @@ func (o *Object) startedAt(kind string) (int64, string) {
 			return t, "start"
 		}
 	}
-	if t := read(jsonscan.Member(o.doc("metadata").Raw, "creationTimestamp")); t != 0 {
+	metadata := o.doc("metadata")
+	if t := read(metadata.Member("creationTimestamp")); t != 0 {
 		return t, "creation"
 	}
 	return 0, ""

@@ -73,7 +73,7 @@ func sameItems(t testing.TB, got *objectList, want []map[string]any) {
 			if want := jsonscan.Member(o.Raw(), name); !bytes.Equal(d.Raw, want) {
 				t.Fatalf("item %d: recorded %s is %.40q, want %.40q", i, name, d.Raw, want)
 			}
-			var keys [3]string
+			var keys [4]string
 			if knownMembers[j] != nil {
 				keys = *knownMembers[j]
 			}

@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubeindex/kubeindex/internal/jsonscan"
 )
@@ -31,7 +30,7 @@ type Object struct {
 	// and, within spec and status, the members the built-in indexes read
 	// (see knownMembers).
 	sections [3]struct{ from, to uint32 }
-	known    [3][3]jsonscan.Span // relative to the section; valid when walked
+	known    [3][4]jsonscan.Span // relative to the section; valid when walked
 	walked   [3]bool
 }
 
@@ -39,10 +38,16 @@ type Object struct {
 var sectionNames = [3]string{"metadata", "spec", "status"}
 
 // knownMembers are, per section, the members whose place Build records
-// on the way through: those the built-in indexes and the by-IP answer
-// read, deep in the section (a pod's nodeName comes after its volumes and
-// containers).
-var knownMembers = [3]*[3]string{nil, {"nodeName", "containers", "hostNetwork"}, {"podIP", "podIPs", "phase"}}
+// on the way through: those the built-in indexes, the by-IP answer and the
+// address feed read, deep in the section (a pod's nodeName comes after its
+// volumes and containers, its startTime after its conditions, and its
+// ownerReferences after its annotations). Each is read once per event or
+// index: without its place, every reader scans the section again.
+var knownMembers = [3]*[4]string{
+	{"creationTimestamp", "labels", "ownerReferences", "annotations"},
+	{"nodeName", "containers", "hostNetwork", "ports"},
+	{"podIP", "podIPs", "phase", "startTime"},
+}
 
 // doc returns the top-level member key with what Build learnt about it.
 func (o *Object) doc(key string) jsonscan.Doc {
@@ -94,16 +99,10 @@ func (o *Object) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKi
 func (o *Object) DeepCopyObject() runtime.Object { return o }
 
 // GetObjectMeta implements metav1.ObjectMetaAccessor, which is how client-go
-// computes keys and reads resource versions. It allocates a small ObjectMeta
-// per call instead of keeping one per object.
-func (o *Object) GetObjectMeta() metav1.Object {
-	return &metav1.ObjectMeta{
-		Namespace:       o.namespace,
-		Name:            o.name,
-		ResourceVersion: o.resourceVersion,
-		UID:             types.UID(o.uid),
-	}
-}
+// computes keys and reads resource versions (several times per object on
+// its way into the store). It answers a view of o (object_meta.go), not a
+// copy: nothing is allocated.
+func (o *Object) GetObjectMeta() metav1.Object { return (*objectMeta)(o) }
 
 var errNotObject = errors.New("not a JSON object with metadata.name")
 
@@ -168,6 +167,9 @@ type scanned struct {
 	hasKind, hasAPIVersion bool
 	cuts                   spans
 	sections               [3]span
+	// metaKnown are where the first metadata's knownMembers[0] are (to ==
+	// 0: absent), in the input's coordinates: the cuts move them.
+	metaKnown [4]span
 }
 
 // scan walks the object at the start of b once: the top-level keys, and
@@ -196,7 +198,11 @@ func (o *Object) scan(b []byte, sc *scanned) error {
 		case "apiVersion":
 			sc.hasAPIVersion = true
 		case "metadata":
-			end, err := o.readMetadata(b, r.ValAt, &sc.cuts)
+			var known *[4]span // the first metadata's only: the one doc reads
+			if sc.sections[0].to == 0 {
+				known = &sc.metaKnown
+			}
+			end, err := o.readMetadata(b, r.ValAt, &sc.cuts, known)
 			if err != nil {
 				return err
 			}
@@ -231,44 +237,36 @@ func (o *Object) scan(b []byte, sc *scanned) error {
 // assemble writes o.raw in one allocation of the exact size: the object's
 // bytes with kind and apiVersion added where the input lacks them and the
 // Shape gives them, less the cuts. It returns the length of what was added
-// before the object's own first member.
+// before the object's own first member. bytes.Join is the allocation: it
+// does not clear memory it is about to fill (make does, and clearing the
+// 6 KB of every pod of an initial list was 4% of its CPU).
 func (s Shape) assemble(o *Object, b []byte, sc *scanned) (prefixLen int) {
 	raw := b[sc.start:sc.end]
-	var kind, apiVersion string
-	size := len(raw)
+	var preBuf [96]byte
+	pre := append(preBuf[:0], '{')
 	if !sc.hasKind && s.Kind != "" {
-		kind = s.Kind
-		size += len(`"kind":,`) + jsonscan.StringLen(kind)
+		pre = append(pre, `"kind":`...)
+		pre = append(jsonscan.AppendString(pre, s.Kind), ',')
 	}
 	if !sc.hasAPIVersion && s.APIVersion != "" {
-		apiVersion = s.APIVersion
-		size += len(`"apiVersion":,`) + jsonscan.StringLen(apiVersion)
+		pre = append(pre, `"apiVersion":`...)
+		pre = append(jsonscan.AppendString(pre, s.APIVersion), ',')
 	}
-	for _, c := range sc.cuts.all() {
-		size -= c.to - c.from
-	}
-	out := make([]byte, 0, size)
-	out = append(out, '{')
-	if kind != "" {
-		out = append(out, `"kind":`...)
-		out = append(jsonscan.AppendString(out, kind), ',')
-	}
-	if apiVersion != "" {
-		out = append(out, `"apiVersion":`...)
-		out = append(jsonscan.AppendString(out, apiVersion), ',')
-	}
-	prefixLen = len(out) - 1
+	prefixLen = len(pre) - 1
+	var pieceBuf [4][]byte
+	pieces := append(pieceBuf[:0], pre)
 	at := 1
 	for _, c := range sc.cuts.all() {
-		out = append(out, raw[at:c.from-sc.start]...)
+		pieces = append(pieces, raw[at:c.from-sc.start])
 		at = c.to - sc.start
 	}
-	o.raw = append(out, raw[at:]...)
+	o.raw = bytes.Join(append(pieces, raw[at:]), nil)
 	return prefixLen
 }
 
 // placeSections maps the sections found by scan into o.raw: shifted by the
-// prefix, less the cuts before each position (all inside metadata).
+// prefix, less the cuts before each position (all inside metadata), and
+// so metadata's known members, which may follow a cut.
 func (o *Object) placeSections(sc *scanned, prefixLen int) {
 	pos := func(p int) uint32 {
 		q := p - sc.start + prefixLen
@@ -284,6 +282,16 @@ func (o *Object) placeSections(sc *scanned, prefixLen int) {
 			o.sections[i].from, o.sections[i].to = pos(sec.from), pos(sec.to)
 		}
 	}
+	if sc.sections[0].to == 0 {
+		return
+	}
+	for i, m := range sc.metaKnown {
+		if m.to != 0 {
+			from := o.sections[0].from
+			o.known[0][i] = jsonscan.Span{From: pos(m.from) - from, To: pos(m.to) - from}
+		}
+	}
+	o.walked[0] = true
 }
 
 // redact removes the Shape's Drop paths from o.raw.
@@ -300,7 +308,7 @@ func (o *Object) redact(drop []string) error {
 // walkSection passes over the value at b[at:], as Skip would, and when it
 // is an object records where its members named in keys are (relative to
 // at; the first of each). walked is false when it is not an object.
-func walkSection(b []byte, at int, keys *[3]string) (end int, known [3]jsonscan.Span, walked bool, err error) {
+func walkSection(b []byte, at int, keys *[4]string) (end int, known [4]jsonscan.Span, walked bool, err error) {
 	r, err := jsonscan.OpenObject(b, at)
 	if err == jsonscan.ErrNotObject {
 		n, err := jsonscan.Value(b[at:])
@@ -321,12 +329,33 @@ func walkSection(b []byte, at int, keys *[3]string) (end int, known [3]jsonscan.
 		if err != nil {
 			return 0, known, false, err
 		}
-		for i, k := range keys {
-			if known[i].To == 0 && jsonscan.KeyIs(r.Key, k) {
-				known[i] = jsonscan.Span{From: uint32(r.ValAt - at), To: uint32(end - at)}
-			}
+		if i := knownIndex(r.Key, keys); i >= 0 && known[i].To == 0 {
+			known[i] = jsonscan.Span{From: uint32(r.ValAt - at), To: uint32(end - at)}
 		}
 	}
+}
+
+// knownIndex is the index in keys of the raw key (quotes off, escapes
+// kept), or -1. A key without a backslash decodes to itself, or, with
+// invalid UTF-8, to something holding U+FFFD, which no known member's
+// name holds: it is one of keys only as spelled. Only an escaped key is
+// decoded (jsonscan.KeyIs), which walking every member of every section
+// otherwise paid four times per member.
+func knownIndex(raw []byte, keys *[4]string) int {
+	for i, k := range keys {
+		if string(raw) == k {
+			return i
+		}
+	}
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return -1
+	}
+	for i, k := range keys {
+		if jsonscan.KeyIs(raw, k) {
+			return i
+		}
+	}
+	return -1
 }
 
 // span is a range of bytes, [from, to).
@@ -374,9 +403,10 @@ func (s *spans) all() []span {
 }
 
 // readMetadata reads the metadata object at b[at:]: the key fields into o,
-// all four in one allocation, and the spans that remove managedFields (each
-// with one adjacent comma) into cuts. It returns where the object ends.
-func (o *Object) readMetadata(b []byte, at int, cuts *spans) (end int, err error) {
+// all four in one allocation, the spans that remove managedFields (each
+// with one adjacent comma) into cuts and, when known is not nil, where the
+// first of each of knownMembers[0] is. It returns where the object ends.
+func (o *Object) readMetadata(b []byte, at int, cuts *spans, known *[4]span) (end int, err error) {
 	r, err := jsonscan.OpenObject(b, at)
 	if err == jsonscan.ErrNotObject {
 		return 0, fmt.Errorf("metadata: %w", jsonscan.SyntaxError(b, at, "not an object"))
@@ -420,6 +450,11 @@ func (o *Object) readMetadata(b []byte, at int, cuts *spans) (end int, err error
 		keptEnd = valEnd
 		if v := b[r.ValAt:valEnd]; slot >= 0 && v[0] == '"' { // null or not a string: as absent
 			fields[slot] = v
+		}
+		if known != nil && slot < 0 {
+			if i := knownIndex(r.Key, knownMembers[0]); i >= 0 && known[i].to == 0 {
+				known[i] = span{r.ValAt, valEnd}
+			}
 		}
 	}
 	if err := o.setKeys(fields); err != nil {

@@ -1,9 +1,16 @@
 package cache
 
 import (
+	"bytes"
 	"encoding/json"
+	"os"
 	"reflect"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/kubeindex/kubeindex/internal/jsonscan"
 )
 
 func TestNewObjectStripsManagedFields(t *testing.T) {
@@ -89,4 +96,77 @@ func FuzzNewObject(f *testing.F) {
 			t.Fatalf("valid input %q became invalid %q", in, o.Raw())
 		}
 	})
+}
+
+// TestKnownMembersAgreeWithScan: the places Build records for the members
+// readers ask for (knownMembers) answer what a scan of the stored section
+// answers, wherever managedFields was cut from around them, for the first
+// of duplicated keys and for keys spelled with escapes.
+func TestKnownMembersAgreeWithScan(t *testing.T) {
+	pod, err := os.ReadFile("testdata/pod.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inputs := []string{
+		string(pod),
+		`{"metadata":{"managedFields":[{"m":1}],"name":"a","labels":{"app":"x"},"ownerReferences":[{"uid":"u"}],"creationTimestamp":"2026-01-01T00:00:00Z"}}`,
+		`{"metadata":{"name":"a","labels":{"app":"x"},"managedFields":[{"m":1}],"creationTimestamp":"2026-01-01T00:00:00Z","managedFields":[],"ownerReferences":[{"uid":"u"}]}}`,
+		`{"metadata":{"labels":{"a":"1"},"name":"a","labels":{"a":"2"},"managedFields":[]},"metadata":{"name":"b","labels":{"a":"3"}}}`,
+		`{"metadata":{"name":"a","l\u0061bels":{"app":"y"},"annotations":{"k":"v"},"managedFields":[{}]},"status":{"st\u0061rtTime":"2026-01-01T00:00:00Z","phase":"Running"}}`,
+		` { "metadata" : { "managedFields" : [ ] , "name" : "a" , "ownerReferences" : [ ] , "managedFields" : [ { } ] } , "spec" : { "ports" : [ ] } } `,
+	}
+	for _, in := range inputs {
+		o, err := NewObject([]byte(in), "v1", "Pod")
+		if err != nil {
+			t.Fatalf("NewObject(%.60s): %v", in, err)
+		}
+		for j, name := range sectionNames {
+			d := o.doc(name)
+			if d.Raw == nil {
+				continue
+			}
+			if d.Keys == nil {
+				t.Fatalf("%.60s: %s was not walked", in, name)
+			}
+			for _, k := range knownMembers[j] {
+				if got, want := d.Member(k), jsonscan.Member(d.Raw, k); !bytes.Equal(got, want) {
+					t.Fatalf("%.60s: recorded %s.%s is %q, a scan finds %q", in, name, k, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestObjectMetaIsAViewOfTheObject: what client-go reads through
+// meta.Accessor is the object's key fields, read without allocating (it
+// does so several times per object of a list), and its setters change
+// nothing of an immutable object.
+func TestObjectMetaIsAViewOfTheObject(t *testing.T) {
+	o, err := NewObject([]byte(`{"metadata":{"name":"a","namespace":"ns","uid":"u1","resourceVersion":"7","labels":{"x":"y"}}}`), "v1", "Pod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := meta.Accessor(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.GetNamespace() != "ns" || m.GetName() != "a" || m.GetUID() != "u1" || m.GetResourceVersion() != "7" {
+		t.Fatalf("accessor reads %s/%s %s %s", m.GetNamespace(), m.GetName(), m.GetUID(), m.GetResourceVersion())
+	}
+	if key, err := toolscache.MetaNamespaceKeyFunc(o); err != nil || key != o.Key() {
+		t.Fatalf("client-go's key %q, %v; want %q", key, err, o.Key())
+	}
+	m.SetName("b")
+	m.SetResourceVersion("8")
+	if o.Name() != "a" || o.ResourceVersion() != "7" {
+		t.Fatalf("a setter changed the cached object: %s %s", o.Name(), o.ResourceVersion())
+	}
+	var obj any = o
+	if n := testing.AllocsPerRun(100, func() {
+		if m, err := meta.Accessor(obj); err != nil || m.GetName() != "a" {
+			t.Fatal("no accessor")
+		}
+	}); n != 0 {
+		t.Fatalf("GetObjectMeta allocates %v times per call", n)
+	}
 }

@@ -1,6 +1,7 @@
 package indexers
 
 import (
+	"bytes"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -216,7 +217,13 @@ func pathValues(path string) Func {
 func walkValues(steps []string) DocFunc {
 	return func(d jsonscan.Doc) []string {
 		var out []string
-		found := func(v []byte) { flatten(gjson.ParseBytes(v), &out, 0) }
+		found := func(v []byte) {
+			if plainString(v) { // what gjson answers for it, without its copy of v
+				out = append(out, string(v[1:len(v)-1]))
+				return
+			}
+			flatten(gjson.ParseBytes(v), &out, 0)
+		}
 		if i := jsonscan.SkipSpace(d.Raw, 0); i < len(d.Raw) && d.Raw[i] == '{' {
 			walkPath(d.Member(steps[0]), steps[1:], found) // as walkPath does for an object
 		} else {
@@ -285,6 +292,13 @@ func walkPath(v []byte, steps []string, found func([]byte)) {
 			return true
 		})
 	}
+}
+
+// plainString reports whether v is a JSON string without escapes: gjson's
+// String of it is its bytes between the quotes, as they are (invalid
+// UTF-8 included). Most indexed values (images, names) are such.
+func plainString(v []byte) bool {
+	return len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' && bytes.IndexByte(v[1:len(v)-1], '\\') < 0
 }
 
 // maxDepth bounds recursion on hostile nesting such as [[[[...]]]].

@@ -139,13 +139,16 @@ func (s *Scanner) top() byte {
 
 // Composite returns the length of the object or array b starts with, or
 // ErrShort (scanning then resumes at the same place in a longer b).
+// Whether it is inside a string lives in a local while it runs (a field
+// would be loaded and stored at every byte), and after a string closes it
+// runs to the next quote or bracket without going round the outer loop.
 func (s *Scanner) Composite(b []byte) (int, error) {
 	if s.pos == 0 {
 		s.depth, s.inStr = 0, false
 	}
-	i := s.pos
+	i, inStr := s.pos, s.inStr
 	for i < len(b) {
-		if s.inStr {
+		if inStr {
 			i = inString(b, i)
 			if i >= len(b) {
 				break
@@ -157,18 +160,18 @@ func (s *Scanner) Composite(b []byte) (int, error) {
 				i += 2
 				continue
 			}
-			s.inStr = false
+			inStr = false
 			i++
-			continue
 		}
-		c := b[i]
-		if !stopStructure[c] {
+		for i < len(b) && !stopStructure[b[i]] {
 			i++
-			continue
 		}
-		switch c {
+		if i >= len(b) {
+			break
+		}
+		switch c := b[i]; c {
 		case '"':
-			s.inStr = true
+			inStr = true
 		case '{', '[':
 			if s.depth == maxNesting {
 				return 0, SyntaxError(b, i, "nested too deeply")
@@ -180,13 +183,13 @@ func (s *Scanner) Composite(b []byte) (int, error) {
 			}
 			s.depth--
 			if s.depth == 0 {
-				s.pos = 0
+				s.pos, s.inStr = 0, false
 				return i + 1, nil
 			}
 		}
 		i++
 	}
-	s.pos = i
+	s.pos, s.inStr = i, inStr
 	return 0, ErrShort
 }
 
@@ -388,8 +391,8 @@ type Doc struct {
 	Raw []byte
 	// Keys names the members Spans places; nil when none are known. A
 	// known member whose Span is empty (To == 0) is absent.
-	Keys  *[3]string
-	Spans [3]Span
+	Keys  *[4]string
+	Spans [4]Span
 }
 
 // Member returns the value of the first member named key, or nil.
