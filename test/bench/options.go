@@ -67,7 +67,8 @@ type Options struct {
 	// and through /k8s), klist (a full list and kubectl get pods -A),
 	// kwatch (watch delivery), idle (CPU and allocations with Subscribers
 	// idle streams), fanfloor (the fan-out ceiling from a fake source,
-	// beside a bare WebSocket broadcaster). Empty: all.
+	// beside a bare WebSocket broadcaster), scale (heap per pod, sync and
+	// lookup latency at N against a kubeindex caching N/3). Empty: all.
 	Figures []string
 	// Dir keeps the cluster's state (and seeded pods) between runs; empty
 	// means a fresh temporary directory. The kinformers figure writes the
