@@ -52,6 +52,13 @@ type Options struct {
 	// figure have to sync: a server that cannot sync N of them in it is
 	// reported as such (how many synced, what failed). Default 3m.
 	InformerSyncTimeout time.Duration
+	// APIServerRSSShare and MinAvailableShare are the memory budget of
+	// each kinformers round: it is stopped, and reported as stopped, when
+	// the API server's RSS passes APIServerRSSShare of the machine's
+	// memory (MemTotal), or the machine's available memory falls below
+	// MinAvailableShare of it while the API server has grown by 5% of it
+	// in the round. Defaults 0.4 and 0.2.
+	APIServerRSSShare, MinAvailableShare float64
 	// InformerModes are the ways the kinformers figure's informers sync:
 	// "list" (a list, then a watch) and "watch-list" (sendInitialEvents).
 	// Default both.
@@ -113,6 +120,12 @@ func (o Options) withDefaults() Options {
 	if o.InformerSyncTimeout <= 0 {
 		o.InformerSyncTimeout = 3 * time.Minute
 	}
+	if o.APIServerRSSShare <= 0 {
+		o.APIServerRSSShare = 0.4
+	}
+	if o.MinAvailableShare <= 0 {
+		o.MinAvailableShare = 0.2
+	}
 	if len(o.InformerModes) == 0 {
 		o.InformerModes = []string{string(modeList), string(modeWatchList)}
 	}
@@ -120,6 +133,11 @@ func (o Options) withDefaults() Options {
 		o.Log = io.Discard
 	}
 	return o
+}
+
+// memBudget is the kinformers rounds' memory budget.
+func (o Options) memBudget() memBudget {
+	return memBudget{rssShare: o.APIServerRSSShare, availShare: o.MinAvailableShare, growShare: 0.05}
 }
 
 // slowRounds is the round count of the expensive figures (a full sync, a
