@@ -379,7 +379,11 @@ func (r *runner) kubeInformers(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r.logf("informers: the API server idles at %.3f cores", idle)
+	base, err := rssOf(r.c.PID())
+	if err != nil {
+		return err
+	}
+	r.logf("informers: the API server idles at %.3f cores, RSS %s", idle, gib(base))
 	var profiles string
 	if r.o.Dir != "" {
 		profiles = filepath.Join(r.o.Dir, "profiles")
@@ -401,7 +405,7 @@ func (r *runner) kubeInformers(ctx context.Context) error {
 			// after the direct one would hide its own growth.
 			for _, ti := range []int{1, 0} {
 				t := targets[ti]
-				if err := r.relieveMemory(ctx); err != nil {
+				if err := r.relieveMemory(ctx, base); err != nil {
 					return err
 				}
 				if err := r.settle(ctx, idle); err != nil {

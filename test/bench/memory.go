@@ -16,15 +16,15 @@ import (
 // of RSS and the machine (24 GiB) ran out of memory. A round is therefore
 // watched, and stopped when it passes a memory budget; the figure says so.
 
-// memBudget is what one kinformers round may take of the machine's memory.
+// memBudget is what one kinformers round may take of the machine's memory:
+// once the round has grown the API server's RSS by growShare of MemTotal,
+// the RSS may not pass rssShare of MemTotal, nor MemAvailable fall below
+// availShare of it. The growth condition keeps a round from being blamed
+// for what it did not take: what other processes on the shared machine
+// hold, or an API server already past rssShare at rest (at 150,000 pods
+// it is).
 type memBudget struct {
-	// rssShare: the API server's RSS may not pass this share of MemTotal.
-	rssShare float64
-	// availShare, growShare: MemAvailable may not fall below availShare
-	// of MemTotal while the API server has grown by at least growShare of
-	// it since the round began. The growth condition keeps a round from
-	// being blamed for what other processes on a shared machine hold.
-	availShare, growShare float64
+	rssShare, availShare, growShare float64
 }
 
 // memSample is one look at the machine during a round.
@@ -39,11 +39,14 @@ func (b memBudget) exceeded(s memSample) string {
 		return ""
 	}
 	total := float64(s.total)
-	if float64(s.rss) > b.rssShare*total {
-		return fmt.Sprintf("the API server's RSS reached %s, above %.0f%% of the machine's %s",
-			gib(s.rss), 100*b.rssShare, gib(s.total))
+	if float64(s.rss-s.rss0) < b.growShare*total {
+		return ""
 	}
-	if float64(s.available) < b.availShare*total && float64(s.rss-s.rss0) >= b.growShare*total {
+	if float64(s.rss) > b.rssShare*total {
+		return fmt.Sprintf("the API server's RSS reached %s (from %s), above %.0f%% of the machine's %s",
+			gib(s.rss), gib(s.rss0), 100*b.rssShare, gib(s.total))
+	}
+	if float64(s.available) < b.availShare*total {
 		return fmt.Sprintf("the machine's available memory fell to %s, below %.0f%% of %s, while the API server's RSS grew by %s to %s",
 			gib(s.available), 100*b.availShare, gib(s.total), gib(s.rss-s.rss0), gib(s.rss))
 	}
@@ -128,15 +131,16 @@ func watchMemory(pid int, rss0 int64, b memBudget, over func(reason string), sto
 	return out
 }
 
-// relieveMemory runs before each kinformers round. When the API server's
-// RSS is already above the budget (a round stopped for it leaves its
-// memory to the API server, whose Go runtime gives it back only after a
-// GC, forced every two minutes when nothing allocates, and its scavenger),
-// it waits, at most three minutes, for the RSS to come back within the
-// budget; otherwise the next round would be stopped at once for what the
-// last one left. (The test cluster's API server runs with --profiling=false:
-// no endpoint forces a GC.)
-func (r *runner) relieveMemory(ctx context.Context) error {
+// relieveMemory runs before each kinformers round. When the API server
+// still holds what earlier rounds took, past the budget measured from
+// base (its RSS before the figure's first round), it waits, at most three
+// minutes, for the RSS to come back: a round stopped for the budget leaves
+// its memory to the API server, whose Go runtime gives it back only after
+// a GC (forced every two minutes when nothing allocates; the test
+// cluster's API server runs with --profiling=false, so no endpoint forces
+// one) and its scavenger, and the next round would start where the last
+// one was stopped.
+func (r *runner) relieveMemory(ctx context.Context, base int64) error {
 	b := r.o.memBudget()
 	check := func() (string, error) {
 		rss, err := rssOf(r.c.PID())
@@ -147,7 +151,7 @@ func (r *runner) relieveMemory(ctx context.Context) error {
 		if err != nil {
 			return "", err
 		}
-		return b.exceeded(memSample{rss0: rss, rss: rss, total: total, available: avail}), nil
+		return b.exceeded(memSample{rss0: base, rss: rss, total: total, available: avail}), nil
 	}
 	why, err := check()
 	if why == "" || err != nil {

@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// A kinformers round is stopped when the API server's RSS passes its share
-// of the machine, or when the machine runs short while the round is what
-// grew; not for memory other processes hold.
+// A kinformers round that grew the API server is stopped when its RSS
+// passes its share of the machine, or when the machine runs short; not for
+// memory it did not take.
 func TestMemBudget(t *testing.T) {
 	const gi = int64(1) << 30
 	b := memBudget{rssShare: 0.4, availShare: 0.2, growShare: 0.05}
@@ -19,8 +19,10 @@ func TestMemBudget(t *testing.T) {
 		want string // a part of the reason; "" when within the budget
 	}{
 		{"a quiet round", memSample{rss0: 7 * gi, rss: 7*gi + gi/2, total: 24 * gi, available: 14 * gi}, ""},
-		{"the API server past 40%", memSample{rss0: 7 * gi, rss: 10 * gi, total: 24 * gi, available: 12 * gi}, "RSS reached 10.0 GiB, above 40% of the machine's 24.0 GiB"},
+		{"the API server past 40%", memSample{rss0: 7 * gi, rss: 10 * gi, total: 24 * gi, available: 12 * gi}, "RSS reached 10.0 GiB (from 7.0 GiB), above 40% of the machine's 24.0 GiB"},
 		{"just at 40%", memSample{rss0: 7 * gi, rss: 24 * gi * 4 / 10, total: 24 * gi, available: 12 * gi}, ""},
+		{"past 40% at rest, the round not growing", memSample{rss0: 15 * gi, rss: 15*gi + gi/2, total: 24 * gi, available: 6 * gi}, ""},
+		{"past 40% at rest, the round growing", memSample{rss0: 15 * gi, rss: 17 * gi, total: 24 * gi, available: 6 * gi}, "RSS reached 17.0 GiB"},
 		{"short, the round growing", memSample{rss0: 5 * gi, rss: 8 * gi, total: 24 * gi, available: 4 * gi}, "available memory fell to 4.0 GiB, below 20% of 24.0 GiB, while the API server's RSS grew by 3.0 GiB"},
 		{"short, the round not growing", memSample{rss0: 5 * gi, rss: 5*gi + gi/2, total: 24 * gi, available: 2 * gi}, ""},
 		{"unknown total", memSample{rss0: 5 * gi, rss: 50 * gi}, ""},
@@ -53,7 +55,7 @@ func TestWatchMemory(t *testing.T) {
 	}{{1e-9, true}, {1, false}} {
 		calls := make(chan string, 10)
 		stop := make(chan struct{})
-		out := watchMemory(os.Getpid(), 0, memBudget{rssShare: tt.share, availShare: 0, growShare: 1}, func(why string) { calls <- why }, stop)
+		out := watchMemory(os.Getpid(), 0, memBudget{rssShare: tt.share, availShare: 0, growShare: 0}, func(why string) { calls <- why }, stop)
 		if tt.stop {
 			<-calls
 		}

@@ -53,11 +53,11 @@ type Options struct {
 	// reported as such (how many synced, what failed). Default 3m.
 	InformerSyncTimeout time.Duration
 	// APIServerRSSShare and MinAvailableShare are the memory budget of
-	// each kinformers round: it is stopped, and reported as stopped, when
-	// the API server's RSS passes APIServerRSSShare of the machine's
-	// memory (MemTotal), or the machine's available memory falls below
-	// MinAvailableShare of it while the API server has grown by 5% of it
-	// in the round. Defaults 0.4 and 0.2.
+	// each kinformers round: once the round has grown the API server's
+	// RSS by 5% of the machine's memory (MemTotal), it is stopped, and
+	// reported as stopped, when that RSS passes APIServerRSSShare of
+	// MemTotal or the machine's available memory falls below
+	// MinAvailableShare of it. Defaults 0.4 and 0.2.
 	APIServerRSSShare, MinAvailableShare float64
 	// InformerModes are the ways the kinformers figure's informers sync:
 	// "list" (a list, then a watch) and "watch-list" (sendInitialEvents).
