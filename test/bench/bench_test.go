@@ -44,7 +44,9 @@ func TestHarness(t *testing.T) {
 		"API server CPU, 100 informers (watch-list)", "API server CPU growth, 1 to 100 informers (watch-list)",
 		"full pod list wall", "full pod list CPU", "kubectl get pods -A wall", "watch event to 20 watchers p99",
 		"idle CPU", "idle allocation rate",
-		"fan-out ceiling frames/s (fake source)", "fan-out CPU per frame (fake source)"}
+		"fan-out ceiling frames/s (fake source)", "fan-out CPU per frame (fake source)",
+		"live heap per pod at N against N/3", "by-IP latency p50 at N against N/3", "by-IP latency p99 at N against N/3",
+		"initial sync wall per pod at N against N/3", "initial sync CPU per pod at N against N/3"}
 	got := map[string]*Figure{}
 	for _, f := range rep.Figures {
 		got[f.Name] = f
@@ -133,6 +135,13 @@ func TestHarness(t *testing.T) {
 			if n, _ := strconv.Atoi(c[1]); n < 100 {
 				t.Errorf("informer figure (%s): %d requests for 100 informers: %s", mode, n, f.Note)
 			}
+		}
+	}
+	// The scale figures compare with a kubeindex caching the first third
+	// (it synced exactly that many, or the run would have failed).
+	for _, name := range []string{"live heap per pod at N against N/3", "by-IP latency p50 at N against N/3"} {
+		if f := got[name]; f != nil && f.Against != "N/3: kubeindex caching the first 66" {
+			t.Errorf("figure %q compared with %q, want the first 66 pods", name, f.Against)
 		}
 	}
 	if _, err := os.Stat(out); err != nil {

@@ -52,7 +52,7 @@ func (r *runner) fanFloor(ctx context.Context) error {
 	if err := os.WriteFile(kubeconfig, fmt.Appendf(nil, feedKubeconfig, servers[0].src), 0o600); err != nil {
 		return err
 	}
-	k, err := startKubeindex(r.kubeindex, r.dir, kubeconfig, "kubeindex-fanfloor", "", fiveIndexes)
+	k, err := startKubeindex(r.kubeindex, r.dir, kubeconfig, "kubeindex-fanfloor", "", "", fiveIndexes)
 	if err != nil {
 		return err
 	}

@@ -426,15 +426,18 @@ func startInformerSet(ctx context.Context, newClient func() (*http.Client, error
 	return s, nil
 }
 
-// waitSynced waits until every reflector has synced or the deadline
-// passes, and returns how many synced and when the last of them did.
-func (s *informerSet) waitSynced(begin, deadline time.Time) (synced int, last time.Duration) {
+// waitSynced waits until every reflector has synced, the deadline passes
+// or stop is closed, and returns how many synced and when the last of them
+// did.
+func (s *informerSet) waitSynced(stop <-chan struct{}, begin, deadline time.Time) (synced int, last time.Duration) {
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
 	for _, st := range s.stores {
 		select {
 		case <-st.synced:
 		case <-timer.C:
+			return len(s.syncedNow()), time.Since(begin)
+		case <-stop:
 			return len(s.syncedNow()), time.Since(begin)
 		}
 	}
@@ -455,9 +458,9 @@ func (s *informerSet) syncedNow() []int {
 }
 
 // waitUpdates waits until each reflector of idx has seen want updates
-// since before (the counts when the churn began) or the deadline passes,
-// and returns how many saw them all.
-func (s *informerSet) waitUpdates(idx []int, before []int64, want int64, deadline time.Time) int {
+// since before (the counts when the churn began), the deadline passes or
+// stop is closed, and returns how many saw them all.
+func (s *informerSet) waitUpdates(stop <-chan struct{}, idx []int, before []int64, want int64, deadline time.Time) int {
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -470,7 +473,11 @@ func (s *informerSet) waitUpdates(idx []int, before []int64, want int64, deadlin
 		if all == len(idx) || time.Now().After(deadline) {
 			return all
 		}
-		<-tick.C
+		select {
+		case <-tick.C:
+		case <-stop:
+			return all
+		}
 	}
 }
 

@@ -38,14 +38,19 @@ type kubeindex struct {
 	syncedGCs int
 }
 
-// startKubeindex runs the binary on pods matching selector with the given
-// indexes (YAML list items), tracing its GCs.
-func startKubeindex(bin, dir, kubeconfig, name, selector, indexes string) (*kubeindex, error) {
+// startKubeindex runs the binary on pods matching the label selector and
+// the field selector (none if empty) with the given indexes (YAML list
+// items), tracing its GCs.
+func startKubeindex(bin, dir, kubeconfig, name, selector, fieldSelector, indexes string) (*kubeindex, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
-	cfg := fmt.Sprintf("resources:\n- resource: pods\n  labelSelector: %s\n  indexes:%s\n", selector, indexes)
+	cfg := fmt.Sprintf("resources:\n- resource: pods\n  labelSelector: %s\n", selector)
+	if fieldSelector != "" {
+		cfg += fmt.Sprintf("  fieldSelector: %q\n", fieldSelector)
+	}
+	cfg += fmt.Sprintf("  indexes:%s\n", indexes)
 	path := filepath.Join(dir, name+".yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		return nil, err

@@ -64,12 +64,13 @@ func (r *runner) lookupLatency(ctx context.Context) error {
 		}
 		echoURL := fmt.Sprintf("%s/bytes/%d", r.echoBase, size)
 		// Warm both up: the connections, first-use allocations.
-		if _, _, err := pairedLatencies(ctx, client, 200, kind.url, echoURL, buf); err != nil {
+		echo := func(int) string { return echoURL }
+		if _, _, err := pairedLatencies(ctx, client, 200, kind.url, echo, buf); err != nil {
 			return err
 		}
 		pairs := make([][][2]float64, len(latencyTargets))
 		for round := range r.o.Rounds {
-			k, e, err := pairedLatencies(ctx, client, r.o.LatencyRequests, func(i int) string { return kind.url(i*7 + round) }, echoURL, buf)
+			k, e, err := pairedLatencies(ctx, client, r.o.LatencyRequests, func(i int) string { return kind.url(i*7 + round) }, echo, buf)
 			if err != nil {
 				return err
 			}
@@ -116,31 +117,32 @@ func (r *runner) lookupLatency(ctx context.Context) error {
 // information is the target of a figure that only informs.
 const information = "(information)"
 
-// pairedLatencies times count GETs of url(i) on kubeindex and as many of
-// echoURL, one of each in turn, and returns both sets of durations,
-// sorted. Any answer but 200 is an error.
-func pairedLatencies(ctx context.Context, client *http.Client, count int, url func(i int) string, echoURL string, buf []byte) (k, e []time.Duration, err error) {
-	k = make([]time.Duration, 0, count)
-	e = make([]time.Duration, 0, count)
+// pairedLatencies times count GETs of a(i) and as many of b(i), one of
+// each in turn (which goes first alternating), and returns both sets of
+// durations, sorted. Any answer but 200 is an error.
+func pairedLatencies(ctx context.Context, client *http.Client, count int, a, b func(i int) string, buf []byte) (as, bs []time.Duration, err error) {
+	as = make([]time.Duration, 0, count)
+	bs = make([]time.Duration, 0, count)
 	for i := range count {
-		first, second := url(i), echoURL
-		if i%2 == 1 {
-			first, second = second, first
-		}
-		for _, u := range []string{first, second} {
+		for turn := range 2 {
+			isA := turn == i%2 // a first on even requests, b first on odd
+			u := b(i)
+			if isA {
+				u = a(i)
+			}
 			t := time.Now()
 			if err := get(ctx, client, u, buf); err != nil {
 				return nil, nil, err
 			}
 			d := time.Since(t)
-			if u == echoURL {
-				e = append(e, d)
+			if isA {
+				as = append(as, d)
 			} else {
-				k = append(k, d)
+				bs = append(bs, d)
 			}
 		}
 	}
-	slices.Sort(k)
-	slices.Sort(e)
-	return k, e, nil
+	slices.Sort(as)
+	slices.Sort(bs)
+	return as, bs, nil
 }

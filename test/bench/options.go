@@ -52,6 +52,13 @@ type Options struct {
 	// figure have to sync: a server that cannot sync N of them in it is
 	// reported as such (how many synced, what failed). Default 3m.
 	InformerSyncTimeout time.Duration
+	// APIServerRSSShare and MinAvailableShare are the memory budget of
+	// each kinformers round: once the round has grown the API server's
+	// RSS by 5% of the machine's memory (MemTotal), it is stopped, and
+	// reported as stopped, when that RSS passes APIServerRSSShare of
+	// MemTotal or the machine's available memory falls below
+	// MinAvailableShare of it. Defaults 0.4 and 0.2.
+	APIServerRSSShare, MinAvailableShare float64
 	// InformerModes are the ways the kinformers figure's informers sync:
 	// "list" (a list, then a watch) and "watch-list" (sendInitialEvents).
 	// Default both.
@@ -67,7 +74,8 @@ type Options struct {
 	// and through /k8s), klist (a full list and kubectl get pods -A),
 	// kwatch (watch delivery), idle (CPU and allocations with Subscribers
 	// idle streams), fanfloor (the fan-out ceiling from a fake source,
-	// beside a bare WebSocket broadcaster). Empty: all.
+	// beside a bare WebSocket broadcaster), scale (heap per pod, sync and
+	// lookup latency at N against a kubeindex caching N/3). Empty: all.
 	Figures []string
 	// Dir keeps the cluster's state (and seeded pods) between runs; empty
 	// means a fresh temporary directory. The kinformers figure writes the
@@ -112,6 +120,12 @@ func (o Options) withDefaults() Options {
 	if o.InformerSyncTimeout <= 0 {
 		o.InformerSyncTimeout = 3 * time.Minute
 	}
+	if o.APIServerRSSShare <= 0 {
+		o.APIServerRSSShare = 0.4
+	}
+	if o.MinAvailableShare <= 0 {
+		o.MinAvailableShare = 0.2
+	}
 	if len(o.InformerModes) == 0 {
 		o.InformerModes = []string{string(modeList), string(modeWatchList)}
 	}
@@ -119,6 +133,11 @@ func (o Options) withDefaults() Options {
 		o.Log = io.Discard
 	}
 	return o
+}
+
+// memBudget is the kinformers rounds' memory budget.
+func (o Options) memBudget() memBudget {
+	return memBudget{rssShare: o.APIServerRSSShare, availShare: o.MinAvailableShare, growShare: 0.05}
 }
 
 // slowRounds is the round count of the expensive figures (a full sync, a

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -65,6 +66,32 @@ func (p plan) ref(i int) podRef {
 		r.IP = fmt.Sprintf("10.%d.%d.%d", 64+i>>16, (i>>8)&255, i&255)
 	}
 	return r
+}
+
+// firstSelector is a field selector the API server matches with exactly
+// the plan's first m pods, without a label the pods do not already carry
+// (a seeded cluster is reused as it is): it excludes the namespaces after
+// the one pod m falls in, and in that one the pods from m on by name.
+// Empty when m covers the plan. One informer, as for all the pods: a
+// namespaces list in kubeindex's configuration would run one per
+// namespace.
+func (p plan) firstSelector(m int) string {
+	if m >= p.n {
+		return ""
+	}
+	m = max(m, 0)
+	var terms []string
+	ns := m / podsPerNamespace // the namespace pod m falls in
+	if m%podsPerNamespace != 0 {
+		for i := m; i < min(p.n, (ns+1)*podsPerNamespace); i++ {
+			terms = append(terms, "metadata.name!="+p.ref(i).Name)
+		}
+		ns++
+	}
+	for ; ns < len(p.namespaces()); ns++ {
+		terms = append(terms, fmt.Sprintf("metadata.namespace!=bench-%03d", ns))
+	}
+	return strings.Join(terms, ",")
 }
 
 func appName(dep int) string {

@@ -87,11 +87,15 @@ type proc struct {
 }
 
 // startProc runs bin with args and env added to the harness's own. Lines on
-// stdout are delivered on stdoutC (dropped when nobody reads).
+// stdout are delivered on stdoutC (dropped when nobody reads). The process
+// runs without a Go memory limit whatever the harness's environment says:
+// a GOMEMLIMIT there is for the test cluster, which inherits it (at
+// 150,000 pods its API server would otherwise not leave room for the
+// processes measured), not for them.
 func startProc(name, bin string, args, env []string) (*proc, error) {
 	p := &proc{name: name, exited: make(chan struct{}), stdoutC: make(chan string, 64)}
 	p.cmd = exec.Command(bin, args...)
-	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.Env = append(append(os.Environ(), "GOMEMLIMIT=off"), env...)
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {

@@ -95,11 +95,11 @@ func (r *runner) run(ctx context.Context) error {
 		{"sync", r.initialSync}, {"rate", r.requestRate}, {"latency", r.lookupLatency},
 		{"heap", r.heap}, {"fanout", r.fanOut}, {"upkeep", r.upkeep},
 		{"kinformers", r.kubeInformers}, {"klist", r.kubeList}, {"kwatch", r.kubeWatch},
-		{"idle", r.idleCost}, {"fanfloor", r.fanFloor},
+		{"idle", r.idleCost}, {"fanfloor", r.fanFloor}, {"scale", r.scale},
 	}
 	for _, f := range r.o.Figures {
 		if !slices.ContainsFunc(steps, func(s step) bool { return s.name == f }) {
-			return fmt.Errorf("unknown figure %q (known: sync, rate, latency, heap, fanout, upkeep, kinformers, klist, kwatch, idle, fanfloor)", f)
+			return fmt.Errorf("unknown figure %q (known: sync, rate, latency, heap, fanout, upkeep, kinformers, klist, kwatch, idle, fanfloor, scale)", f)
 		}
 	}
 	want := slices.Clone(r.o.Figures)
@@ -170,26 +170,17 @@ func (r *runner) initialSync(ctx context.Context) error {
 	var cpu, wall [][2]float64
 	r.informerHeap = nil
 	for round := range r.o.slowRounds() {
-		k, err := startKubeindex(r.kubeindex, r.dir, r.c.Kubeconfig, fmt.Sprintf("kubeindex-sync-%d", round), podSelector, fiveIndexes)
+		// The last round's kubeindex goes first: at 150,000 pods two of
+		// them beside the typed informer and the API server would not fit
+		// in 24 GiB.
+		if r.main != nil {
+			r.main.stop()
+		}
+		k, kWall, kCPU, err := r.syncKubeindex(ctx, fmt.Sprintf("kubeindex-sync-%d", round), "", r.p.n)
 		if err != nil {
 			return err
 		}
-		r.track(k.proc)
-		kWall, err := k.waitReady(ctx, 10*time.Minute)
-		if err != nil {
-			return err
-		}
-		kCPU, err := k.cpu()
-		if err != nil {
-			return err
-		}
-		st, err := k.status(ctx)
-		if err != nil {
-			return err
-		}
-		if st.Count != r.p.n {
-			return fmt.Errorf("kubeindex synced %d pods, want %d", st.Count, r.p.n)
-		}
+		r.main = k
 		iWall, iCPU, heap, err := r.runInformer(ctx, podSelector)
 		if err != nil {
 			return err
@@ -199,15 +190,38 @@ func (r *runner) initialSync(ctx context.Context) error {
 			kWall.Round(time.Millisecond), kCPU, iWall.Round(time.Millisecond), iCPU)
 		cpu = append(cpu, [2]float64{kCPU.Seconds(), iCPU.Seconds()})
 		wall = append(wall, [2]float64{kWall.Seconds(), iWall.Seconds()})
-		if r.main != nil {
-			r.main.stop()
-		}
-		r.main = k
 	}
 	r.main.syncedGCs = len(r.main.gcs())
 	r.add(pairFigure("initial sync CPU", "s", "typed informer", "ratio <= 0.5", cpu, kOverC, func(x float64) bool { return x <= 0.5 }))
 	r.add(pairFigure("initial sync wall", "s", "typed informer", "ratio <= 1.0", wall, kOverC, func(x float64) bool { return x <= 1.0 }))
 	return nil
+}
+
+// syncKubeindex starts a kubeindex (five indexes) on the seeded pods that
+// also match fieldSelector (all if empty), waits until it is ready, checks
+// that it holds want pods, and returns it with its wall time from process
+// start to ready and the CPU it used meanwhile.
+func (r *runner) syncKubeindex(ctx context.Context, name, fieldSelector string, want int) (k *kubeindex, wall, cpu time.Duration, err error) {
+	k, err = startKubeindex(r.kubeindex, r.dir, r.c.Kubeconfig, name, podSelector, fieldSelector, fiveIndexes)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	r.track(k.proc)
+	if wall, err = k.waitReady(ctx, 10*time.Minute); err != nil {
+		return nil, 0, 0, err
+	}
+	if cpu, err = k.cpu(); err != nil {
+		return nil, 0, 0, err
+	}
+	k.syncedGCs = len(k.gcs())
+	st, err := k.status(ctx)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	if st.Count != want {
+		return nil, 0, 0, fmt.Errorf("%s synced %d pods, want %d", name, st.Count, want)
+	}
+	return k, wall, cpu, nil
 }
 
 // runInformer runs the typed informer process to sync and its heap line.
@@ -318,24 +332,14 @@ func (r *runner) requestRate(ctx context.Context) error {
 // marked live (the median over the GCs since it synced, which the load of
 // the previous figures caused), less that of a kubeindex caching no pod.
 func (r *runner) heap(ctx context.Context) error {
-	empty, err := startKubeindex(r.kubeindex, r.dir, r.c.Kubeconfig, "kubeindex-empty", noneSelector, fiveIndexes)
+	base, err := r.emptyHeap(ctx)
 	if err != nil {
 		return err
 	}
-	r.track(empty.proc)
-	if _, err := empty.waitReady(ctx, time.Minute); err != nil {
+	live, n, err := syncedHeap(ctx, r.main)
+	if err != nil {
 		return err
 	}
-	startGCs := len(empty.gcs())
-	if err := collectGarbage(ctx, empty, startGCs+5); err != nil {
-		return err
-	}
-	if err := collectGarbage(ctx, r.main, r.main.syncedGCs+3); err != nil {
-		return err
-	}
-	base, _ := empty.liveHeap(startGCs)
-	live, n := r.main.liveHeap(r.main.syncedGCs)
-	empty.stop()
 	perPod := (live - base) * (1 << 20) / float64(r.p.n)
 	if n == 0 {
 		perPod = math.NaN()
@@ -358,13 +362,46 @@ func (r *runner) heap(ctx context.Context) error {
 	return nil
 }
 
+// emptyHeap is the live heap (MB) of a kubeindex caching no pod, the
+// median over five GCs: what a kubeindex's heap per pod is taken above.
+func (r *runner) emptyHeap(ctx context.Context) (float64, error) {
+	empty, err := startKubeindex(r.kubeindex, r.dir, r.c.Kubeconfig, "kubeindex-empty", noneSelector, "", fiveIndexes)
+	if err != nil {
+		return 0, err
+	}
+	r.track(empty.proc)
+	defer empty.stop()
+	if _, err := empty.waitReady(ctx, time.Minute); err != nil {
+		return 0, err
+	}
+	startGCs := len(empty.gcs())
+	if err := collectGarbage(ctx, empty, startGCs+5); err != nil {
+		return 0, err
+	}
+	base, _ := empty.liveHeap(startGCs)
+	return base, nil
+}
+
+// syncedHeap is k's live heap (MB), the median over the GCs since it
+// synced, after making it collect at least three, and how many GCs that
+// median is of (0: none, and the heap is -1).
+func syncedHeap(ctx context.Context, k *kubeindex) (float64, int, error) {
+	if err := collectGarbage(ctx, k, k.syncedGCs+3); err != nil {
+		return 0, 0, err
+	}
+	live, n := k.liveHeap(k.syncedGCs)
+	return live, n, nil
+}
+
 // collectGarbage makes k allocate (by serving /metrics, which allocates
-// and leaves nothing behind) until its GC count reaches n, within a minute.
-// kubeindex has no endpoint that forces a GC, on purpose.
+// and leaves nothing behind) until its GC count reaches n, within three
+// minutes: a GC waits for the heap to double, and at 150,000 pods that is
+// over a gigabyte of /metrics answers (the runtime also forces one every
+// two minutes). kubeindex has no endpoint that forces a GC, on purpose.
 func collectGarbage(ctx context.Context, k *kubeindex, n int) error {
 	client := loopbackClient(4)
 	defer client.CloseIdleConnections()
-	deadline := time.Now().Add(time.Minute)
+	deadline := time.Now().Add(3 * time.Minute)
 	for len(k.gcs()) < n && time.Now().Before(deadline) {
 		if _, err := throughput(ctx, client, []string{k.base + "/metrics"}, 4, 500*time.Millisecond); err != nil {
 			return err
@@ -564,7 +601,7 @@ func (s fanOutSplit) String() string {
 // upkeep runs a kubeindex without custom indexes beside the main one (five
 // indexes) and compares their CPU per event over the same churn.
 func (r *runner) upkeep(ctx context.Context) error {
-	bare, err := startKubeindex(r.kubeindex, r.dir, r.c.Kubeconfig, "kubeindex-noindex", podSelector, noIndexes)
+	bare, err := startKubeindex(r.kubeindex, r.dir, r.c.Kubeconfig, "kubeindex-noindex", podSelector, "", noIndexes)
 	if err != nil {
 		return err
 	}

@@ -38,9 +38,20 @@ func writeClient(cfg *rest.Config) (*kubernetes.Clientset, error) {
 // field manager and one status update by the kubelet's, as a real cluster
 // would write them; managedFields come out as in a real cluster.
 func seed(ctx context.Context, cs kubernetes.Interface, p plan, logf func(string, ...any)) error {
-	if cm, err := cs.CoreV1().ConfigMaps("default").Get(ctx, markerName, metav1.GetOptions{}); err == nil && cm.Data["pods"] == strconv.Itoa(p.n) {
-		logf("seed: %d pods already there (marker %s)", p.n, markerName)
-		return nil
+	// A marker of fewer pods (a 50,000-pod directory copied to seed
+	// 150,000) says its first pods are complete: the plan's pod i does not
+	// depend on N, so only the rest are created.
+	from := 0
+	if cm, err := cs.CoreV1().ConfigMaps("default").Get(ctx, markerName, metav1.GetOptions{}); err == nil {
+		m, _ := strconv.Atoi(cm.Data["pods"])
+		if m == p.n {
+			logf("seed: %d pods already there (marker %s)", p.n, markerName)
+			return nil
+		}
+		if m > 0 && m < p.n {
+			from = m
+			logf("seed: the first %d pods already there (marker %s), creating the other %d", m, markerName, p.n-m)
+		}
 	}
 	for _, ns := range p.namespaces() {
 		_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
@@ -54,6 +65,7 @@ func seed(ctx context.Context, cs kubernetes.Interface, p plan, logf func(string
 	}
 	begin := time.Now()
 	var next, done atomic.Int64
+	next.Store(int64(from))
 	var firstErr error
 	var errOnce sync.Once
 	ctx, cancel := context.WithCancel(ctx)
@@ -71,7 +83,7 @@ func seed(ctx context.Context, cs kubernetes.Interface, p plan, logf func(string
 					return
 				}
 				if d := done.Add(1); d%5000 == 0 {
-					logf("seed: %d/%d pods (%.0f/s)", d, p.n, float64(d)/time.Since(begin).Seconds())
+					logf("seed: %d/%d pods (%.0f/s)", from+int(d), p.n, float64(d)/time.Since(begin).Seconds())
 				}
 			}
 		})
@@ -80,7 +92,7 @@ func seed(ctx context.Context, cs kubernetes.Interface, p plan, logf func(string
 	if firstErr != nil {
 		return firstErr
 	}
-	logf("seed: %d pods in %v", p.n, time.Since(begin).Round(time.Millisecond))
+	logf("seed: %d pods in %v", p.n-from, time.Since(begin).Round(time.Millisecond))
 	marker := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: markerName}, Data: map[string]string{"pods": strconv.Itoa(p.n)}}
 	if _, err := cs.CoreV1().ConfigMaps("default").Create(ctx, marker, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
 		_, err = cs.CoreV1().ConfigMaps("default").Update(ctx, marker, metav1.UpdateOptions{})

@@ -1,0 +1,173 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The kinformers figure's direct rounds make the API server encode a full
+// list for every informer: at 50,000 pods, 100 informers drove it to 23 GB
+// of RSS and the machine (24 GiB) ran out of memory. A round is therefore
+// watched, and stopped when it passes a memory budget; the figure says so.
+
+// memBudget is what one kinformers round may take of the machine's memory:
+// once the round has grown the API server's RSS by growShare of MemTotal,
+// the RSS may not pass rssShare of MemTotal, nor MemAvailable fall below
+// availShare of it. The growth condition keeps a round from being blamed
+// for what it did not take: what other processes on the shared machine
+// hold, or an API server already past rssShare at rest (at 150,000 pods
+// it is).
+type memBudget struct {
+	rssShare, availShare, growShare float64
+}
+
+// memSample is one look at the machine during a round.
+type memSample struct {
+	rss0, rss        int64 // the API server's RSS when the round began, now
+	total, available int64 // MemTotal, MemAvailable
+}
+
+// exceeded says why s passes the budget, or "" when it does not.
+func (b memBudget) exceeded(s memSample) string {
+	if s.total <= 0 {
+		return ""
+	}
+	total := float64(s.total)
+	if float64(s.rss-s.rss0) < b.growShare*total {
+		return ""
+	}
+	if float64(s.rss) > b.rssShare*total {
+		return fmt.Sprintf("the API server's RSS reached %s (from %s), above %.0f%% of the machine's %s",
+			gib(s.rss), gib(s.rss0), 100*b.rssShare, gib(s.total))
+	}
+	if float64(s.available) < b.availShare*total {
+		return fmt.Sprintf("the machine's available memory fell to %s, below %.0f%% of %s, while the API server's RSS grew by %s to %s",
+			gib(s.available), 100*b.availShare, gib(s.total), gib(s.rss-s.rss0), gib(s.rss))
+	}
+	return ""
+}
+
+func gib(b int64) string { return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30)) }
+
+// parseMeminfo reads MemTotal and MemAvailable (bytes) from /proc/meminfo.
+func parseMeminfo(b []byte) (total, available int64, err error) {
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	found := 0
+	for sc.Scan() {
+		key, rest, ok := strings.Cut(sc.Text(), ":")
+		if !ok || (key != "MemTotal" && key != "MemAvailable") {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) != 2 || f[1] != "kB" {
+			return 0, 0, fmt.Errorf("/proc/meminfo: malformed line %q", sc.Text())
+		}
+		v, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("/proc/meminfo: %q: %w", sc.Text(), err)
+		}
+		if key == "MemTotal" {
+			total = v << 10
+		} else {
+			available = v << 10
+		}
+		found++
+	}
+	if found != 2 {
+		return 0, 0, fmt.Errorf("/proc/meminfo lacks MemTotal or MemAvailable")
+	}
+	return total, available, sc.Err()
+}
+
+func readMeminfo() (total, available int64, err error) {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0, 0, err
+	}
+	return parseMeminfo(b)
+}
+
+// memWatch is what watching a round's memory found: the API server's
+// highest RSS, and why the round was stopped ("" if it was not).
+type memWatch struct {
+	peak    int64
+	stopped string
+	at      time.Time // when it was stopped
+}
+
+// watchMemory samples pid's RSS and the machine's available memory every
+// 100 ms until stop is closed, calls over once (with the reason) when a
+// sample passes b, and then reports.
+func watchMemory(pid int, rss0 int64, b memBudget, over func(reason string), stop <-chan struct{}) <-chan memWatch {
+	out := make(chan memWatch, 1)
+	go func() {
+		var w memWatch
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if rss, err := rssOf(pid); err == nil {
+				w.peak = max(w.peak, rss)
+				if total, avail, err := readMeminfo(); err == nil && w.stopped == "" {
+					if why := b.exceeded(memSample{rss0: rss0, rss: rss, total: total, available: avail}); why != "" {
+						w.stopped, w.at = why, time.Now()
+						over(why)
+					}
+				}
+			}
+			select {
+			case <-stop:
+				out <- w
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return out
+}
+
+// relieveMemory runs before each kinformers round. When the API server
+// still holds what earlier rounds took, past the budget measured from
+// base (its RSS before the figure's first round), it waits, at most three
+// minutes, for the RSS to come back: a round stopped for the budget leaves
+// its memory to the API server, whose Go runtime gives it back only after
+// a GC (forced every two minutes when nothing allocates; the test
+// cluster's API server runs with --profiling=false, so no endpoint forces
+// one) and its scavenger, and the next round would start where the last
+// one was stopped.
+func (r *runner) relieveMemory(ctx context.Context, base int64) error {
+	b := r.o.memBudget()
+	check := func() (string, error) {
+		rss, err := rssOf(r.c.PID())
+		if err != nil {
+			return "", err
+		}
+		total, avail, err := readMeminfo()
+		if err != nil {
+			return "", err
+		}
+		return b.exceeded(memSample{rss0: base, rss: rss, total: total, available: avail}), nil
+	}
+	why, err := check()
+	if why == "" || err != nil {
+		return err
+	}
+	r.logf("informers: before the next round %s; waiting for it to come down", why)
+	for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Second):
+		}
+		if why, err = check(); why == "" || err != nil {
+			return err
+		}
+	}
+	r.logf("informers: still %s; the next round will be stopped at once", why)
+	return nil
+}
