@@ -117,16 +117,28 @@ func (r *resourceCache) status() Status {
 		st.Indexes[i] = s.Normalized() // show the inferred type, not ""
 	}
 	for _, sh := range r.shards {
-		// The store is the truth lists are served from; counting it (rather
-		// than events, which reach handlers a little later) keeps the count
-		// equal to what a list returns.
-		st.Count += int64(len(sh.informer.GetStore().ListKeys()))
+		st.Count += sh.count()
 		st.WatchRestarts += sh.conn.snapshot().Restarts
 		st.Events.Added += sh.added.Load()
 		st.Events.Modified += sh.modified.Load()
 		st.Events.Deleted += sh.deleted.Load()
 	}
 	return st
+}
+
+// count is how many objects the shard holds. Once its handler has synced
+// it is the store's: the truth lists are served from (events reach the
+// handler a little later), so the count equals what a list returns. The
+// store can only be counted by listing its keys, an n-key slice per call;
+// before the sync nobody can list, and readiness probes ask while the
+// store fills (make bench's every 5 ms; at 50,000 pods listing the keys
+// takes 1.5 ms and 800 KB per probe), so it is then the adds less the
+// deletes the handler has seen.
+func (sh *shard) count() int64 {
+	if sh.handler.HasSynced() {
+		return int64(len(sh.informer.GetStore().ListKeys()))
+	}
+	return sh.added.Load() - sh.deleted.Load()
 }
 
 // freshness folds the shards: connected only if all are, the latest event,

@@ -1,0 +1,44 @@
+package cache
+
+import (
+	"fmt"
+	"testing"
+
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+// syncedFlag is a handler registration whose sync the test decides.
+type syncedFlag struct{ synced bool }
+
+func (f *syncedFlag) HasSynced() bool { return f.synced }
+func (f *syncedFlag) HasSyncedChecker() toolscache.DoneChecker {
+	return nil
+}
+
+// TestCountBeforeAndAfterSync: before its handler has synced, a shard
+// counts the adds less the deletes the handler saw (readiness probes ask
+// while the store fills, and counting the store lists every key); once
+// synced, it counts the store, what a list answers.
+func TestCountBeforeAndAfterSync(t *testing.T) {
+	inf := toolscache.NewSharedIndexInformer(nil, &Object{}, 0, toolscache.Indexers{})
+	for i := range 5 {
+		o, err := NewObject(fmt.Appendf(nil, `{"metadata":{"name":"p%d","namespace":"ns"}}`, i), "v1", "Pod")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := inf.GetStore().Add(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reg := &syncedFlag{}
+	sh := &shard{informer: inf, handler: reg}
+	sh.added.Store(3)
+	sh.deleted.Store(1)
+	if got := sh.count(); got != 2 {
+		t.Fatalf("before sync: %d, want the handler's 3 adds less 1 delete", got)
+	}
+	reg.synced = true
+	if got := sh.count(); got != 5 {
+		t.Fatalf("after sync: %d, want the store's 5", got)
+	}
+}
