@@ -25,7 +25,7 @@ func TestHarness(t *testing.T) {
 	rep, err := Run(t.Context(), c, Options{
 		Pods: 200, Rounds: 1, RoundTime: 200 * time.Millisecond, LatencyRequests: 100, APIServerRequests: 5,
 		Subscribers: 20, ChurnRate: 40, ChurnTime: time.Second, UpkeepEvents: 50, IdleTime: 2 * time.Second, Out: out, Log: &log,
-		FloorRates: []int{10, 20}, FloorStep: 500 * time.Millisecond,
+		FloorRates: []int{10, 20}, FloorStep: 500 * time.Millisecond, IdleGCWait: time.Second,
 	})
 	t.Log(log.String())
 	if err != nil {

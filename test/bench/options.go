@@ -77,6 +77,11 @@ type Options struct {
 	// beside a bare WebSocket broadcaster), scale (heap per pod, sync and
 	// lookup latency at N against a kubeindex caching N/3). Empty: all.
 	Figures []string
+	// IdleGCWait is how long the scale figure waits for a GC of each
+	// kubeindex while idle (the Go runtime forces one after two minutes
+	// without), whose marked heap holds nothing allocated under load;
+	// past it, the median of the GCs under load is used. Default 3m.
+	IdleGCWait time.Duration
 	// Dir keeps the cluster's state (and seeded pods) between runs; empty
 	// means a fresh temporary directory. The kinformers figure writes the
 	// API server's CPU profiles (N >= 10) to Dir/profiles when it is set.
@@ -119,6 +124,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.InformerSyncTimeout <= 0 {
 		o.InformerSyncTimeout = 3 * time.Minute
+	}
+	if o.IdleGCWait <= 0 {
+		o.IdleGCWait = 3 * time.Minute
 	}
 	if o.APIServerRSSShare <= 0 {
 		o.APIServerRSSShare = 0.4

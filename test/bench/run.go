@@ -95,7 +95,8 @@ func (r *runner) run(ctx context.Context) error {
 		{"sync", r.initialSync}, {"rate", r.requestRate}, {"latency", r.lookupLatency},
 		{"heap", r.heap}, {"fanout", r.fanOut}, {"upkeep", r.upkeep},
 		{"kinformers", r.kubeInformers}, {"klist", r.kubeList}, {"kwatch", r.kubeWatch},
-		{"idle", r.idleCost}, {"fanfloor", r.fanFloor}, {"scale", r.scale},
+		{"idle", r.idleCost}, {"fanfloor", r.fanFloor},
+		{"scale", r.scale}, // last: it stops the main kubeindex
 	}
 	for _, f := range r.o.Figures {
 		if !slices.ContainsFunc(steps, func(s step) bool { return s.name == f }) {

@@ -1,0 +1,106 @@
+package cache
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+
+	"k8s.io/client-go/rest"
+)
+
+// BenchmarkHeapScale is the in-process side of make bench's scale figure:
+// the heap per pod of a cache of N pods (five indexes, the address
+// history on) against one of N/3, the pods laid out as make bench seeds
+// them (a node per 100 pods, a ReplicaSet per 50, 20 apps per namespace
+// of 1,000). It reports both and their ratio; costs that do not grow with
+// the cluster give 1. About 5 GB of memory at the default N.
+//
+//	go test -run XXX -bench HeapScale -benchtime 1x ./cache
+//	SCALE_PODS=30000 go test -run XXX -bench HeapScale -benchtime 1x ./cache
+func BenchmarkHeapScale(b *testing.B) {
+	n := 150000
+	if v := os.Getenv("SCALE_PODS"); v != "" {
+		if _, err := fmt.Sscan(v, &n); err != nil || n < 3 {
+			b.Fatalf("SCALE_PODS=%q: want a number of pods >= 3", v)
+		}
+	}
+	for b.Loop() {
+		full, third := syncedHeapPerPod(b, n), syncedHeapPerPod(b, n/3)
+		b.ReportMetric(full, "B/pod-at-N")
+		b.ReportMetric(third, "B/pod-at-N/3")
+		b.ReportMetric(full/third, "ratio")
+	}
+}
+
+// syncedHeapPerPod syncs a cache of n pods and returns its heap per pod,
+// after GCs, above the heap before it started.
+func syncedHeapPerPod(b *testing.B, n int) float64 {
+	srv := listServer(b, benchLayoutFixture(b, n))
+	defer srv.Close()
+	cfg := &rest.Config{Host: srv.URL, DisableCompression: true}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	c, err := New(cfg, []Configured{{Resource: podsResource, Spec: Spec{Resource: "pods", Indexes: benchIndexes()}}}, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(b.Context())
+	done := make(chan struct{})
+	go func() { c.Start(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	if !c.WaitForSync(ctx) {
+		b.Fatal("not synced")
+	}
+	if st, _ := c.ResourceStatus("pods"); st.Count != int64(n) {
+		b.Fatalf("synced %d pods, want %d", st.Count, n)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(c)
+	return float64(after.HeapAlloc-before.HeapAlloc) / float64(n)
+}
+
+// benchLayoutFixture is podListFixture with make bench's layout: pod i in
+// namespace bench-(i/1000), on node i/100, owned by ReplicaSet i/50, of
+// app (i%1000)/50.
+func benchLayoutFixture(tb testing.TB, n int) []byte {
+	tb.Helper()
+	pod, err := os.ReadFile("testdata/pod.json")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tmpl := string(pod)
+	const name, ip, node, hash, uid, app, ns = "auth-0-b183731b00-00301", "10.64.1.45", "ip-10-0-0-3.ec2.internal",
+		"b183731b00", "000000000006", "auth-0", `"namespace":"bench-000"`
+	for _, s := range []string{name, `"` + ip + `"`, node, hash, uid, app, ns} {
+		if !strings.Contains(tmpl, s) {
+			tb.Fatalf("testdata/pod.json no longer has %s", s)
+		}
+	}
+	apps := []string{"checkout", "payments", "catalog", "search", "frontend", "cart", "auth", "ledger", "mailer", "reviews"}
+	var bb bytes.Buffer
+	bb.WriteString(`{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"900000"},"items":[`)
+	for i := range n {
+		if i > 0 {
+			bb.WriteByte(',')
+		}
+		dep := (i % 1000) / 50
+		a := fmt.Sprintf("%s-%d", apps[dep%len(apps)], dep/len(apps))
+		h := fmt.Sprintf("%010x", i/50)
+		item := strings.ReplaceAll(tmpl, name, fmt.Sprintf("%s-%s-%05d", a, h, i))
+		item = strings.ReplaceAll(item, `"`+ip+`"`, fmt.Sprintf(`"10.%d.%d.%d"`, 64+i>>16, i>>8&255, i&255))
+		item = strings.ReplaceAll(item, node, fmt.Sprintf("ip-10-0-%d-%d.ec2.internal", (i/100)>>8, (i/100)&255))
+		item = strings.ReplaceAll(item, hash, h)
+		item = strings.ReplaceAll(item, uid, fmt.Sprintf("%012x", i/50))
+		item = strings.ReplaceAll(item, app, a)
+		item = strings.ReplaceAll(item, ns, fmt.Sprintf(`"namespace":"bench-%03d"`, i/1000))
+		bb.WriteString(item)
+	}
+	bb.WriteString(`]}`)
+	return bb.Bytes()
+}
