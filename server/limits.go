@@ -183,7 +183,7 @@ func (s *Server) limitRequests(c echo.Context, stream bool, next echo.HandlerFun
 			defer dl.SetWriteDeadline(time.Time{})
 		}
 	}
-	if lc, ok := c.Request().Context().Value(connKey{}).(*limitedConn); ok && c.Request().ProtoMajor == 1 {
+	if lc := connOf(c.Request()); lc != nil && c.Request().ProtoMajor == 1 {
 		lc.hold()
 		defer sendAnswer(c, lc) // before the deadline is lifted
 	}
