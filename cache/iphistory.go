@@ -138,9 +138,10 @@ type ipHistory struct {
 	mu      sync.RWMutex
 	started int64
 	byIP    map[string][]*interval
-	// open: per UID, the addresses it claims, with the open interval, or
-	// nil when another owner superseded it while it still claims it.
-	open     map[string]map[heldKey]*interval
+	// open: per UID, the addresses it claims, each with its open
+	// interval, or nil when another owner superseded it while it still
+	// claims it.
+	open     map[string][]claim
 	closed   []*interval // in closing order, for eviction
 	head     int
 	count    int
@@ -161,7 +162,20 @@ type ipHistory struct {
 
 func newIPHistory(opts IPHistoryOptions, now func() time.Time) *ipHistory {
 	return &ipHistory{opts: opts.withDefaults(), now: now, started: now().UnixNano(),
-		byIP: map[string][]*interval{}, open: map[string]map[heldKey]*interval{}}
+		byIP: map[string][]*interval{}, open: map[string][]claim{}}
+}
+
+// claim is an address an owner claims, with its open interval (nil once
+// superseded). An owner claims one or two addresses: a slice of them
+// costs a tenth of a map per owner, and a scan of two is no slower.
+type claim struct {
+	key heldKey
+	iv  *interval
+}
+
+// claimIndex is the position of k in claims, -1 when it is not there.
+func claimIndex(claims []claim, k heldKey) int {
+	return slices.IndexFunc(claims, func(c claim) bool { return c.key == k })
 }
 
 // holding is what one event says an object holds, computed before the
@@ -224,20 +238,20 @@ func (x *ipHistory) observe(h holding) {
 	if x.unseen != nil {
 		delete(x.unseen, h.who.uid)
 	}
-	cur := x.open[h.who.uid]
-	for k, iv := range cur {
-		if !slices.ContainsFunc(h.held, func(e indexers.Held) bool { return e == k }) {
-			if iv != nil {
-				x.closeLocked(iv, now)
-			}
-			delete(cur, k)
+	cur := slices.DeleteFunc(x.open[h.who.uid], func(c claim) bool {
+		if slices.Contains(h.held, c.key) {
+			return false
 		}
-	}
+		if c.iv != nil {
+			x.closeLocked(c.iv, now)
+		}
+		return true
+	})
 	var who *ipOwner
 	for _, e := range h.held {
 		k := e
-		if iv, ok := cur[k]; ok {
-			if iv != nil && h.ports != nil && !slices.Equal(iv.ports, h.ports) {
+		if i := claimIndex(cur, k); i >= 0 {
+			if iv := cur[i].iv; iv != nil && h.ports != nil && !slices.Equal(iv.ports, h.ports) {
 				iv.ports = h.ports
 				x.dirtyLocked(iv, false)
 			}
@@ -260,14 +274,12 @@ func (x *ipHistory) observe(h holding) {
 		x.dirtyLocked(iv, false)
 		x.byIP[e.IP] = append(x.byIP[e.IP], iv)
 		x.count++
-		if cur == nil {
-			cur = map[heldKey]*interval{}
-			x.open[h.who.uid] = cur
-		}
-		cur[k] = iv
+		cur = append(cur, claim{key: k, iv: iv})
 	}
 	if len(cur) == 0 {
 		delete(x.open, h.who.uid)
+	} else {
+		x.open[h.who.uid] = cur
 	}
 	x.evictLocked(now)
 }
@@ -292,7 +304,10 @@ func (x *ipHistory) supersedeLocked(k heldKey, who *ipOwner, now int64) {
 	for _, iv := range x.byIP[k.IP] {
 		if iv.to == 0 && iv.who.uid != who.uid && exclusive(iv.who, iv.role) {
 			x.closeLocked(iv, now)
-			x.open[iv.who.uid][heldKey{IP: iv.ip, Role: iv.role}] = nil
+			claims := x.open[iv.who.uid]
+			if i := claimIndex(claims, heldKey{IP: iv.ip, Role: iv.role}); i >= 0 {
+				claims[i].iv = nil
+			}
 		}
 	}
 }

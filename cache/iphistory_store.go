@@ -131,18 +131,19 @@ func (x *ipHistory) restore(id uint64, s storedInterval) {
 		x.closed = append(x.closed, iv)
 		return
 	}
-	cur := x.open[s.UID]
-	if cur == nil {
-		cur = map[heldKey]*interval{}
-		x.open[s.UID] = cur
+	k := heldKey{IP: s.IP, Role: s.Role}
+	claims := x.open[s.UID]
+	if i := claimIndex(claims, k); i >= 0 {
+		claims[i].iv = iv // the file holds one open interval per claim; keep the last
+		return
 	}
-	cur[heldKey{IP: s.IP, Role: s.Role}] = iv
+	x.open[s.UID] = append(claims, claim{key: k, iv: iv})
 }
 
 func (x *ipHistory) restoredOwner(s storedInterval) *ipOwner {
-	for _, held := range x.open[s.UID] {
-		if held != nil {
-			return held.who
+	for _, c := range x.open[s.UID] {
+		if c.iv != nil {
+			return c.iv.who
 		}
 	}
 	return &ipOwner{kind: s.Kind, namespace: s.Namespace, name: s.Name, uid: s.UID, hostNetwork: s.HostNetwork}
@@ -156,11 +157,10 @@ func (x *ipHistory) reconcile() {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	for uid := range x.unseen {
-		for k, iv := range x.open[uid] {
-			if iv != nil {
-				x.closeLocked(iv, now)
+		for _, c := range x.open[uid] {
+			if c.iv != nil {
+				x.closeLocked(c.iv, now)
 			}
-			delete(x.open[uid], k)
 		}
 		delete(x.open, uid)
 	}
