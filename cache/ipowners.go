@@ -211,7 +211,7 @@ func (l *IPLookup) setHolders(h *addrHolders) {
 	l.Pods, l.Items, l.podPorts = h.pods, h.podItems, h.podPorts
 	l.Services, l.ServiceItems, l.servicePorts = h.services, h.serviceItems, h.servicePorts
 	l.Nodes, l.NodeItems = h.nodes, h.nodeItems
-	l.encoded = h.encoded
+	l.encoded = h.encoding()
 }
 
 // finish decides the answer from its holders, all of them found: keeps

@@ -12,7 +12,7 @@ import (
 // nodes hold the address), then "services" and "nodes" when there are
 // some, as encoding/json encodes []IPPod, []IPService and []IPNode. An
 // answer straight from the owner table appends the bytes the table
-// encoded when the holders last changed; one whose holders were narrowed
+// encoded at the address's first lookup; one whose holders were narrowed
 // (visibility, port) or built by hand is encoded here.
 func (l *IPLookup) AppendHolders(b []byte) []byte {
 	if l.encoded != nil {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/kubeindex/kubeindex/indexers"
 )
@@ -68,8 +69,11 @@ type addrHolders struct {
 	servicePorts [][]indexers.Port
 	nodes        []IPNode
 	nodeItems    []*Object
-	// encoded is IPLookup.AppendHolders of these lists, made once.
-	encoded []byte
+	// encoded is IPLookup.AppendHolders of these lists, made by the first
+	// lookup of the address (encoding): most addresses are never looked
+	// up, and an encoding costs about as much memory as the rest of the
+	// entry.
+	encoded atomic.Pointer[[]byte]
 	// records are the distinct objects holding the address (a Service
 	// may hold it in two roles), in the lists' order, to rebuild from.
 	records []*heldRecord
@@ -226,8 +230,18 @@ func (h *addrHolders) with(ip string, id ownerID, rec *heldRecord) *addrHolders 
 			}
 		}
 	}
-	out.encoded = appendHolders(nil, out.pods, out.services, out.nodes)
 	return out
+}
+
+// encoding returns IPLookup.AppendHolders of h's lists, made once.
+// Lookups racing to make it make the same bytes; one is kept.
+func (h *addrHolders) encoding() []byte {
+	if e := h.encoded.Load(); e != nil {
+		return *e
+	}
+	e := appendHolders(nil, h.pods, h.services, h.nodes)
+	h.encoded.CompareAndSwap(nil, &e)
+	return *h.encoded.Load()
 }
 
 var kindRank = map[string]int{"pods": 0, "services": 1, "nodes": 2}
@@ -271,7 +285,9 @@ func sameAt(a, b *heldRecord, ip string) bool {
 // (sameAt): the order, the summaries and the encoding stay, shared; only
 // the objects change.
 func (h *addrHolders) withObject(i int, rec *heldRecord) *addrHolders {
-	out := *h
+	out := &addrHolders{ip: h.ip, pods: h.pods, podPorts: h.podPorts, services: h.services,
+		servicePorts: h.servicePorts, nodes: h.nodes}
+	out.encoded.Store(h.encoded.Load())
 	out.records = slices.Clone(h.records)
 	out.records[i] = rec
 	out.podItems, out.serviceItems, out.nodeItems = nil, nil, nil
@@ -290,5 +306,5 @@ func (h *addrHolders) withObject(i int, rec *heldRecord) *addrHolders {
 			}
 		}
 	}
-	return &out
+	return out
 }

@@ -3,6 +3,7 @@ package cache
 import (
 	"fmt"
 	"math/rand/v2"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -244,5 +245,35 @@ func TestOwnerTableLateDelete(t *testing.T) {
 	w.feeds["pods"].remove(mk("b", "web", "u9")) // a delete of another object of that name: not this one
 	if got := tableHolders(w.table, "10.0.0.1"); len(got.Items) != 1 {
 		t.Fatalf("a delete of another UID removed the owner: %v", keys(got.Items))
+	}
+}
+
+// TestOwnerTableEncodesOnFirstLookup: given a pod added to the table, when
+// nobody has looked its address up, then the table holds no encoding of
+// it (most addresses are never looked up: an encoding would cost as much
+// as the rest of the entry); when it is looked up, then the encoding is
+// made, kept, and kept too by an update that answers the same.
+func TestOwnerTableEncodesOnFirstLookup(t *testing.T) {
+	w := newTableWorld(t, 1)
+	pod := func(rv string) *Object {
+		o, err := NewObject(fmt.Appendf(nil, `{"metadata":{"namespace":"a","name":"web","uid":"u1","resourceVersion":%q},"status":{"phase":"Running","podIP":"10.0.0.1"}}`, rv), "v1", "Pod")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	w.feeds["pods"].add(pod("1"), false)
+	h := w.table.holders(netip.MustParseAddr("10.0.0.1"))
+	if h == nil || h.encoded.Load() != nil {
+		t.Fatalf("before any lookup: holders %v; want them, without an encoding", h)
+	}
+	l := tableHolders(w.table, "10.0.0.1")
+	enc := h.encoded.Load()
+	if enc == nil || string(*enc) != string(appendHolders(nil, l.Pods, l.Services, l.Nodes)) {
+		t.Fatalf("after a lookup: encoding %v; want the holders' encoding", enc)
+	}
+	w.feeds["pods"].update(pod("1"), pod("2")) // the same answer: only the object changes
+	if h2 := w.table.holders(netip.MustParseAddr("10.0.0.1")); h2 == h || h2.encoded.Load() != enc {
+		t.Fatal("an update answering the same did not keep the encoding")
 	}
 }
