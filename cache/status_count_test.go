@@ -7,20 +7,21 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
-// syncedFlag is a handler registration whose sync the test decides.
-type syncedFlag struct{ synced bool }
+// syncedFlag is a controller whose sync the test decides.
+type syncedFlag struct {
+	toolscache.Controller
+	synced bool
+}
 
 func (f *syncedFlag) HasSynced() bool { return f.synced }
-func (f *syncedFlag) HasSyncedChecker() toolscache.DoneChecker {
-	return nil
-}
 
 // TestCountBeforeAndAfterSync: before its handler has synced, a shard
 // counts the adds less the deletes the handler saw (readiness probes ask
 // while the store fills, and counting the store lists every key); once
 // synced, it counts the store, what a list answers.
 func TestCountBeforeAndAfterSync(t *testing.T) {
-	inf := toolscache.NewSharedIndexInformer(nil, &Object{}, 0, toolscache.Indexers{})
+	reg := &syncedFlag{}
+	inf := informer{Indexer: toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{}), Controller: reg}
 	for i := range 5 {
 		o, err := NewObject(fmt.Appendf(nil, `{"metadata":{"name":"p%d","namespace":"ns"}}`, i), "v1", "Pod")
 		if err != nil {
@@ -30,8 +31,7 @@ func TestCountBeforeAndAfterSync(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	reg := &syncedFlag{}
-	sh := &shard{informer: inf, handler: reg}
+	sh := &shard{informer: inf}
 	sh.added.Store(3)
 	sh.deleted.Store(1)
 	if got := sh.count(); got != 2 {
