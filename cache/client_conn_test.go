@@ -3,10 +3,18 @@ package cache
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 )
 
 // countingConn counts the reads made on the connection itself.
@@ -87,5 +95,73 @@ func TestBufferedConnReadsWhatIsThereAtOnce(t *testing.T) {
 	}
 	if raw.reads > 4 {
 		t.Fatalf("%d reads of the connection for 40 KB read 1 KB at a time; want a few", raw.reads)
+	}
+}
+
+// TestListReadIsPacedWatchIsNot: given an API server that sends a list in
+// two pieces, when the reader has taken the first (less than half its
+// buffer), then it pauses before reading on (the server sends the rest
+// only once it has: without the pause the list never ends); and a watch
+// on the same client afterwards is never paced, however small its events.
+func TestListReadIsPacedWatchIsNot(t *testing.T) {
+	var pauses atomic.Int32
+	resumed := make(chan struct{})
+	var once sync.Once
+	sleepAfterShortRead = func(time.Duration) {
+		pauses.Add(1)
+		once.Do(func() { close(resumed) })
+	}
+	t.Cleanup(func() { sleepAfterShortRead = time.Sleep })
+	pod := func(name string) string {
+		return fmt.Sprintf(`{"metadata":{"namespace":"ns","name":%q,"uid":%q,"resourceVersion":"5"}}`, name, name)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Query().Get("watch") == "true" {
+			for _, name := range []string{"a", "b", "c"} {
+				fmt.Fprintf(w, `{"type":"ADDED","object":%s}`+"\n", pod(name))
+				w.(http.Flusher).Flush()
+				time.Sleep(10 * time.Millisecond)
+			}
+			<-r.Context().Done()
+			return
+		}
+		fmt.Fprintf(w, `{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"5"},"items":[%s`, pod("a"))
+		w.(http.Flusher).Flush()
+		select {
+		case <-resumed:
+		case <-time.After(10 * time.Second):
+			return // the reader never paused: the list is cut short, and fails
+		}
+		fmt.Fprintf(w, `,%s]}`, pod("b"))
+	}))
+	defer srv.Close()
+	client, err := newAPIClient(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods := podsResource
+	lw := &listWatch{client: client, res: &pods, shape: Shape{APIVersion: "v1", Kind: "Pod"},
+		conn: newConnState(time.Now), listTimeout: time.Minute, idleTimeout: time.Minute}
+	l, err := lw.ListWithContext(t.Context(), metav1.ListOptions{})
+	if err != nil || len(l.(*objectList).Items) != 2 {
+		t.Fatalf("list: %v; want both pods (did the reader pause after the first piece?)", err)
+	}
+	listed := pauses.Load()
+
+	w, err := lw.WatchWithContext(t.Context(), metav1.ListOptions{ResourceVersion: "5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for range 3 {
+		select {
+		case <-w.ResultChan():
+		case <-time.After(10 * time.Second):
+			t.Fatal("no watch event")
+		}
+	}
+	if got := pauses.Load(); got != listed {
+		t.Fatalf("the watch paused %d times; a watch is never paced", got-listed)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
+	"net/http/httptrace"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -79,12 +81,17 @@ func (lw *listWatch) listOnce(ctx context.Context, u string) (runtime.Object, bo
 	defer cancel()
 	idle := time.AfterFunc(lw.listTimeout, cancel)
 	defer idle.Stop()
+	var conn net.Conn
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { conn = i.Conn }})
 	resp, err := lw.client.get(ctx, u)
 	if err != nil {
 		lw.conn.failed(err)
 		return nil, transient(err), err
 	}
 	defer resp.Body.Close()
+	if resp.ProtoMajor == 1 && conn != nil { // an HTTP/2 connection carries watches too
+		defer pace(conn)()
+	}
 	list, err := lw.decodeList(&idleReader{r: resp.Body, timer: idle, d: lw.listTimeout})
 	if err != nil {
 		if ctx.Err() != nil {
