@@ -13,7 +13,7 @@ import (
 // Retrying while the API server is unreachable is done here, inside the
 // ListerWatcher, not by client-go's reflector: the reflector's backoff
 // (0.8s doubling to a 30s cap, jittered up to 60s, not configurable through
-// a shared informer) left the cache up to a minute behind a server that had
+// client-go's informers) left the cache up to a minute behind a server that had
 // come back. The schedule below reaches its cap within a second and a half:
 // after a heal the next attempt is at most retryCap·(1+retryJitter) away,
 // and however long the outage, each informer asks at most about once a
