@@ -2,6 +2,7 @@ package bench
 
 import (
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -71,5 +72,21 @@ func TestWatchMemory(t *testing.T) {
 		if (w.stopped != "") != tt.stop || tt.stop && !strings.Contains(w.stopped, "the API server's RSS reached") {
 			t.Errorf("share %v: stopped %q", tt.share, w.stopped)
 		}
+	}
+}
+
+// TestRunWithin: a command that passes its budget is killed and the run
+// says why, with no error; one within it runs to its end; one that fails
+// on its own fails.
+func TestRunWithin(t *testing.T) {
+	why, err := runWithin(exec.Command("sleep", "30"), memBudget{rssShare: 1e-9, growShare: 0, who: "kubectl"})
+	if err != nil || !strings.Contains(why, "kubectl's RSS reached") {
+		t.Errorf("over its budget: %q, %v; want it stopped, kubectl named", why, err)
+	}
+	if why, err := runWithin(exec.Command("true"), memBudget{rssShare: 1, growShare: 1}); why != "" || err != nil {
+		t.Errorf("within its budget: %q, %v; want it run to its end", why, err)
+	}
+	if why, err := runWithin(exec.Command("false"), memBudget{rssShare: 1, growShare: 1}); why != "" || err == nil {
+		t.Errorf("a failing command: %q, %v; want its error", why, err)
 	}
 }
