@@ -134,6 +134,9 @@ func num(v float64) string {
 	}
 }
 
+// notComputable marks, in a figure's note, that its -1s stand for NaN.
+const notComputable = "-1: not computable in this run"
+
 // WriteJSON writes the report to path. NaN (a figure that could not be
 // computed) is written as null.
 func (r *Report) WriteJSON(path string) error {
@@ -144,7 +147,7 @@ func (r *Report) WriteJSON(path string) error {
 		for _, p := range []*float64{&g.Kubeindex, &g.Comparison, &g.Ratio} {
 			if math.IsNaN(*p) || math.IsInf(*p, 0) {
 				*p = -1
-				g.Note = joinNote(g.Note, "-1: not computable in this run")
+				g.Note = joinNote(g.Note, notComputable)
 			}
 		}
 		g.Rounds = nil

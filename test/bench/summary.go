@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -21,6 +22,16 @@ func ReadReport(path string) (*Report, error) {
 	}
 	if len(r.Figures) == 0 {
 		return nil, fmt.Errorf("%s: no figures", path)
+	}
+	for _, f := range r.Figures {
+		if !strings.Contains(f.Note, notComputable) {
+			continue
+		}
+		for _, p := range []*float64{&f.Kubeindex, &f.Comparison, &f.Ratio} {
+			if *p == -1 { // WriteJSON's mark for NaN
+				*p = math.NaN()
+			}
+		}
 	}
 	return &r, nil
 }
@@ -68,9 +79,13 @@ func Summarize(w io.Writer, reps []*Report) error {
 			if first == nil {
 				first = f
 			}
-			ks = append(ks, f.Kubeindex)
+			if !math.IsNaN(f.Kubeindex) {
+				ks = append(ks, f.Kubeindex)
+			}
 			if f.Against != "" {
-				cs = append(cs, f.Comparison)
+				if !math.IsNaN(f.Comparison) {
+					cs = append(cs, f.Comparison)
+				}
 				ratios = append(ratios, ratioText(f.Ratio))
 			} else {
 				ratios = append(ratios, num(f.Kubeindex))
@@ -81,7 +96,7 @@ func Summarize(w io.Writer, reps []*Report) error {
 		}
 		cmp := "—"
 		if first.Against != "" {
-			cmp = fmt.Sprintf("%s %s (%s)", num(median(cs)), first.Unit, first.Against)
+			cmp = fmt.Sprintf("%s %s (%s)", num(medianOrNaN(cs)), first.Unit, first.Against)
 		}
 		verdict := "—"
 		if first.Target != information {
@@ -90,8 +105,16 @@ func Summarize(w io.Writer, reps []*Report) error {
 				verdict = "**" + verdict + "**"
 			}
 		}
-		fmt.Fprintf(w, "| %s | %s %s | %s | %s | %s | %s |\n", name, num(median(ks)), first.Unit, cmp,
+		fmt.Fprintf(w, "| %s | %s %s | %s | %s | %s | %s |\n", name, num(medianOrNaN(ks)), first.Unit, cmp,
 			strings.Join(ratios, ", "), first.Target, verdict)
 	}
 	return nil
+}
+
+// medianOrNaN is the median, NaN (shown "n/a") when no run computed one.
+func medianOrNaN(v []float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	return median(v)
 }

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -47,5 +48,36 @@ func TestSummarizeCountsRunsMet(t *testing.T) {
 	}
 	if _, err := ReadReport(filepath.Join(dir, "none.json")); err == nil {
 		t.Error("a missing file read without error")
+	}
+}
+
+// TestSummarizeShowsWhatNoRunComputed: given a figure one run could not
+// compute (kubectl stopped for memory) and another run that did, when the
+// runs' JSON is summarized, then the first shows n/a, not the -1 the JSON
+// holds for it, and the medians are those of the run that computed them.
+func TestSummarizeShowsWhatNoRunComputed(t *testing.T) {
+	dir := t.TempDir()
+	var reps []*Report
+	for i, pairs := range [][][2]float64{nil, {{20, 30}}} {
+		f := pairFigure("kubectl get pods -A wall", "s", "API server", "speed-up >= 1x", pairs, cOverK, func(x float64) bool { return x >= 1 })
+		if pairs == nil {
+			f.Kubeindex, f.Comparison, f.Ratio = math.NaN(), math.NaN(), math.NaN()
+		}
+		path := filepath.Join(dir, strings.Repeat("r", i+1)+".json")
+		if err := (&Report{Date: "2026-11-26", Pods: 150000, CPUs: 2, Figures: []*Figure{f}}).WriteJSON(path); err != nil {
+			t.Fatal(err)
+		}
+		r, err := ReadReport(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reps = append(reps, r)
+	}
+	var b strings.Builder
+	if err := Summarize(&b, reps); err != nil {
+		t.Fatal(err)
+	}
+	if want := "| kubectl get pods -A wall | 20.0 s | 30.0 s (API server) | n/a, 1.500 | speed-up >= 1x | **1 of 2** |"; !strings.Contains(b.String(), want) {
+		t.Fatalf("got\n%s\nwant the row %s", b.String(), want)
 	}
 }
