@@ -62,6 +62,24 @@ type shard struct {
 	ips *ipFeed
 
 	added, modified, deleted atomic.Int64
+	// synced remembers that the informer has synced (hasSynced).
+	synced atomic.Bool
+}
+
+// hasSynced reports whether the shard's handler has seen the initial
+// list. Every answer asks (its freshness), and the informer's own
+// HasSynced takes its queue's lock, which is held while a batch of events
+// is applied and handed to the handler: once true it stays true, so it
+// is remembered, and answers no longer wait behind the events.
+func (sh *shard) hasSynced() bool {
+	if sh.synced.Load() {
+		return true
+	}
+	if !sh.informer.HasSynced() {
+		return false
+	}
+	sh.synced.Store(true)
+	return true
 }
 
 // informer is a shard's client-go informer: the reflector, queue and
@@ -215,7 +233,7 @@ func (c *Cache) WaitForSync(ctx context.Context) bool {
 	var synced []toolscache.InformerSynced
 	for _, r := range c.resources {
 		for _, sh := range r.shards {
-			synced = append(synced, sh.informer.HasSynced)
+			synced = append(synced, sh.hasSynced)
 		}
 	}
 	return toolscache.WaitForCacheSync(ctx.Done(), synced...)

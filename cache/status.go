@@ -96,7 +96,7 @@ func (c *Cache) Ready() bool {
 
 func (r *resourceCache) synced() bool {
 	for _, sh := range r.shards {
-		if !sh.informer.HasSynced() {
+		if !sh.hasSynced() {
 			return false
 		}
 	}
@@ -135,7 +135,7 @@ func (r *resourceCache) status() Status {
 // takes 1.5 ms and 800 KB per probe), so it is then the adds less the
 // deletes the handler has seen.
 func (sh *shard) count() int64 {
-	if sh.informer.HasSynced() {
+	if sh.hasSynced() {
 		return int64(len(sh.informer.GetStore().ListKeys()))
 	}
 	return sh.added.Load() - sh.deleted.Load()

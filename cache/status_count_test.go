@@ -11,9 +11,13 @@ import (
 type syncedFlag struct {
 	toolscache.Controller
 	synced bool
+	asked  int
 }
 
-func (f *syncedFlag) HasSynced() bool { return f.synced }
+func (f *syncedFlag) HasSynced() bool {
+	f.asked++
+	return f.synced
+}
 
 // TestCountBeforeAndAfterSync: before its handler has synced, a shard
 // counts the adds less the deletes the handler saw (readiness probes ask
@@ -40,5 +44,28 @@ func TestCountBeforeAndAfterSync(t *testing.T) {
 	reg.synced = true
 	if got := sh.count(); got != 5 {
 		t.Fatalf("after sync: %d, want the store's 5", got)
+	}
+}
+
+// TestSyncIsAskedOfTheInformerUntilTrue: every answer asks whether its
+// resource has synced, and the informer's HasSynced takes its queue's
+// lock, held while events are applied. Given an informer not yet synced,
+// the shard asks it each time; once it has said yes, the shard never asks
+// again, and stays synced.
+func TestSyncIsAskedOfTheInformerUntilTrue(t *testing.T) {
+	reg := &syncedFlag{}
+	sh := &shard{informer: informer{Indexer: toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{}), Controller: reg}}
+	r := &resourceCache{shards: []*shard{sh}}
+	if r.synced() || r.synced() || reg.asked != 2 {
+		t.Fatalf("before sync: synced, or the informer asked %d times for 2 questions", reg.asked)
+	}
+	reg.synced = true
+	for range 100 {
+		if !r.synced() {
+			t.Fatal("not synced after the informer said so")
+		}
+	}
+	if reg.asked != 3 {
+		t.Fatalf("the informer was asked %d times; want once more than before, when it said yes", reg.asked)
 	}
 }
