@@ -50,7 +50,7 @@ func pairFigure(name, unit, against, target string, pairs [][2]float64, ratio fu
 		ks, cs, rs = append(ks, p[0]), append(cs, p[1]), append(rs, r)
 		f.Rounds = append(f.Rounds, [3]float64{p[0], p[1], r})
 	}
-	f.Kubeindex, f.Comparison, f.Ratio = median(ks), median(cs), median(rs)
+	f.Kubeindex, f.Comparison, f.Ratio = medianOrNaN(ks), medianOrNaN(cs), medianOrNaN(rs)
 	f.Met = len(pairs) > 0 && met(f.Ratio)
 	return f
 }
@@ -61,7 +61,7 @@ func absFigure(name, unit, target string, values []float64, met func(v float64) 
 	for _, v := range values {
 		f.Rounds = append(f.Rounds, [3]float64{v, 0, 0})
 	}
-	f.Kubeindex = median(values)
+	f.Kubeindex = medianOrNaN(values)
 	f.Met = len(values) > 0 && met(f.Kubeindex)
 	return f
 }

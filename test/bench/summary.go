@@ -110,11 +110,3 @@ func Summarize(w io.Writer, reps []*Report) error {
 	}
 	return nil
 }
-
-// medianOrNaN is the median, NaN (shown "n/a") when no run computed one.
-func medianOrNaN(v []float64) float64 {
-	if len(v) == 0 {
-		return math.NaN()
-	}
-	return median(v)
-}

@@ -1,15 +1,13 @@
 package bench
 
 import (
-	"math"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
 func TestSummarizeCountsRunsMet(t *testing.T) {
-	dir := t.TempDir()
-	var paths []string
+	var runs []*Report
 	for i, ratio := range []float64{0.95, 0.85, 0.92} {
 		r := &Report{Date: "2026-11-25", Pods: 50000, CPUs: 2, Figures: []*Figure{
 			pairFigure("GET by key requests/s", "req/s", "echo", "ratio >= 0.90",
@@ -19,25 +17,9 @@ func TestSummarizeCountsRunsMet(t *testing.T) {
 		if i == 1 {
 			r.Figures = r.Figures[:1] // a run without the idle figure
 		} // the third's, 2.3 %, misses
-		path := filepath.Join(dir, strings.Repeat("r", i+1)+".json")
-		if err := r.WriteJSON(path); err != nil {
-			t.Fatal(err)
-		}
-		paths = append(paths, path)
+		runs = append(runs, r)
 	}
-	var reps []*Report
-	for _, p := range paths {
-		r, err := ReadReport(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		reps = append(reps, r)
-	}
-	var b strings.Builder
-	if err := Summarize(&b, reps); err != nil {
-		t.Fatal(err)
-	}
-	out := b.String()
+	out := summarizeThroughJSON(t, runs)
 	for _, want := range []string{
 		"| GET by key requests/s | 920.0 req/s | 1000 req/s (echo) | 0.950, 0.850, 0.920 | ratio >= 0.90 | 2 of 3 |",
 		"| idle CPU | 1.30 % | — | 0.30, —, 2.30 | <= 2 % | **1 of 3** |",
@@ -46,38 +28,47 @@ func TestSummarizeCountsRunsMet(t *testing.T) {
 			t.Errorf("missing row\n%s\nin\n%s", want, out)
 		}
 	}
-	if _, err := ReadReport(filepath.Join(dir, "none.json")); err == nil {
+	if _, err := ReadReport(filepath.Join(t.TempDir(), "none.json")); err == nil {
 		t.Error("a missing file read without error")
 	}
 }
 
-// TestSummarizeShowsWhatNoRunComputed: given a figure one run could not
-// compute (kubectl stopped for memory) and another run that did, when the
+// TestSummarizeShowsWhatNoRunComputed: given a figure one run measured no
+// round of (kubectl stopped for memory) and another run that did, when the
 // runs' JSON is summarized, then the first shows n/a, not the -1 the JSON
 // holds for it, and the medians are those of the run that computed them.
 func TestSummarizeShowsWhatNoRunComputed(t *testing.T) {
+	var runs []*Report
+	for _, pairs := range [][][2]float64{nil, {{20, 30}}} { // the first run: no round measured
+		f := pairFigure("kubectl get pods -A wall", "s", "API server", "speed-up >= 1x", pairs, cOverK, func(x float64) bool { return x >= 1 })
+		runs = append(runs, &Report{Date: "2026-11-26", Pods: 150000, CPUs: 2, Figures: []*Figure{f}})
+	}
+	out := summarizeThroughJSON(t, runs)
+	if want := "| kubectl get pods -A wall | 20.0 s | 30.0 s (API server) | n/a, 1.500 | speed-up >= 1x | **1 of 2** |"; !strings.Contains(out, want) {
+		t.Fatalf("got\n%s\nwant the row %s", out, want)
+	}
+}
+
+// summarizeThroughJSON writes each run as WriteJSON does, reads them back
+// as -summarize does, and returns the table.
+func summarizeThroughJSON(t *testing.T, runs []*Report) string {
+	t.Helper()
 	dir := t.TempDir()
 	var reps []*Report
-	for i, pairs := range [][][2]float64{nil, {{20, 30}}} {
-		f := pairFigure("kubectl get pods -A wall", "s", "API server", "speed-up >= 1x", pairs, cOverK, func(x float64) bool { return x >= 1 })
-		if pairs == nil {
-			f.Kubeindex, f.Comparison, f.Ratio = math.NaN(), math.NaN(), math.NaN()
-		}
+	for i, r := range runs {
 		path := filepath.Join(dir, strings.Repeat("r", i+1)+".json")
-		if err := (&Report{Date: "2026-11-26", Pods: 150000, CPUs: 2, Figures: []*Figure{f}}).WriteJSON(path); err != nil {
+		if err := r.WriteJSON(path); err != nil {
 			t.Fatal(err)
 		}
-		r, err := ReadReport(path)
+		back, err := ReadReport(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		reps = append(reps, r)
+		reps = append(reps, back)
 	}
 	var b strings.Builder
 	if err := Summarize(&b, reps); err != nil {
 		t.Fatal(err)
 	}
-	if want := "| kubectl get pods -A wall | 20.0 s | 30.0 s (API server) | n/a, 1.500 | speed-up >= 1x | **1 of 2** |"; !strings.Contains(b.String(), want) {
-		t.Fatalf("got\n%s\nwant the row %s", b.String(), want)
-	}
+	return b.String()
 }
