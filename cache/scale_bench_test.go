@@ -2,7 +2,6 @@ package cache
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"runtime"
@@ -45,20 +44,8 @@ func syncedHeapPerPod(b *testing.B, n int) float64 {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	c, err := New(cfg, []Configured{{Resource: podsResource, Spec: Spec{Resource: "pods", Indexes: benchIndexes()}}}, Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(b.Context())
-	done := make(chan struct{})
-	go func() { c.Start(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
-	if !c.WaitForSync(ctx) {
-		b.Fatal("not synced")
-	}
-	if st, _ := c.ResourceStatus("pods"); st.Count != int64(n) {
-		b.Fatalf("synced %d pods, want %d", st.Count, n)
-	}
+	c, stop := startSyncedPods(b, cfg, Spec{Resource: "pods", Indexes: benchIndexes()}, Options{}, n)
+	defer stop()
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	runtime.KeepAlive(c)

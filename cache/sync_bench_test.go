@@ -179,19 +179,28 @@ var podsResource = Resource{Name: "pods", Version: "v1", Plural: "pods", Kind: "
 // until it has synced, checks it holds want pods, and stops it.
 func syncPods(tb testing.TB, cfg *rest.Config, spec Spec, opts Options, want int) {
 	tb.Helper()
+	_, stop := startSyncedPods(tb, cfg, spec, opts, want)
+	stop()
+}
+
+// startSyncedPods is syncPods leaving the cache running until stop.
+func startSyncedPods(tb testing.TB, cfg *rest.Config, spec Spec, opts Options, want int) (c *Cache, stop func()) {
+	tb.Helper()
 	c, err := New(cfg, []Configured{{Resource: podsResource, Spec: spec}}, opts)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(tb.Context())
-	defer cancel()
 	done := make(chan struct{})
 	go func() { c.Start(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	stop = func() { cancel(); <-done }
 	if !c.WaitForSync(ctx) {
+		stop()
 		tb.Fatal("not synced")
 	}
 	if st, _ := c.ResourceStatus("pods"); st.Count != int64(want) {
+		stop()
 		tb.Fatalf("synced %d pods, want %d", st.Count, want)
 	}
+	return c, stop
 }
