@@ -84,7 +84,7 @@ func (r *runner) fanFloor(ctx context.Context) error {
 	f.Note = note
 	r.add(f)
 	g := pairFigure("fan-out CPU per frame (fake source)", "µs", "bare gorilla broadcaster, same rate", "ratio <= 1.0", cpu, kOverC, func(x float64) bool { return x <= 1.0 })
-	g.Note = "the server process's user+system CPU (/proc, 10 ms ticks) over the frames its clients received, at the highest rate both sustained in the round (the lowest step if one sustained none)"
+	g.Note = "the server process's CPU (the kernel's CPU clock of the process, ns) over the frames its clients received, at the highest rate both sustained in the round (the lowest step if one sustained none)"
 	r.add(g)
 	return nil
 }

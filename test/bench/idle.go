@@ -17,7 +17,7 @@ import (
 // idleCost holds Subscribers streams open on the main kubeindex (half
 // WebSocket, half Server-Sent Events, both on the pods watch without a
 // snapshot) while nothing changes, for IdleTime, and reports kubeindex's
-// CPU (from /proc) and allocation rate (from its own Go metrics) over that
+// CPU (the kernel's CPU clock of the process) and allocation rate (from its own Go metrics) over that
 // window: what a cache costs between events.
 func (r *runner) idleCost(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
@@ -69,7 +69,7 @@ func (r *runner) idleCost(ctx context.Context) error {
 	setting := fmt.Sprintf("%d pods cached, %d WebSocket and %d event-stream subscribers to the pods watch (snapshot=false), no churn, %v",
 		r.p.n, ws, r.o.Subscribers-ws, r.o.IdleTime)
 	f := absFigure("idle CPU", "% of a core", "<= 2%", []float64{share}, func(v float64) bool { return v <= 2 })
-	f.Note = fmt.Sprintf("%s; user+system CPU from /proc (10 ms ticks): %v; %.0f goroutines", setting, cpu1-cpu0, after[goroutines])
+	f.Note = fmt.Sprintf("%s; CPU from the kernel's CPU clock of the process: %v; %.0f goroutines", setting, cpu1-cpu0, after[goroutines])
 	r.add(f)
 	f = absFigure("idle allocation rate", "KiB/s", information, []float64{allocs}, func(float64) bool { return true })
 	f.Note = fmt.Sprintf("%s; go_memstats_alloc_bytes_total delta over the window (%.0f allocations/s), %d GCs", setting,

@@ -505,7 +505,7 @@ func (r *runner) kubeList(ctx context.Context) error {
 		r.logf("list round %d: kubeindex %.3fs wall %.2fs CPU, API server %.3fs wall %.2fs CPU", round, w[0], c[0], w[1], c[1])
 		wall, cpu = append(wall, w), append(cpu, c)
 	}
-	note := fmt.Sprintf("JSON, no compression, body discarded unread; kubeindex %d bytes, API server %d bytes (with managedFields); CPU from /proc (10 ms ticks), the API server's includes etcd's", sizes[0], sizes[1])
+	note := fmt.Sprintf("JSON, no compression, body discarded unread; kubeindex %d bytes, API server %d bytes (with managedFields); CPU from the kernel's CPU clock of each process, the API server's includes etcd's", sizes[0], sizes[1])
 	f := pairFigure("full pod list wall", "s", "API server, resourceVersion=0", "speed-up >= 10x", wall, cOverK, func(x float64) bool { return x >= 10 })
 	f.Note = note
 	r.add(f)

@@ -18,6 +18,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // build compiles pkg of the module in dir into out.
@@ -196,12 +198,36 @@ func (p *proc) stop() {
 // clockTicks is USER_HZ, which is 100 on every Linux this runs on.
 const clockTicks = 100
 
-// cpu returns the process's user+system CPU time so far.
+// cpu returns the process's CPU time so far.
 func (p *proc) cpu() (time.Duration, error) { return cpuOf(p.cmd.Process.Pid) }
 
-// cpuOf returns a process's user+system CPU time so far (os.Getpid() for
-// the harness itself).
+// cpuOf returns a process's CPU time so far (os.Getpid() for the harness
+// itself), all its threads, those that ended included. It reads the
+// kernel's CPU clock of the process, which counts in nanoseconds: /proc's
+// user and system times count 10 ms ticks, so a round that costs a process
+// less than a tick read as no CPU at all, and a ratio against it as not
+// computable. /proc stays as the fallback of a kernel that refuses the
+// clock.
 func cpuOf(pid int) (time.Duration, error) {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(processCPUClock(pid), &ts); err == nil {
+		return time.Duration(ts.Nano()), nil
+	}
+	return ticksOf(pid)
+}
+
+// processCPUClock is the clock id clock_getcpuclockid(3) gives for pid: the
+// process-wide clock that sums its threads' scheduled run time
+// (MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED) in the kernel's
+// posix-timers.h).
+func processCPUClock(pid int) int32 {
+	const cpuClockSched = 2
+	return int32(^pid)<<3 | cpuClockSched
+}
+
+// ticksOf returns a process's user+system CPU time from /proc/<pid>/stat,
+// in 10 ms ticks.
+func ticksOf(pid int) (time.Duration, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, err

@@ -660,7 +660,7 @@ func (r *runner) upkeep(ctx context.Context) error {
 		pairs = append(pairs, [2]float64{perM, perB})
 	}
 	f := pairFigure("index upkeep CPU per event", "µs", "same churn, no custom index", "ratio <= 1.3", pairs, kOverC, func(x float64) bool { return x <= 1.3 })
-	f.Note = fmt.Sprintf("%d updates per round, both processes watching the same pods at once; indexes ip, node, owner, label app, path spec.containers.#.image; CPU from /proc (10 ms ticks)", r.o.UpkeepEvents)
+	f.Note = fmt.Sprintf("%d updates per round, both processes watching the same pods at once; indexes ip, node, owner, label app, path spec.containers.#.image; CPU from the kernel's CPU clock of each process", r.o.UpkeepEvents)
 	r.add(f)
 	return nil
 }

@@ -143,7 +143,7 @@ func (r *runner) scale(ctx context.Context) error {
 	f.Note = syncNote
 	r.add(f)
 	f = pairFigure(name("initial sync CPU per pod"), "µs", against, information, cpu, kOverC, func(float64) bool { return true })
-	f.Note = "kubeindex's user+system CPU from /proc (10 ms ticks) until ready; " + syncNote
+	f.Note = "kubeindex's CPU (the kernel's CPU clock of the process) until ready; " + syncNote
 	r.add(f)
 	r.report.Context = append(r.report.Context, fmt.Sprintf("scale: N = %d pods against N/3 = %d (the plan's first, namespaces bench-000 on)", r.p.n, third))
 	return nil
