@@ -165,9 +165,8 @@ const relieveWait = 3 * time.Minute
 // base (its RSS before the figure's first round), it waits, at most
 // relieveWait, for the RSS to come back: a round stopped for the budget
 // leaves its memory to the API server, whose Go runtime gives it back only
-// after a GC (forced every two minutes when nothing allocates; the test
-// cluster's API server runs with --profiling=false, so no endpoint forces
-// one) and its scavenger, and the next round would start where the last
+// after a GC (forced every two minutes when nothing allocates) and its
+// scavenger, and the next round would start where the last
 // one was stopped. It returns why the budget is still passed after the
 // wait, "" when it is not: then no further round may run. The round's own
 // watch cannot stand in for this: it measures growth from the round's

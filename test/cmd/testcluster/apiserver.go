@@ -39,7 +39,9 @@ func apiServerArgs(st state, f files, extra []string) []string {
 		"--service-account-signing-key-file=" + f.saKey,
 		"--service-cluster-ip-range=" + serviceClusterIPRanges,
 		"--allow-privileged=true",
-		"--profiling=false",
+		// /debug/pprof: the benchmark saves the API server's CPU profile
+		// during its kinformers rounds (test/bench, profileAPIServer).
+		"--profiling=true",
 		// The lease reconciler would publish 127.0.0.1 as the endpoint of
 		// the "kubernetes" Service, which Endpoints validation rejects
 		// (loopback), logging an error every few seconds.
