@@ -391,6 +391,24 @@ func (r *runner) kubeInformers(ctx context.Context) error {
 		return err
 	}
 	r.logf("informers: the API server idles at %.3f cores, RSS %s", idle, gib(base))
+	total, _, err := readMeminfo()
+	if err != nil {
+		return err
+	}
+	if why := r.o.memBudget().atRest(base, total); why != "" {
+		r.logf("informers: not run: %s", why)
+		for _, m := range r.o.InformerModes {
+			mode := informerMode(m)
+			var none []informerRun
+			for _, n := range []int{1, 10, 100} {
+				ir := informerRun{n: n, notRun: why}
+				none = append(none, ir)
+				r.add(informerFigure(mode, n, [2]informerRun{ir, ir}, idle, r.o))
+			}
+			r.add(informerGrowthFigure(mode, none, none, idle))
+		}
+		return nil
+	}
 	var profiles string
 	if r.o.Dir != "" {
 		profiles = filepath.Join(r.o.Dir, "profiles")

@@ -90,3 +90,22 @@ func TestRunWithin(t *testing.T) {
 		t.Errorf("a failing command: %q, %v; want its error", why, err)
 	}
 }
+
+// An API server already above the budget's RSS share at rest gets no
+// kinformers round: at 150,000 pods on this 24 GiB machine it holds 12.3
+// GiB, and a stopped round left it growing past 20 GiB.
+func TestBudgetAtRest(t *testing.T) {
+	b := memBudget{rssShare: 0.4, availShare: 0.2, growShare: 0.05}
+	total := gibs(23.5)
+	if why := b.atRest(gibs(12.3), total); !strings.Contains(why, "12.3 GiB at rest, above 40%") {
+		t.Errorf("an API server at 12.3 GiB of 23.5 may run rounds: %q", why)
+	}
+	if why := b.atRest(gibs(4.5), total); why != "" {
+		t.Errorf("an API server at 4.5 GiB of 23.5 (50,000 pods) may not: %q", why)
+	}
+	if why := b.atRest(1<<30, 0); why != "" {
+		t.Errorf("without /proc/meminfo's total: %q", why)
+	}
+}
+
+func gibs(g float64) int64 { return int64(g * (1 << 30)) }
