@@ -391,6 +391,12 @@ func (r *runner) kubeInformers(ctx context.Context) error {
 		return err
 	}
 	r.logf("informers: the API server idles at %.3f cores, RSS %s", idle, gib(base))
+	ns := []int{1, 10, 100}
+	for _, m := range r.o.InformerModes {
+		if mode := informerMode(m); mode != modeList && mode != modeWatchList {
+			return fmt.Errorf("unknown informer mode %q (known: list, watch-list)", m)
+		}
+	}
 	total, _, err := readMeminfo()
 	if err != nil {
 		return err
@@ -400,7 +406,7 @@ func (r *runner) kubeInformers(ctx context.Context) error {
 		for _, m := range r.o.InformerModes {
 			mode := informerMode(m)
 			var none []informerRun
-			for _, n := range []int{1, 10, 100} {
+			for _, n := range ns {
 				ir := informerRun{n: n, notRun: why}
 				none = append(none, ir)
 				r.add(informerFigure(mode, n, [2]informerRun{ir, ir}, idle, r.o))
@@ -416,7 +422,6 @@ func (r *runner) kubeInformers(ctx context.Context) error {
 			return err
 		}
 	}
-	ns := []int{1, 10, 100}
 	start := r.p.n / 3
 	// overBudget, once set, says why no further round is run; last is the
 	// round before.
@@ -428,9 +433,6 @@ func (r *runner) kubeInformers(ctx context.Context) error {
 	}
 	for _, m := range r.o.InformerModes {
 		mode := informerMode(m)
-		if mode != modeList && mode != modeWatchList {
-			return fmt.Errorf("unknown informer mode %q (known: list, watch-list)", m)
-		}
 		runs := map[string][]informerRun{}
 		for _, n := range ns {
 			var pair [2]informerRun
