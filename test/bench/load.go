@@ -126,18 +126,11 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 	return sorted[max(0, min(i, len(sorted)-1))]
 }
 
-// medianOrNaN is the median, NaN (shown "n/a") when there is nothing to
-// take it of: no round measured, or no run computed the figure.
-func medianOrNaN(v []float64) float64 {
-	if len(v) == 0 {
-		return math.NaN()
-	}
-	return median(v)
-}
-
+// median is NaN (shown "n/a") when there is nothing to take it of: no
+// round measured, or no run computed the figure.
 func median(v []float64) float64 {
 	if len(v) == 0 {
-		return 0
+		return math.NaN()
 	}
 	s := slices.Clone(v)
 	slices.Sort(s)

@@ -50,7 +50,7 @@ func pairFigure(name, unit, against, target string, pairs [][2]float64, ratio fu
 		ks, cs, rs = append(ks, p[0]), append(cs, p[1]), append(rs, r)
 		f.Rounds = append(f.Rounds, [3]float64{p[0], p[1], r})
 	}
-	f.Kubeindex, f.Comparison, f.Ratio = medianOrNaN(ks), medianOrNaN(cs), medianOrNaN(rs)
+	f.Kubeindex, f.Comparison, f.Ratio = median(ks), median(cs), median(rs)
 	f.Met = len(pairs) > 0 && met(f.Ratio)
 	return f
 }
@@ -61,7 +61,7 @@ func absFigure(name, unit, target string, values []float64, met func(v float64) 
 	for _, v := range values {
 		f.Rounds = append(f.Rounds, [3]float64{v, 0, 0})
 	}
-	f.Kubeindex = medianOrNaN(values)
+	f.Kubeindex = median(values)
 	f.Met = len(values) > 0 && met(f.Kubeindex)
 	return f
 }
@@ -134,43 +134,66 @@ func num(v float64) string {
 	}
 }
 
-// notComputable marks, in a figure's note, that its -1s stand for NaN.
-const notComputable = "-1: not computable in this run"
-
-// WriteJSON writes the report to path. NaN (a figure that could not be
-// computed) is written as null.
+// WriteJSON writes the report to path.
 func (r *Report) WriteJSON(path string) error {
-	clean := *r
-	clean.Figures = nil
-	for _, f := range r.Figures {
-		g := *f
-		for _, p := range []*float64{&g.Kubeindex, &g.Comparison, &g.Ratio} {
-			if math.IsNaN(*p) || math.IsInf(*p, 0) {
-				*p = -1
-				g.Note = joinNote(g.Note, notComputable)
-			}
-		}
-		g.Rounds = nil
-		for _, rd := range f.Rounds {
-			for i := range rd {
-				if math.IsNaN(rd[i]) || math.IsInf(rd[i], 0) {
-					rd[i] = -1
-				}
-			}
-			g.Rounds = append(g.Rounds, rd)
-		}
-		clean.Figures = append(clean.Figures, &g)
-	}
-	b, err := json.MarshalIndent(clean, "", "  ")
+	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
-func joinNote(a, b string) string {
-	if a == "" {
-		return b
+// jsonFloat is a figure's number in JSON: null when it could not be
+// computed (NaN; infinities too), which encoding/json cannot write as a
+// float, and NaN again when read.
+type jsonFloat float64
+
+func (v jsonFloat) MarshalJSON() ([]byte, error) {
+	if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) {
+		return []byte("null"), nil
 	}
-	return a + "; " + b
+	return json.Marshal(float64(v))
+}
+
+func (v *jsonFloat) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*v = jsonFloat(math.NaN())
+		return nil
+	}
+	return json.Unmarshal(b, (*float64)(v))
+}
+
+// figureJSON is a Figure as JSON: its numbers as jsonFloat, the rest as
+// they are (the embedded fields of the same names are shadowed).
+type figureJSON struct {
+	*figureFields
+	Kubeindex  jsonFloat      `json:"kubeindex"`
+	Comparison jsonFloat      `json:"comparison,omitempty"`
+	Ratio      jsonFloat      `json:"ratio,omitempty"`
+	Rounds     [][3]jsonFloat `json:"rounds,omitempty"`
+}
+
+// figureFields is Figure without its methods.
+type figureFields Figure
+
+func (f *Figure) MarshalJSON() ([]byte, error) {
+	j := figureJSON{figureFields: (*figureFields)(f), Kubeindex: jsonFloat(f.Kubeindex),
+		Comparison: jsonFloat(f.Comparison), Ratio: jsonFloat(f.Ratio)}
+	for _, rd := range f.Rounds {
+		j.Rounds = append(j.Rounds, [3]jsonFloat{jsonFloat(rd[0]), jsonFloat(rd[1]), jsonFloat(rd[2])})
+	}
+	return json.Marshal(j)
+}
+
+func (f *Figure) UnmarshalJSON(b []byte) error {
+	j := figureJSON{figureFields: (*figureFields)(f)}
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	f.Kubeindex, f.Comparison, f.Ratio = float64(j.Kubeindex), float64(j.Comparison), float64(j.Ratio)
+	f.Rounds = nil
+	for _, rd := range j.Rounds {
+		f.Rounds = append(f.Rounds, [3]float64{float64(rd[0]), float64(rd[1]), float64(rd[2])})
+	}
+	return nil
 }

@@ -23,16 +23,6 @@ func ReadReport(path string) (*Report, error) {
 	if len(r.Figures) == 0 {
 		return nil, fmt.Errorf("%s: no figures", path)
 	}
-	for _, f := range r.Figures {
-		if !strings.Contains(f.Note, notComputable) {
-			continue
-		}
-		for _, p := range []*float64{&f.Kubeindex, &f.Comparison, &f.Ratio} {
-			if *p == -1 { // WriteJSON's mark for NaN
-				*p = math.NaN()
-			}
-		}
-	}
 	return &r, nil
 }
 
@@ -96,7 +86,7 @@ func Summarize(w io.Writer, reps []*Report) error {
 		}
 		cmp := "—"
 		if first.Against != "" {
-			cmp = fmt.Sprintf("%s %s (%s)", num(medianOrNaN(cs)), first.Unit, first.Against)
+			cmp = fmt.Sprintf("%s %s (%s)", num(median(cs)), first.Unit, first.Against)
 		}
 		verdict := "—"
 		if first.Target != information {
@@ -105,7 +95,7 @@ func Summarize(w io.Writer, reps []*Report) error {
 				verdict = "**" + verdict + "**"
 			}
 		}
-		fmt.Fprintf(w, "| %s | %s %s | %s | %s | %s | %s |\n", name, num(medianOrNaN(ks)), first.Unit, cmp,
+		fmt.Fprintf(w, "| %s | %s %s | %s | %s | %s | %s |\n", name, num(median(ks)), first.Unit, cmp,
 			strings.Join(ratios, ", "), first.Target, verdict)
 	}
 	return nil

@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"encoding/json"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -35,8 +37,8 @@ func TestSummarizeCountsRunsMet(t *testing.T) {
 
 // TestSummarizeShowsWhatNoRunComputed: given a figure one run measured no
 // round of (kubectl stopped for memory) and another run that did, when the
-// runs' JSON is summarized, then the first shows n/a, not the -1 the JSON
-// holds for it, and the medians are those of the run that computed them.
+// runs' JSON is summarized, then the first shows n/a (null in its JSON),
+// and the medians are those of the run that computed them.
 func TestSummarizeShowsWhatNoRunComputed(t *testing.T) {
 	var runs []*Report
 	for _, pairs := range [][][2]float64{nil, {{20, 30}}} { // the first run: no round measured
@@ -71,4 +73,35 @@ func summarizeThroughJSON(t *testing.T, runs []*Report) string {
 		t.Fatal(err)
 	}
 	return b.String()
+}
+
+// A figure survives its JSON: numbers as they were, what could not be
+// computed (NaN, an infinity) as null and NaN again, in the rounds too,
+// zero comparisons left out as before.
+func TestFigureJSONRoundTrip(t *testing.T) {
+	nan := math.NaN()
+	f := &Figure{Name: "x", Unit: "s", Kubeindex: 1.5, Comparison: nan, Against: "y", Ratio: math.Inf(1), Target: "ratio <= 1",
+		Rounds: [][3]float64{{1.5, nan, nan}, {2, 4, 0.5}}, Note: "n"}
+	b, err := json.Marshal(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `"kubeindex":1.5,"comparison":null,"ratio":null,"rounds":[[1.5,null,null],[2,4,0.5]]`; !strings.Contains(string(b), want) {
+		t.Errorf("JSON %s, want it to hold %s", b, want)
+	}
+	var back Figure
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Name != "x" || back.Against != "y" || back.Note != "n" || back.Kubeindex != 1.5 || !math.IsNaN(back.Comparison) ||
+		!math.IsNaN(back.Ratio) || !math.IsNaN(back.Rounds[0][2]) || back.Rounds[1] != [3]float64{2, 4, 0.5} {
+		t.Errorf("read back as %+v", back)
+	}
+	abs, err := json.Marshal(&Figure{Name: "idle CPU", Kubeindex: 0.4, Target: "<= 2%"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(abs), "comparison") || strings.Contains(string(abs), "ratio") {
+		t.Errorf("an absolute figure's JSON names a comparison: %s", abs)
+	}
 }
