@@ -17,8 +17,8 @@ import (
 // idleCost holds Subscribers streams open on the main kubeindex (half
 // WebSocket, half Server-Sent Events, both on the pods watch without a
 // snapshot) while nothing changes, for IdleTime, and reports kubeindex's
-// CPU (the kernel's CPU clock of the process) and allocation rate (from its own Go metrics) over that
-// window: what a cache costs between events.
+// CPU (the kernel's CPU clock of the process) and allocation rate (from its
+// own Go metrics) over that window: what a cache costs between events.
 func (r *runner) idleCost(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // ends the event streams

@@ -488,7 +488,13 @@ func (r *runner) kubeInformers(ctx context.Context) error {
 // informers is stopped after about a second, against kubeindex's three
 // minutes).
 func informerFigure(mode informerMode, n int, pair [2]informerRun, idle float64, o Options) *Figure {
-	f := pairFigure(fmt.Sprintf("API server CPU, %d informers (%s)", n, mode), "s", "directly", "ratio <= 1",
+	name := fmt.Sprintf("API server CPU, %d informers (%s)", n, mode)
+	if pair[0].notRun != "" || pair[1].notRun != "" {
+		f := pairFigure(name, "s", "directly", "ratio <= 1", nil, kOverC, nil)
+		f.Note = fmt.Sprintf("NOT MEASURED: through kubeindex: %v; directly: %v", pair[1], pair[0])
+		return f
+	}
+	f := pairFigure(name, "s", "directly", "ratio <= 1",
 		[][2]float64{{pair[1].cpu.Seconds(), pair[0].cpu.Seconds()}}, kOverC, func(x float64) bool { return x <= 1 })
 	f.Note = fmt.Sprintf("API server (and etcd, one process) CPU from the informers' start through their sync (bounded at %v) and a churn of %d updates/s for %v; idle it uses %.3f cores; through kubeindex /k8s (measured first): %v; directly: %v",
 		o.InformerSyncTimeout, o.LightChurnRate, o.ChurnTime, idle, pair[1], pair[0])
@@ -500,11 +506,6 @@ func informerFigure(mode informerMode, n int, pair [2]informerRun, idle float64,
 			f.Note += fmt.Sprintf("; the %s round was STOPPED after %v by the memory budget (%s): its CPU is that of the window until then, a lower bound",
 				way, pair[ti].stoppedAfter.Round(100*time.Millisecond), pair[ti].stopped)
 		}
-	}
-	if pair[0].notRun != "" || pair[1].notRun != "" {
-		f.Kubeindex, f.Comparison, f.Ratio, f.Rounds, f.Met = math.NaN(), math.NaN(), math.NaN(), nil, false
-		f.Note = fmt.Sprintf("NOT MEASURED: through kubeindex: %v; directly: %v", pair[1], pair[0])
-		return f
 	}
 	if (pair[0].stopped != "" || pair[0].synced < n) && !(f.Ratio <= 1) {
 		f.Note += fmt.Sprintf("; NOT MEASURED: against the direct lower bound the ratio is at most %.3f, which decides nothing", f.Ratio)

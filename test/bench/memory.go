@@ -182,9 +182,10 @@ const relieveWait = 3 * time.Minute
 // relieveWait, for the RSS to come back: a round stopped for the budget
 // leaves its memory to the API server, whose Go runtime gives it back only
 // after a GC (forced every two minutes when nothing allocates) and its
-// scavenger, and the next round would start where the last
-// one was stopped. It returns why the budget is still passed after the
-// wait, "" when it is not: then no further round may run. The round's own
+// scavenger, and the next round would start where the last one was
+// stopped. It returns "" when the API server is within the budget, and
+// otherwise why it still is not after the wait: then no further round may
+// run. The round's own
 // watch cannot stand in for this: it measures growth from the round's
 // start, and at 150,000 pods the API server went on growing, from 14 to
 // 19 GiB, for three minutes after the clients of a stopped round of 100

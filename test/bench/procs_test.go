@@ -7,12 +7,15 @@ import (
 	"time"
 )
 
-// burn keeps one goroutine on the CPU for about d of its own CPU time.
+// burn keeps one goroutine on the CPU until the process's CPU, as cpuOf
+// reads it, has grown by d, or for at most 5 s of wall time: a cpuOf that
+// stopped counting fails the test instead of hanging it.
 func burn(d time.Duration) {
 	start, _ := cpuOf(os.Getpid())
+	deadline := time.Now().Add(5 * time.Second)
 	for x := 0; ; x++ {
 		if x%10000 == 0 {
-			if now, _ := cpuOf(os.Getpid()); now-start >= d {
+			if now, _ := cpuOf(os.Getpid()); now-start >= d || time.Now().After(deadline) {
 				return
 			}
 		}
