@@ -21,9 +21,8 @@ import (
 // once the round has grown the API server's RSS by growShare of MemTotal,
 // the RSS may not pass rssShare of MemTotal, nor MemAvailable fall below
 // availShare of it. The growth condition keeps a round from being blamed
-// for what it did not take: what other processes on the shared machine
-// hold, or an API server already past rssShare at rest (at 150,000 pods
-// it is).
+// for what other processes on the shared machine hold. An API server
+// already past rssShare at rest gets no round at all (atRest).
 type memBudget struct {
 	rssShare, availShare, growShare float64
 	// who is the process watched, as the reasons name it; "" is the API
