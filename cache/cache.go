@@ -38,6 +38,8 @@ type Cache struct {
 	mirror *addrMirror
 	// owners answers the lookups of now (ipowners_table.go).
 	owners *ownerTable
+	// asks are the slots for costly questions (ask.go).
+	asks askSlots
 }
 
 // resourceCache is one resource: its informers and their bookkeeping.
@@ -117,7 +119,7 @@ func New(cfg *rest.Config, resources []Configured, opts Options) (*Cache, error)
 	if err != nil {
 		return nil, err
 	}
-	c := &Cache{opts: opts, byName: map[string]*resourceCache{}}
+	c := &Cache{opts: opts, byName: map[string]*resourceCache{}, asks: newAskSlots()}
 	if !opts.IPHistory.Off {
 		c.history = newIPHistory(opts.IPHistory, opts.Now)
 		if dir := opts.IPHistory.Dir; dir != "" {

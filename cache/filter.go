@@ -74,44 +74,43 @@ func (r *resourceCache) newFilter(q WatchQuery) (*filter, error) {
 	return f, err
 }
 
-// compileQuery validates q and compiles its filter; after is the key a
-// continue token resumes after ("" for the first page).
-func (r *resourceCache) compileQuery(q ListQuery) (*filter, string, error) {
+// compileQuery validates q and compiles its filter; tok is the continue
+// token (zero for the first page).
+func (r *resourceCache) compileQuery(q ListQuery) (*filter, continueToken, error) {
+	var none continueToken
 	if strings.ContainsRune(q.LabelSelector, 0) {
 		// The selector parser stops at a NUL and ignores the rest: refuse
 		// rather than answer a shorter selector than was asked.
-		return nil, "", fmt.Errorf("%w: labelSelector contains a NUL character", ErrInvalid)
+		return nil, none, fmt.Errorf("%w: labelSelector contains a NUL character", ErrInvalid)
 	}
 	sel, err := labels.Parse(q.LabelSelector)
 	if err != nil {
-		return nil, "", fmt.Errorf("%w: labelSelector: %s", ErrInvalid, text.Truncate(err.Error(), 256))
+		return nil, none, fmt.Errorf("%w: labelSelector: %s", ErrInvalid, text.Truncate(err.Error(), 256))
 	}
 	terms := selectorTerms(sel, q.Fields)
 	if terms > MaxSelectorTerms {
-		return nil, "", fmt.Errorf("%w: the label and field selectors have %d terms; at most %d are allowed (each requirement is one, each value of a set one)",
+		return nil, none, fmt.Errorf("%w: the label and field selectors have %d terms; at most %d are allowed (each requirement is one, each value of a set one)",
 			ErrInvalid, terms, MaxSelectorTerms)
 	}
 	if q.Limit < 0 {
-		return nil, "", fmt.Errorf("%w: limit must not be negative", ErrInvalid)
+		return nil, none, fmt.Errorf("%w: limit must not be negative", ErrInvalid)
 	}
 	if q.Namespace != "" && !r.res.Namespaced {
-		return nil, "", fmt.Errorf("%w: %s is cluster-scoped: namespace does not apply", ErrInvalid, r.res.Name)
+		return nil, none, fmt.Errorf("%w: %s is cluster-scoped: namespace does not apply", ErrInvalid, r.res.Name)
 	}
 	if q.Namespace != "" && len(validation.IsDNS1123Label(q.Namespace)) > 0 {
-		return nil, "", fmt.Errorf("%w: namespace %q is not a valid namespace name (a DNS-1123 label)", ErrInvalid, text.Truncate(q.Namespace, 80))
+		return nil, none, fmt.Errorf("%w: namespace %q is not a valid namespace name (a DNS-1123 label)", ErrInvalid, text.Truncate(q.Namespace, 80))
 	}
 	if (q.Index == "") != (q.Value == "") {
-		return nil, "", fmt.Errorf("%w: index and value go together", ErrInvalid)
+		return nil, none, fmt.Errorf("%w: index and value go together", ErrInvalid)
 	}
-	var after string
-	if q.Continue != "" {
-		if after, err = decodeContinue(r.res.Name, q.Continue); err != nil {
-			return nil, "", err
-		}
+	tok, err := decodeContinue(r.res.Name, q.Continue)
+	if err != nil {
+		return nil, none, err
 	}
 	fm, err := r.newFieldMatcher(q.Fields)
 	if err != nil {
-		return nil, "", err
+		return nil, none, err
 	}
 	f := &filter{namespace: q.Namespace, namespaces: q.Namespaces, fields: fm, costly: terms > cheapTerms}
 	if q.Namespaces != nil {
@@ -123,11 +122,11 @@ func (r *resourceCache) compileQuery(q ListQuery) (*filter, string, error) {
 	if q.Index != "" {
 		spec, norm, err := r.indexValue(q.Index, q.Value)
 		if err != nil {
-			return nil, "", err
+			return nil, none, err
 		}
 		f.index, f.value, f.fn = spec.Name, norm, spec.Func()
 	}
-	return f, after, nil
+	return f, tok, nil
 }
 
 // matches reports whether o is in the selection. fa (never nil) caches

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubeindex/kubeindex/indexers"
 	"github.com/kubeindex/kubeindex/internal/text"
+	"github.com/kubeindex/kubeindex/query"
 )
 
 // ListQuery filters and pages a list. The zero value lists everything.
@@ -31,6 +32,9 @@ type ListQuery struct {
 	// Fields is a field selector, as the API server accepts it for the
 	// kind (a *FieldSelectorError otherwise); nil selects everything.
 	Fields fields.Selector
+	// Ask, when not nil, filters, sorts and offsets what the above select
+	// (see Ask); nil lists in key order.
+	Ask *Ask
 }
 
 // ListResult is one page of a list, ordered by namespace/name.
@@ -39,6 +43,8 @@ type ListResult struct {
 	Items     []*Object
 	Continue  string
 	Remaining int
+	// Total is the number of matches, on every page.
+	Total     int
 	Freshness Freshness
 }
 
@@ -70,35 +76,24 @@ func (c *Cache) Get(resource, namespace, name string) (*Object, Freshness, error
 	return nil, st, fmt.Errorf("%s %q: %w", r.res.Kind, text.Truncate(key, 256), ErrNotFound)
 }
 
-// List returns the objects matching q, sorted by key, one page at a time.
+// List returns the objects matching q, one page at a time: sorted by
+// key, or as q.Ask sorts them.
 //
 // Pages are taken from the live cache: a continue token resumes after the
-// last key returned, so objects created or deleted between pages may be
+// last object returned, so objects created or deleted between pages may be
 // missed or appear; within a page the view is consistent.
 func (c *Cache) List(resource string, q ListQuery) (ListResult, error) {
-	r, err := c.resource(resource)
-	if err != nil {
-		return ListResult{}, err
-	}
-	res := ListResult{Resource: r.res, Freshness: r.freshness()}
-	f, after, err := r.compileQuery(q)
+	_, res, items, err := c.selection(resource, q)
 	if err != nil {
 		return res, err
 	}
-	if !res.Freshness.Synced {
-		return res, fmt.Errorf("%s: %w", r.res.Name, ErrNotSynced)
+	tok, _ := decodeContinue(res.Resource.Name, q.Continue) // checked by selection
+	if q.Ask != nil {
+		return c.answer(res, items, q, tok)
 	}
-	if f.fn == nil && f.fields != nil {
-		if index, value, ok := r.indexHint(f.fields); ok {
-			spec, norm, err := r.indexValue(index, value)
-			if err != nil {
-				return res, nil // no object can hold a value the index cannot
-			}
-			f.index, f.value, f.fn = spec.Name, norm, spec.Func()
-		}
-	}
-	items := slices.DeleteFunc(r.candidates(f), func(o *Object) bool { return !f.selects(o) })
+	after := tok.After
 	slices.SortFunc(items, func(a, b *Object) int { return strings.Compare(a.Key(), b.Key()) })
+	res.Total = len(items)
 	if after != "" {
 		start := sort.Search(len(items), func(i int) bool { return items[i].Key() > after })
 		items = items[start:]
@@ -106,10 +101,40 @@ func (c *Cache) List(resource string, q ListQuery) (ListResult, error) {
 	if q.Limit > 0 && len(items) > q.Limit {
 		res.Remaining = len(items) - q.Limit
 		items = items[:q.Limit]
-		res.Continue = encodeContinue(r.res.Name, items[len(items)-1].Key())
+		res.Continue = encodeContinue(res.Resource.Name, items[len(items)-1].Key())
 	}
 	res.Items = items
 	return res, nil
+}
+
+// selection is the objects q's namespace, selectors and index value
+// select, unordered, with the result's resource and freshness.
+func (c *Cache) selection(resource string, q ListQuery) (*resourceCache, ListResult, []*Object, error) {
+	r, err := c.resource(resource)
+	if err != nil {
+		return nil, ListResult{}, nil, err
+	}
+	res := ListResult{Resource: r.res, Freshness: r.freshness()}
+	f, tok, err := r.compileQuery(q)
+	if err == nil {
+		err = checkAsked(tok, q.Ask)
+	}
+	if err != nil {
+		return r, res, nil, err
+	}
+	if !res.Freshness.Synced {
+		return r, res, nil, fmt.Errorf("%s: %w", r.res.Name, ErrNotSynced)
+	}
+	if f.fn == nil && f.fields != nil {
+		if index, value, ok := r.indexHint(f.fields); ok {
+			spec, norm, err := r.indexValue(index, value)
+			if err != nil {
+				return r, res, nil, nil // no object can hold a value the index cannot
+			}
+			f.index, f.value, f.fn = spec.Name, norm, spec.Func()
+		}
+	}
+	return r, res, slices.DeleteFunc(r.candidates(f), func(o *Object) bool { return !f.selects(o) }), nil
 }
 
 // candidates narrows the objects by f's index value, or by namespace,
@@ -195,24 +220,39 @@ func (r *resourceCache) shardsFor(namespace string) []*shard {
 type continueToken struct {
 	Resource string `json:"r"`
 	After    string `json:"a"`
+	// Asked marks a page of a question (Ask), ordered by its sort and
+	// then by namespace and name, not by key; Sort and Values are the
+	// question's sort and the last object's values of it.
+	Asked  bool          `json:"q,omitempty"`
+	Sort   string        `json:"s,omitempty"`
+	Values []query.Value `json:"v,omitempty"`
 }
 
 func encodeContinue(resource, after string) string {
-	b, _ := json.Marshal(continueToken{resource, after})
+	return encodeToken(continueToken{Resource: resource, After: after})
+}
+
+func encodeToken(t continueToken) string {
+	b, _ := json.Marshal(t)
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-func decodeContinue(resource, token string) (string, error) {
-	b, err := base64.RawURLEncoding.DecodeString(token)
+// decodeContinue reads a continue token; "" is the first page's (a zero
+// token).
+func decodeContinue(resource, token string) (continueToken, error) {
 	var t continueToken
+	if token == "" {
+		return t, nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(token)
 	if err == nil {
 		err = json.Unmarshal(b, &t)
 	}
 	if err != nil || t.After == "" {
-		return "", fmt.Errorf("%w: continue token is malformed; start the list again without it", ErrInvalid)
+		return continueToken{}, fmt.Errorf("%w: continue token is malformed; start the list again without it", ErrInvalid)
 	}
 	if t.Resource != resource {
-		return "", fmt.Errorf("%w: continue token belongs to a list of %s, not %s", ErrInvalid, text.Truncate(t.Resource, 64), text.Truncate(resource, 64))
+		return continueToken{}, fmt.Errorf("%w: continue token belongs to a list of %s, not %s", ErrInvalid, text.Truncate(t.Resource, 64), text.Truncate(resource, 64))
 	}
-	return t.After, nil
+	return t, nil
 }

@@ -168,3 +168,22 @@ func (v Value) MarshalJSON() ([]byte, error) {
 	}
 	return []byte("null"), nil
 }
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (v *Value) UnmarshalJSON(b []byte) error {
+	var x any
+	if err := json.Unmarshal(b, &x); err != nil {
+		return err
+	}
+	switch t := x.(type) {
+	case nil:
+		*v = Missing()
+	case float64:
+		*v = Num(t)
+	case string:
+		*v = Text(t)
+	default:
+		return fmt.Errorf("a query value is a number, a string or null")
+	}
+	return nil
+}

@@ -128,6 +128,9 @@ func TestAuthRESTAnswersWhatRBACAllows(t *testing.T) {
 		{"alice pages through team-a", "alice-token", "/api/v1/pods?limit=1", 200, teamA[:1]},
 		{"alice lists pods in team-b", "alice-token", "/api/v1/pods?namespace=team-b", 403, nil},
 		{"alice looks pods up by node", "alice-token", "/api/v1/pods?index=node&value=node-1", 200, onNode1InA},
+		{"alice asks a question of pods: team-a only", "alice-token", "/api/v1/pods?sort=-name&filter=name~-&fields=spec.nodeName", 200, reversed(teamA)},
+		{"alice asks a question of team-b", "alice-token", "/api/v1/pods?namespace=team-b&sort=name", 403, nil},
+		{"alice counts pods in team-b", "alice-token", "/api/v1/resources/pods/counts?namespace=team-b", 403, nil},
 		{"alice gets a pod in team-a", "alice-token", "/api/v1/pods/team-a/a-0", 200, nil},
 		{"alice gets a pod in team-b", "alice-token", "/api/v1/pods/team-b/b-0", 403, nil},
 		{"alice gets a missing pod in team-b: 403, not 404", "alice-token", "/api/v1/pods/team-b/nope", 403, nil},
@@ -194,6 +197,35 @@ func TestAuthRESTAnswersWhatRBACAllows(t *testing.T) {
 	_, body = e.get(t, "/api/v1/pods/team-b/b-0", "alice-token")
 	if !strings.Contains(string(body), `User \"alice\" cannot get resource \"pods\" in API group \"\" in the namespace \"team-b\"`) {
 		t.Errorf("403 message %s; expect the API server's wording", body)
+	}
+}
+
+func reversed(s []string) []string {
+	s = slices.Clone(s)
+	slices.Reverse(s)
+	return s
+}
+
+// TestAuthCountsOnlyWhatTheCallerMayList: counts are over the namespaces
+// a list would show the caller, groups included.
+func TestAuthCountsOnlyWhatTheCallerMayList(t *testing.T) {
+	e := startAuth(t, Options{})
+	teamA := cachetest.State(t, e.ss.f.Cache, "pods", cache.ListQuery{Namespace: "team-a"})
+	all := cachetest.State(t, e.ss.f.Cache, "pods", cache.ListQuery{})
+	for _, tc := range []struct {
+		token  string
+		expect int
+	}{{"alice-token", len(teamA)}, {"admin-token", len(all)}} {
+		resp, body := e.get(t, "/api/v1/resources/pods/counts?groupBy=namespace", tc.token)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %s", tc.token, resp.StatusCode, body)
+		}
+		if got := gjson.GetBytes(body, "total").Int(); int(got) != tc.expect || len(teamA) == len(all) {
+			t.Errorf("%s counts %d pods; expect %d (%s)", tc.token, got, tc.expect, body)
+		}
+		if tc.token == "alice-token" && gjson.GetBytes(body, `groups.#(values.0!="team-a")`).Exists() {
+			t.Errorf("alice sees a group outside team-a: %s", body)
+		}
 	}
 }
 

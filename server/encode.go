@@ -16,6 +16,9 @@ type ListMeta struct {
 	ResourceVersion string `json:"resourceVersion"`
 	Continue        string `json:"continue,omitempty"`
 	Remaining       int    `json:"remainingItemCount,omitempty"`
+	// Total is the number of matches of a list, on every page; nil where
+	// no list is answered.
+	Total *int `json:"totalItemCount,omitempty"`
 }
 
 // IndexValuesResponse is the body of GET /api/v1/resources/{r}/indexes/{i}.
@@ -46,21 +49,41 @@ func writeJSON(w http.ResponseWriter, body []byte) error {
 // writeList writes a Kubernetes-style list envelope around the stored
 // object bytes, without decoding or re-encoding any object.
 func writeList(w http.ResponseWriter, res cache.ListResult) error {
-	meta, err := json.Marshal(ListMeta{ResourceVersion: res.Freshness.ResourceVersion,
-		Continue: res.Continue, Remaining: res.Remaining})
+	head, err := listHead(res)
 	if err != nil {
 		return err
+	}
+	return writeEnvelope(w, res.Items, func(b []byte) []byte { return append(b, head...) })
+}
+
+// writeListOf writes a list envelope around items other than the stored
+// bytes (projections).
+func writeListOf(w http.ResponseWriter, res cache.ListResult, items [][]byte) error {
+	head, err := listHead(res)
+	if err != nil {
+		return err
+	}
+	return writeItems(w, len(items), func(i int) []byte { return items[i] }, func(b []byte) []byte { return append(b, head...) })
+}
+
+// listHead is a list envelope's kind, apiVersion and metadata, without
+// the closing brace.
+func listHead(res cache.ListResult) ([]byte, error) {
+	total := res.Total
+	meta, err := json.Marshal(ListMeta{ResourceVersion: res.Freshness.ResourceVersion,
+		Continue: res.Continue, Remaining: res.Remaining, Total: &total})
+	if err != nil {
+		return nil, err
 	}
 	head, err := json.Marshal(struct {
 		Kind       string `json:"kind"`
 		APIVersion string `json:"apiVersion"`
 	}{res.Resource.Kind + "List", res.Resource.APIVersion()})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	head = append(head[:len(head)-1], `,"metadata":`...)
-	head = append(head, meta...)
-	return writeEnvelope(w, res.Items, func(b []byte) []byte { return append(b, head...) })
+	return append(head, meta...), nil
 }
 
 // writeIPLookup writes the answer to "who has this IP": a summary a service
@@ -86,14 +109,19 @@ var envelopeBuffers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil
 // that fits the buffer (a lookup's, a short list's) goes out in one write
 // with its length (see writeJSON); a longer one is streamed, chunked.
 func writeEnvelope(w http.ResponseWriter, items []*cache.Object, head func([]byte) []byte) error {
+	return writeItems(w, len(items), func(i int) []byte { return items[i].Raw() }, head)
+}
+
+// writeItems is writeEnvelope for n items whose bytes item returns.
+func writeItems(w http.ResponseWriter, n int, item func(int) []byte, head func([]byte) []byte) error {
 	bw := envelopeBuffers.Get().(*bufio.Writer)
 	defer envelopeBuffers.Put(bw)
 	bw.Reset(w)
 	defer bw.Reset(nil) // the pool keeps no response writer
 	start := head(bw.AvailableBuffer())
-	size := len(start) + len(`,"items":[`) + len("]}\n") + max(len(items)-1, 0)
-	for _, o := range items {
-		size += len(o.Raw())
+	size := len(start) + len(`,"items":[`) + len("]}\n") + max(n-1, 0)
+	for i := range n {
+		size += len(item(i))
 	}
 	h := w.Header()
 	h["Content-Type"] = jsonContentType
@@ -103,11 +131,11 @@ func writeEnvelope(w http.ResponseWriter, items []*cache.Object, head func([]byt
 	w.WriteHeader(http.StatusOK)
 	bw.Write(start)
 	bw.WriteString(`,"items":[`)
-	for i, o := range items {
+	for i := range n {
 		if i > 0 {
 			bw.WriteByte(',')
 		}
-		bw.Write(o.Raw())
+		bw.Write(item(i))
 	}
 	bw.WriteString("]}\n")
 	return bw.Flush()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kubeindex/kubeindex/cache"
 	"github.com/kubeindex/kubeindex/internal/text"
+	"github.com/kubeindex/kubeindex/query"
 )
 
 // Status is the error body, in the shape of a Kubernetes metav1.Status so
@@ -61,8 +62,14 @@ func errorStatus(err error) Status {
 		}
 	case errors.Is(err, cache.ErrUnknownResource), errors.Is(err, cache.ErrNotFound):
 		st.Code, st.Reason = http.StatusNotFound, "NotFound"
-	case errors.Is(err, cache.ErrUnknownIndex), errors.Is(err, cache.ErrInvalid), errors.Is(err, errBadRequest):
+	case errors.Is(err, cache.ErrUnknownIndex), errors.Is(err, cache.ErrInvalid), errors.Is(err, errBadRequest),
+		errors.As(err, new(*query.Error)):
 		st.Code, st.Reason = http.StatusBadRequest, "BadRequest"
+	case errors.Is(err, cache.ErrTooCostly):
+		st.Code, st.Reason = http.StatusTooManyRequests, "TooManyRequests"
+	case errors.Is(err, cache.ErrBusy):
+		st.Code, st.Reason = http.StatusTooManyRequests, "TooManyRequests"
+		st.Details = &StatusDetails{RetryAfterSeconds: retryAfterSeconds}
 	case errors.Is(err, cache.ErrBeforeHistory):
 		st.Code, st.Reason = http.StatusGone, "BeforeHistory"
 	case errors.Is(err, cache.ErrNotSynced), errors.As(err, new(retryLater)):

@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/kubeindex/kubeindex/cache"
+	"github.com/kubeindex/kubeindex/query"
 )
 
 func (s *Server) healthz(c echo.Context) error {
@@ -91,7 +92,7 @@ func (s *Server) list(c echo.Context) error {
 		return s.watch(c)
 	}
 	q, err := queryParams(c, "namespace", "labelSelector", "index", "value", "limit", "continue",
-		"resourceVersion", "snapshot", "diff")
+		"filter", "sort", "offset", "fields", "resourceVersion", "snapshot", "diff")
 	if err != nil {
 		return err
 	}
@@ -108,7 +109,16 @@ func (s *Server) list(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	ask, _, err := s.parseAsk(q, resource)
+	if err != nil {
+		return err
+	}
+	fields, err := query.ParseFields(q.Get("fields"))
+	if err != nil {
+		return err
+	}
 	lq := cache.ListQuery{
+		Ask:           ask,
 		Namespace:     q.Get("namespace"),
 		LabelSelector: q.Get("labelSelector"),
 		Index:         q.Get("index"),
@@ -123,6 +133,9 @@ func (s *Server) list(c echo.Context) error {
 	s.setResourceFreshness(c, resource, res.Freshness)
 	if err != nil {
 		return err
+	}
+	if fields != nil {
+		return writeProjected(c.Response(), res, fields)
 	}
 	return writeList(c.Response(), res)
 }

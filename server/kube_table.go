@@ -7,7 +7,6 @@ import (
 	"github.com/labstack/echo/v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubeindex/kubeindex/cache"
 	"github.com/kubeindex/kubeindex/internal/table"
@@ -34,16 +33,7 @@ func (s *Server) tableFor(c echo.Context, res cache.Resource) (*tableRequest, er
 	if err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
-	gr := schema.GroupResource{Group: res.Group, Resource: res.Plural}
-	t := &tableRequest{conv: table.ForResource(gr), opts: opts}
-	if !table.HasPrinter(gr) && res.Group != "" {
-		if crd, _, err := s.r.Get(crdResource, "", res.GroupResource()); err == nil {
-			if conv, err := table.ForCRD(crd.Raw(), res.Version); err == nil {
-				t.conv = conv
-			}
-		}
-	}
-	return t, nil
+	return &tableRequest{conv: s.convertor(res), opts: opts}, nil
 }
 
 // build renders objects as a Table with the list's metadata.

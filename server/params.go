@@ -23,6 +23,10 @@ const maxLimit = 100_000
 // times the objects it is matched against.
 const maxParamBytes = 8 << 10
 
+// repeatable are the query parameters that may be given more than once
+// (each filter is ANDed with the others).
+var repeatable = map[string]bool{"filter": true}
+
 // queryParams checks that every query parameter is one the route knows: a
 // misspelt labelSelector must not silently return everything.
 func queryParams(c echo.Context, known ...string) (url.Values, error) {
@@ -40,14 +44,16 @@ func queryParams(c echo.Context, known ...string) (url.Values, error) {
 		if !slices.Contains(known, k) {
 			return nil, fmt.Errorf("%w: unknown query parameter %q (known: %s)", errBadRequest, text.Truncate(k, 64), strings.Join(known, ", "))
 		}
-		if len(v) > 1 {
+		if len(v) > 1 && !repeatable[k] {
 			return nil, fmt.Errorf("%w: query parameter %q given %d times", errBadRequest, text.Truncate(k, 64), len(v))
 		}
-		if len(v[0]) > maxParamBytes {
-			return nil, fmt.Errorf("%w: query parameter %q is longer than %d bytes", errBadRequest, text.Truncate(k, 64), maxParamBytes)
-		}
-		if !utf8.ValidString(v[0]) || strings.ContainsFunc(v[0], unicode.IsControl) {
-			return nil, fmt.Errorf("%w: query parameter %q is not valid UTF-8 text (control characters included)", errBadRequest, text.Truncate(k, 64))
+		for _, v := range v {
+			if len(v) > maxParamBytes {
+				return nil, fmt.Errorf("%w: query parameter %q is longer than %d bytes", errBadRequest, text.Truncate(k, 64), maxParamBytes)
+			}
+			if !utf8.ValidString(v) || strings.ContainsFunc(v, unicode.IsControl) {
+				return nil, fmt.Errorf("%w: query parameter %q is not valid UTF-8 text (control characters included)", errBadRequest, text.Truncate(k, 64))
+			}
 		}
 	}
 	return q, nil

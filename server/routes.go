@@ -96,6 +96,7 @@ func (s *Server) table() []*route {
 		static("/ui/:file", "A file of the web dashboard: script, style sheet or icon.", s.dashboardFile),
 		rest("/api/v1/resources", cacheFreshness, "Configured resources with counts, indexes and freshness.", s.listResources),
 		rest("/api/v1/resources/:resource", resourceFreshness, "One configured resource.", s.getResource),
+		rest("/api/v1/resources/:resource/counts", resourceFreshness, "Count the objects a list would select and filter, grouped by up to two keys.", s.counts),
 		rest("/api/v1/resources/:resource/indexes/:index", resourceFreshness, "Values of an index with object counts.", s.indexValues),
 		rest("/api/v1/ip/:ip", resourceFreshness, "Who has (or had) this IP: pods, Services, nodes; now or at a moment; a port picks among hostNetwork pods.", s.lookupIP),
 		{method: http.MethodPost, path: `/api/v1/ip\:lookup`, kind: restKind, authz: byHandler, freshness: cacheFreshness, maxBody: maxBatchBody,
@@ -105,7 +106,7 @@ func (s *Server) table() []*route {
 		{method: http.MethodGet, path: "/api/v1/stream", kind: streamKind, authz: byHandler,
 			summary: "One WebSocket multiplexing subscriptions to several resources.", handler: s.stream},
 		{method: http.MethodGet, path: "/api/v1/:resource", kind: watchableKind, authz: byHandler, freshness: resourceFreshness,
-			summary: "List objects; filter by namespace, labelSelector or index value.", handler: s.list},
+			summary: "List objects; select by namespace, labelSelector or index value; filter, sort, offset and project by any key.", handler: s.list},
 		rest("/api/v1/:resource/:name", resourceFreshness, "Get a cluster-scoped object.", s.getClusterScoped),
 		rest("/api/v1/:resource/:namespace/:name", resourceFreshness, "Get a namespaced object.", s.getNamespaced),
 	}

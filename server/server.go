@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/version"
 
 	"github.com/kubeindex/kubeindex/cache"
+	"github.com/kubeindex/kubeindex/query"
 )
 
 // Reader is everything the HTTP layer needs from the cache. All methods must
@@ -28,6 +29,8 @@ type Reader interface {
 	Ready() bool
 	Get(resource, namespace, name string) (*cache.Object, cache.Freshness, error)
 	List(resource string, q cache.ListQuery) (cache.ListResult, error)
+	// Count counts what a list would select, grouped by keys.
+	Count(resource string, q cache.ListQuery, groupBy []query.Key) (cache.CountResult, error)
 	IndexValues(resource, index string, limit int, after string) (cache.IndexValues, error)
 	// LookupAddress answers who holds an address, now or at a moment.
 	LookupAddress(q cache.IPQuery) (cache.IPLookup, error)

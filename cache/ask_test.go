@@ -1,0 +1,327 @@
+package cache_test
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubeindex/kubeindex/cache"
+	"github.com/kubeindex/kubeindex/cache/cachetest"
+	"github.com/kubeindex/kubeindex/internal/table"
+	"github.com/kubeindex/kubeindex/query"
+)
+
+// oraclePod is a generated pod and the facts the oracle reads from it,
+// never from its JSON.
+type oraclePod struct {
+	ns, name string
+	created  time.Time
+	phase    string
+	node     string // "" for none
+	app      string // "" for no label
+	restarts []int
+}
+
+func (p oraclePod) key() string { return p.ns + "/" + p.name }
+
+func (p oraclePod) total() int {
+	n := 0
+	for _, r := range p.restarts {
+		n += r
+	}
+	return n
+}
+
+func (p oraclePod) json() []byte {
+	var cs, st []map[string]any
+	for i, r := range p.restarts {
+		cs = append(cs, map[string]any{"name": fmt.Sprint("c", i), "image": "img"})
+		st = append(st, map[string]any{"name": fmt.Sprint("c", i), "restartCount": r, "ready": r%2 == 0,
+			"state": map[string]any{"running": map[string]any{"startedAt": p.created.Format(time.RFC3339)}}})
+	}
+	md := map[string]any{"name": p.name, "namespace": p.ns, "uid": "uid-" + p.key(), "creationTimestamp": p.created.Format(time.RFC3339)}
+	if p.app != "" {
+		md["labels"] = map[string]any{"app": p.app}
+	}
+	spec := map[string]any{"containers": cs}
+	if p.node != "" {
+		spec["nodeName"] = p.node
+	}
+	b, _ := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": md, "spec": spec,
+		"status": map[string]any{"phase": p.phase, "containerStatuses": st}})
+	return b
+}
+
+// oracleTerm is a filter term as written and as the oracle decides it.
+type oracleTerm struct {
+	text string
+	ok   func(p oraclePod) bool
+}
+
+// oracleSort is a sort key as written and the oracle's value of it
+// (nil: missing).
+type oracleSort struct {
+	text string
+	desc bool
+	val  func(p oraclePod) any // int, string or nil
+}
+
+var phases = []string{"Running", "Pending", "Failed", "Succeeded"}
+
+func randomTerm(r *rand.Rand, now time.Time) oracleTerm {
+	ph, ph2 := phases[r.IntN(4)], phases[r.IntN(4)]
+	k := r.IntN(8)
+	node := fmt.Sprint("n", r.IntN(4))
+	hours := r.IntN(72)
+	sub := string(rune('a' + r.IntN(6)))
+	switch r.IntN(12) {
+	case 0:
+		return oracleTerm{"status.phase=" + ph, func(p oraclePod) bool { return p.phase == ph }}
+	case 1:
+		return oracleTerm{fmt.Sprintf("status.phase in (%s, %s)", ph, ph2), func(p oraclePod) bool { return p.phase == ph || p.phase == ph2 }}
+	case 2:
+		return oracleTerm{fmt.Sprint("restarts>", k), func(p oraclePod) bool { return p.total() > k }}
+	case 3:
+		return oracleTerm{fmt.Sprint("restarts<=", k), func(p oraclePod) bool { return p.total() <= k }}
+	case 4:
+		return oracleTerm{"spec.nodeName!=" + node, func(p oraclePod) bool { return p.node != node }}
+	case 5:
+		return oracleTerm{"metadata.labels.app", func(p oraclePod) bool { return p.app != "" }}
+	case 6:
+		return oracleTerm{"!metadata.labels.app", func(p oraclePod) bool { return p.app == "" }}
+	case 7:
+		return oracleTerm{fmt.Sprintf("age>%dh", hours), func(p oraclePod) bool { return p.created.Before(now.Add(-time.Duration(hours) * time.Hour)) }}
+	case 8:
+		return oracleTerm{"name~" + strings.ToUpper(sub), func(p oraclePod) bool { return strings.Contains(p.name, sub) }}
+	case 9:
+		return oracleTerm{"node=" + node, func(p oraclePod) bool { return p.node == node }}
+	case 10:
+		return oracleTerm{"status.containerStatuses.#.restartCount>=" + fmt.Sprint(k), func(p oraclePod) bool {
+			return slices.ContainsFunc(p.restarts, func(n int) bool { return n >= k })
+		}}
+	}
+	return oracleTerm{"metadata.labels.app notin (x, y)", func(p oraclePod) bool { return p.app != "x" && p.app != "y" }}
+}
+
+var oracleSorts = []oracleSort{
+	{text: "restarts", val: func(p oraclePod) any { return p.total() }},
+	{text: "age", val: func(p oraclePod) any { return -int(p.created.Unix()) }},
+	{text: "status.phase", val: func(p oraclePod) any { return p.phase }},
+	{text: "node", val: func(p oraclePod) any {
+		if p.node == "" {
+			return nil
+		}
+		return p.node
+	}},
+	{text: "metadata.labels.app", val: func(p oraclePod) any {
+		if p.app == "" {
+			return nil
+		}
+		return p.app
+	}},
+	{text: "name", val: func(p oraclePod) any { return p.name }},
+}
+
+func compareAny(a, b any) int {
+	switch x := a.(type) {
+	case int:
+		return cmp.Compare(x, b.(int))
+	case string:
+		return strings.Compare(x, b.(string))
+	}
+	return 0
+}
+
+// oracleOrder is the sort the documentation describes, written plainly.
+func oracleOrder(keys []oracleSort) func(a, b oraclePod) int {
+	return func(a, b oraclePod) int {
+		for _, k := range keys {
+			x, y := k.val(a), k.val(b)
+			switch {
+			case x == nil && y == nil:
+				continue
+			case x == nil:
+				return 1
+			case y == nil:
+				return -1
+			}
+			c := compareAny(x, y)
+			if k.desc {
+				c = -c
+			}
+			if c != 0 {
+				return c
+			}
+		}
+		return cmp.Or(strings.Compare(a.ns, b.ns), strings.Compare(a.name, b.name))
+	}
+}
+
+// TestAskAgreesWithABruteForceOracle: random pods, random filters and
+// sorts, paged with random limits; every walk's pages, joined, are what a
+// plain filter and sort over all the pods give, and every page gives
+// their number.
+func TestAskAgreesWithABruteForceOracle(t *testing.T) {
+	f := cachetest.Start(t, cachetest.PodSpec())
+	r := rand.New(rand.NewPCG(1, uint64(time.Now().UnixNano())))
+	now := time.Now().Truncate(time.Second)
+	namespaces := []string{"qa", "qb", "qc"}
+	var pods []oraclePod
+	for i := range 300 {
+		p := oraclePod{ns: namespaces[r.IntN(3)], name: fmt.Sprintf("%c%c-%d", 'a'+r.IntN(6), 'a'+r.IntN(6), i),
+			created: now.Add(-time.Duration(r.IntN(100*60)) * time.Minute), phase: phases[r.IntN(4)]}
+		if r.IntN(5) > 0 {
+			p.node = fmt.Sprint("n", r.IntN(4))
+		}
+		if r.IntN(3) > 0 {
+			p.app = []string{"web", "db", "x", "cache"}[r.IntN(4)]
+		}
+		for range 1 + r.IntN(2) {
+			p.restarts = append(p.restarts, r.IntN(5))
+		}
+		pods = append(pods, p)
+		if err := f.Sim.Apply("pods", p.json()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scope := cache.ListQuery{Namespaces: namespaces}
+	cachetest.Eventually(t, "the pods are cached", func() bool { return len(cachetest.State(t, f.Cache, "pods", scope)) == len(pods) })
+	sc := query.NewSchema(table.ForResource(schema.GroupResource{Resource: "pods"}))
+
+	for round := range 100 {
+		var params []string
+		var clauses [][]oracleTerm
+		for range r.IntN(3) {
+			var c []oracleTerm
+			var texts []string
+			for range 1 + r.IntN(2) {
+				term := randomTerm(r, now)
+				c, texts = append(c, term), append(texts, term.text)
+			}
+			clauses, params = append(clauses, c), append(params, strings.Join(texts, ","))
+		}
+		var keys []oracleSort
+		var sortTexts []string
+		for range r.IntN(3) {
+			k := oracleSorts[r.IntN(len(oracleSorts))]
+			k.desc = r.IntN(2) == 0
+			keys = append(keys, k)
+			sortTexts = append(sortTexts, map[bool]string{true: "-"}[k.desc]+k.text)
+		}
+		var expect []string
+		matches := slices.DeleteFunc(slices.Clone(pods), func(p oraclePod) bool {
+			for _, c := range clauses {
+				if !slices.ContainsFunc(c, func(term oracleTerm) bool { return term.ok(p) }) {
+					return true
+				}
+			}
+			return false
+		})
+		slices.SortFunc(matches, oracleOrder(keys))
+		for _, p := range matches {
+			expect = append(expect, p.key())
+		}
+
+		flt, err := sc.ParseFilter(params, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sortKeys, err := sc.ParseSort(strings.Join(sortTexts, ","))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ask := &cache.Ask{Schema: sc, Filter: flt, Sort: sortKeys, SortText: strings.Join(sortTexts, ","), Now: now}
+		limit := 10 + r.IntN(60)
+		var got []string
+		q := cache.ListQuery{Namespaces: namespaces, Limit: limit, Ask: ask}
+		for pages := 0; ; pages++ {
+			res, err := f.Cache.List("pods", q)
+			if err != nil {
+				t.Fatalf("round %d, filter %q sort %q: %v", round, params, ask.SortText, err)
+			}
+			if res.Total != len(expect) {
+				t.Fatalf("round %d, filter %q sort %q: total %d; expect %d", round, params, ask.SortText, res.Total, len(expect))
+			}
+			for _, o := range res.Items {
+				got = append(got, o.Key())
+			}
+			if res.Continue == "" || pages > len(pods) {
+				break
+			}
+			q.Continue = res.Continue
+		}
+		if !slices.Equal(got, expect) {
+			t.Fatalf("round %d, filter %q sort %q limit %d:\n got    %v\n expect %v", round, params, ask.SortText, limit, got, expect)
+		}
+		// An offset is the same walk, starting later.
+		off := r.IntN(len(expect) + 2)
+		ask.Offset = off
+		res, err := f.Cache.List("pods", cache.ListQuery{Namespaces: namespaces, Limit: limit, Ask: ask})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := expect[min(off, len(expect)):]
+		want = want[:min(limit, len(want))]
+		var page []string
+		for _, o := range res.Items {
+			page = append(page, o.Key())
+		}
+		if !slices.Equal(page, want) {
+			t.Fatalf("round %d offset %d: got %v; expect %v", round, off, page, want)
+		}
+		// Counts under the same filter, grouped by phase and node.
+		groupBy, _ := sc.ParseKeys("groupBy", "status.phase,spec.nodeName", 2, false)
+		counts, err := f.Cache.Count("pods", cache.ListQuery{Namespaces: namespaces, Ask: &cache.Ask{Schema: sc, Filter: flt, Now: now}}, groupBy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		expectGroups := map[string]int{}
+		for _, p := range matches {
+			expectGroups[p.phase+"|"+p.node]++
+		}
+		gotGroups := map[string]int{}
+		for _, g := range counts.Groups {
+			gotGroups[g.Values[0].String()+"|"+g.Values[1].String()] += g.Count
+		}
+		if counts.Total != len(matches) || fmt.Sprint(gotGroups) != fmt.Sprint(expectGroups) {
+			t.Fatalf("round %d counts: %d %v; expect %d %v", round, counts.Total, gotGroups, len(matches), expectGroups)
+		}
+	}
+}
+
+// TestContinueTokensKeepTheirQuestion: a token made under one sort, or
+// for a plain list, is refused for another, and offset goes with the
+// first page only.
+func TestContinueTokensKeepTheirQuestion(t *testing.T) {
+	f := cachetest.Start(t, cachetest.PodSpec())
+	sc := query.NewSchema(table.ForResource(schema.GroupResource{Resource: "pods"}))
+	byName, _ := sc.ParseSort("name")
+	plain, err := f.Cache.List("pods", cache.ListQuery{Limit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sorted, err := f.Cache.List("pods", cache.ListQuery{Limit: 2, Ask: &cache.Ask{Schema: sc, Sort: byName, SortText: "name"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		q    cache.ListQuery
+	}{
+		{"a plain token under a sort", cache.ListQuery{Continue: plain.Continue, Ask: &cache.Ask{Schema: sc, Sort: byName, SortText: "name"}}},
+		{"a sorted token on a plain list", cache.ListQuery{Continue: sorted.Continue}},
+		{"a sorted token under another sort", cache.ListQuery{Continue: sorted.Continue, Ask: &cache.Ask{Schema: sc, SortText: ""}}},
+		{"an offset with a token", cache.ListQuery{Continue: sorted.Continue, Ask: &cache.Ask{Schema: sc, Sort: byName, SortText: "name", Offset: 1}}},
+	} {
+		if _, err := f.Cache.List("pods", tc.q); err == nil || !strings.Contains(err.Error(), "continue token") && !strings.Contains(err.Error(), "offset") {
+			t.Errorf("%s: %v; expect a refusal", tc.name, err)
+		}
+	}
+}

@@ -1,0 +1,142 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubeindex/kubeindex/cache"
+	"github.com/kubeindex/kubeindex/internal/table"
+	"github.com/kubeindex/kubeindex/query"
+)
+
+// Questions on the REST API (package query): filter, sort, offset and
+// fields on a list, and counts grouped by keys.
+
+// maxOffset bounds offset as limit is bounded.
+const maxOffset = 10_000_000
+
+// convertor is the Table a resource's columns are read from: the API
+// server's printer for a built-in kind, a CRD's printer columns when the
+// cache holds CRDs, the default table otherwise.
+func (s *Server) convertor(res cache.Resource) table.Convertor {
+	gr := schema.GroupResource{Group: res.Group, Resource: res.Plural}
+	if !table.HasPrinter(gr) && res.Group != "" {
+		if crd, _, err := s.r.Get(crdResource, "", res.GroupResource()); err == nil {
+			if conv, err := table.ForCRD(crd.Raw(), res.Version); err == nil {
+				return conv
+			}
+		}
+	}
+	return table.ForResource(gr)
+}
+
+// parseAsk reads filter, sort and offset into an Ask; nil when the
+// request has none of them. The resource must exist (its columns are the
+// keys).
+func (s *Server) parseAsk(q url.Values, resource string) (*cache.Ask, *query.Schema, error) {
+	res, err := s.r.Resolve(resource)
+	if err != nil {
+		return nil, nil, err
+	}
+	sc := query.NewSchema(s.convertor(res))
+	if !q.Has("filter") && !q.Has("sort") && !q.Has("offset") {
+		return nil, sc, nil
+	}
+	now := time.Now()
+	a := &cache.Ask{Schema: sc, SortText: q.Get("sort"), Now: now}
+	if a.Filter, err = sc.ParseFilter(q["filter"], now); err != nil {
+		return nil, nil, err
+	}
+	if a.Sort, err = sc.ParseSort(a.SortText); err != nil {
+		return nil, nil, err
+	}
+	if v := q.Get("offset"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > maxOffset {
+			return nil, nil, fmt.Errorf("%w: offset must be an integer from 0 to %d, got %q", errBadRequest, maxOffset, v)
+		}
+		a.Offset = n
+	}
+	return a, sc, nil
+}
+
+// writeProjected writes a list whose items keep only the fields asked.
+func writeProjected(w http.ResponseWriter, res cache.ListResult, p *query.Projection) error {
+	items := make([][]byte, len(res.Items))
+	var buf []byte
+	for i, o := range res.Items {
+		start := len(buf)
+		buf = p.Apply(buf, o.Raw())
+		items[i] = buf[start:len(buf):len(buf)]
+	}
+	return writeListOf(w, res, items)
+}
+
+// CountsResponse is the body of GET /api/v1/resources/{r}/counts.
+type CountsResponse struct {
+	Kind     string       `json:"kind"`
+	Resource string       `json:"resource"`
+	Metadata ListMeta     `json:"metadata"`
+	Total    int          `json:"total"`
+	GroupBy  []string     `json:"groupBy"`
+	Groups   []CountGroup `json:"groups"`
+}
+
+// CountGroup is one group's values (one per groupBy key; null where the
+// objects have none) and its count.
+type CountGroup struct {
+	Values []query.Value `json:"values"`
+	Count  int           `json:"count"`
+}
+
+// counts answers how many objects a selection and filter match, grouped
+// by up to two keys, without rows.
+func (s *Server) counts(c echo.Context) error {
+	q, err := queryParams(c, "namespace", "labelSelector", "index", "value", "filter", "groupBy")
+	if err != nil {
+		return err
+	}
+	resource, err := pathParam(c, "resource")
+	if err != nil {
+		return err
+	}
+	ask, sc, err := s.parseAsk(q, resource)
+	if err != nil {
+		return err
+	}
+	groupBy, err := sc.ParseKeys("groupBy", q.Get("groupBy"), query.MaxGroupBy, false)
+	if err != nil {
+		return err
+	}
+	if ask == nil {
+		ask = &cache.Ask{Schema: sc, Now: time.Now()}
+	}
+	lq := cache.ListQuery{Namespace: q.Get("namespace"), LabelSelector: q.Get("labelSelector"),
+		Index: q.Get("index"), Value: q.Get("value"), Ask: ask}
+	if err := s.restrictList(c, resource, &lq); err != nil {
+		return err
+	}
+	res, err := s.r.Count(resource, lq, groupBy)
+	s.setResourceFreshness(c, resource, res.Freshness)
+	if err != nil {
+		return err
+	}
+	body := CountsResponse{Kind: "Counts", Resource: res.Resource.Name,
+		Metadata: ListMeta{ResourceVersion: res.Freshness.ResourceVersion},
+		Total:    res.Total, GroupBy: []string{}, Groups: make([]CountGroup, 0, len(res.Groups))}
+	for _, k := range groupBy {
+		body.GroupBy = append(body.GroupBy, k.String())
+	}
+	if len(groupBy) > 0 {
+		for _, g := range res.Groups {
+			body.Groups = append(body.Groups, CountGroup{Values: g.Values, Count: g.Count})
+		}
+	}
+	return c.JSON(http.StatusOK, body)
+}
