@@ -120,18 +120,44 @@ func (c *Cache) answer(res ListResult, items []*Object, q ListQuery, tok continu
 			return query.CompareSorted(a.Sort, rows[i].vs, tok.Values, rows[i].o.Namespace(), rows[i].o.Name(), ns, name) > 0
 		})
 	}
-	rows = rows[min(start+a.Offset, len(rows)):]
-	if q.Limit > 0 && len(rows) > q.Limit {
-		res.Remaining = len(rows) - q.Limit
-		rows = rows[:q.Limit]
+	start = min(start+a.Offset, len(rows))
+	walk := ""
+	if q.Limit > 0 && len(rows)-start > q.Limit {
+		walk = c.walks.keep(res.Resource.Name, a.SortText, rows)
+	}
+	return page(res, rows, start, q.Limit, a.SortText, walk), nil
+}
+
+// page is the result of rows[start:] limited to limit, with a continue
+// token into walk when more follow.
+func page(res ListResult, rows []row, start, limit int, sort, walk string) ListResult {
+	rows = rows[start:]
+	if limit > 0 && len(rows) > limit {
+		res.Remaining = len(rows) - limit
+		rows = rows[:limit]
 		last := rows[len(rows)-1]
-		res.Continue = encodeToken(continueToken{Resource: res.Resource.Name, After: last.o.Key(), Asked: true, Sort: a.SortText, Values: last.vs})
+		res.Continue = encodeToken(continueToken{Resource: res.Resource.Name, After: last.o.Key(), Asked: true, Sort: sort,
+			Values: last.vs, Walk: walk, Pos: start + limit})
 	}
 	res.Items = make([]*Object, len(rows))
 	for i, r := range rows {
 		res.Items[i] = r.o
 	}
-	return res, nil
+	return res
+}
+
+// continueWalk answers the next page of a kept walk; done is false when
+// the walk is another process's, to be resumed from the live cache.
+func (c *Cache) continueWalk(res ListResult, q ListQuery, tok continueToken) (ListResult, bool, error) {
+	wk, ours, err := c.walks.find(tok.Walk)
+	if !ours || err != nil {
+		return res, ours, err
+	}
+	if wk.resource != res.Resource.Name || wk.sort != q.Ask.SortText || tok.Pos < 0 || tok.Pos > len(wk.rows) {
+		return res, true, fmt.Errorf("%w: continue token is malformed; start the list again without it", ErrInvalid)
+	}
+	res.Total = len(wk.rows)
+	return page(res, wk.rows, tok.Pos, q.Limit, wk.sort, tok.Walk), true, nil
 }
 
 // checkAsked refuses a continue token made for another order.
@@ -156,7 +182,7 @@ func checkAsked(tok continueToken, a *Ask) error {
 // offset and paging ignored), grouped by the first values of groupBy.
 func (c *Cache) Count(resource string, q ListQuery, groupBy []query.Key) (CountResult, error) {
 	q.Limit, q.Continue = 0, ""
-	r, res, items, err := c.selection(resource, q)
+	res, items, err := c.selection(resource, q)
 	out := CountResult{Resource: res.Resource, Freshness: res.Freshness}
 	if err != nil {
 		return out, err
@@ -186,7 +212,6 @@ func (c *Cache) Count(resource string, q ListQuery, groupBy []query.Key) (CountR
 			counter.Add(rec)
 		}
 	}
-	_ = r
 	out.Total, out.Groups = counter.Total(), counter.Groups()
 	return out, nil
 }

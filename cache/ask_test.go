@@ -325,3 +325,90 @@ func TestContinueTokensKeepTheirQuestion(t *testing.T) {
 		}
 	}
 }
+
+// TestAWalkIsOneMoment: once a question's first page is answered, its
+// later pages are of the answer as it was then, whatever changes: an
+// object deleted is still seen (as it was), one created is not, one whose
+// sort value changed keeps its place and its bytes; and the total stays.
+func TestAWalkIsOneMoment(t *testing.T) {
+	f := cachetest.Start(t, cachetest.PodSpec())
+	now := time.Now().Truncate(time.Second)
+	var pods []oraclePod
+	for i := range 30 {
+		p := oraclePod{ns: "walk", name: fmt.Sprintf("p-%02d", i), created: now.Add(-time.Hour), phase: "Running", restarts: []int{i % 7}}
+		pods = append(pods, p)
+		if err := f.Sim.Apply("pods", p.json()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scope := cache.ListQuery{Namespace: "walk"}
+	cachetest.Eventually(t, "the pods are cached", func() bool { return len(cachetest.State(t, f.Cache, "pods", scope)) == len(pods) })
+	sc := query.NewSchema(table.ForResource(schema.GroupResource{Resource: "pods"}))
+	keys, _ := sc.ParseSort("-restarts")
+	ask := &cache.Ask{Schema: sc, Sort: keys, SortText: "-restarts", Now: now}
+	expect := slices.Clone(pods)
+	slices.SortFunc(expect, oracleOrder([]oracleSort{{text: "restarts", desc: true, val: oracleSorts[0].val}}))
+
+	q := cache.ListQuery{Namespace: "walk", Limit: 7, Ask: ask}
+	first, err := f.Cache.List("pods", q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]string{} // key → resourceVersion as first seen
+	got := []string{}
+	for _, o := range first.Items {
+		got = append(got, o.Key())
+		seen[o.Key()] = o.ResourceVersion()
+	}
+	// Change the cluster under the walk: delete a pod not yet returned,
+	// create one that would come first, move one to the front.
+	last := expect[len(expect)-1]
+	before := cachetest.State(t, f.Cache, "pods", scope)
+	if err := f.Sim.Delete("pods", last.ns, last.name); err != nil {
+		t.Fatal(err)
+	}
+	fresh := oraclePod{ns: "walk", name: "p-new", created: now, phase: "Running", restarts: []int{100}}
+	if err := f.Sim.Apply("pods", fresh.json()); err != nil {
+		t.Fatal(err)
+	}
+	moved := expect[len(expect)-2]
+	moved.restarts = []int{99}
+	if err := f.Sim.Apply("pods", moved.json()); err != nil {
+		t.Fatal(err)
+	}
+	cachetest.Eventually(t, "the changes are cached", func() bool {
+		st := cachetest.State(t, f.Cache, "pods", scope)
+		_, gone := st[last.key()]
+		_, added := st[fresh.key()]
+		return !gone && added && st[moved.key()] != before[moved.key()]
+	})
+	q.Continue = first.Continue
+	for q.Continue != "" {
+		res, err := f.Cache.List("pods", q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Total != len(pods) {
+			t.Fatalf("a later page's total %d; expect the first page's %d", res.Total, len(pods))
+		}
+		for _, o := range res.Items {
+			got = append(got, o.Key())
+			if o.Key() == moved.key() && o.ResourceVersion() != before[moved.key()] {
+				t.Errorf("%s is seen as it is now, not as it was at the first page", o.Key())
+			}
+		}
+		q.Continue = res.Continue
+	}
+	var want []string
+	for _, p := range expect {
+		want = append(want, p.key())
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("the walk saw\n %v\nexpect\n %v", got, want)
+	}
+	// A new walk sees the cluster as it is now.
+	res, err := f.Cache.List("pods", cache.ListQuery{Namespace: "walk", Limit: 2, Ask: ask})
+	if err != nil || len(res.Items) != 2 || res.Items[0].Key() != fresh.key() || res.Items[1].Key() != moved.key() {
+		t.Fatalf("a new walk: %v %v", res.Items, err)
+	}
+}

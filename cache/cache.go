@@ -40,6 +40,8 @@ type Cache struct {
 	owners *ownerTable
 	// asks are the slots for costly questions (ask.go).
 	asks askSlots
+	// walks keep the answers questions are paged through (ask_pages.go).
+	walks *walks
 }
 
 // resourceCache is one resource: its informers and their bookkeeping.
@@ -119,7 +121,7 @@ func New(cfg *rest.Config, resources []Configured, opts Options) (*Cache, error)
 	if err != nil {
 		return nil, err
 	}
-	c := &Cache{opts: opts, byName: map[string]*resourceCache{}, asks: newAskSlots()}
+	c := &Cache{opts: opts, byName: map[string]*resourceCache{}, asks: newAskSlots(), walks: newWalks(opts.Now)}
 	if !opts.IPHistory.Off {
 		c.history = newIPHistory(opts.IPHistory, opts.Now)
 		if dir := opts.IPHistory.Dir; dir != "" {

@@ -83,11 +83,16 @@ func (c *Cache) Get(resource, namespace, name string) (*Object, Freshness, error
 // last object returned, so objects created or deleted between pages may be
 // missed or appear; within a page the view is consistent.
 func (c *Cache) List(resource string, q ListQuery) (ListResult, error) {
-	_, res, items, err := c.selection(resource, q)
+	r, res, f, tok, err := c.prepare(resource, q)
 	if err != nil {
 		return res, err
 	}
-	tok, _ := decodeContinue(res.Resource.Name, q.Continue) // checked by selection
+	if q.Ask != nil && tok.Walk != "" {
+		if res, done, err := c.continueWalk(res, q, tok); done {
+			return res, err
+		}
+	}
+	items := r.gather(f)
 	if q.Ask != nil {
 		return c.answer(res, items, q, tok)
 	}
@@ -109,32 +114,44 @@ func (c *Cache) List(resource string, q ListQuery) (ListResult, error) {
 
 // selection is the objects q's namespace, selectors and index value
 // select, unordered, with the result's resource and freshness.
-func (c *Cache) selection(resource string, q ListQuery) (*resourceCache, ListResult, []*Object, error) {
+func (c *Cache) selection(resource string, q ListQuery) (ListResult, []*Object, error) {
+	r, res, f, _, err := c.prepare(resource, q)
+	if err != nil {
+		return res, nil, err
+	}
+	return res, r.gather(f), nil
+}
+
+// prepare validates q and compiles its filter, and decodes its continue
+// token, for a synced resource.
+func (c *Cache) prepare(resource string, q ListQuery) (*resourceCache, ListResult, *filter, continueToken, error) {
 	r, err := c.resource(resource)
 	if err != nil {
-		return nil, ListResult{}, nil, err
+		return nil, ListResult{}, nil, continueToken{}, err
 	}
 	res := ListResult{Resource: r.res, Freshness: r.freshness()}
 	f, tok, err := r.compileQuery(q)
 	if err == nil {
 		err = checkAsked(tok, q.Ask)
 	}
-	if err != nil {
-		return r, res, nil, err
+	if err == nil && !res.Freshness.Synced {
+		err = fmt.Errorf("%s: %w", r.res.Name, ErrNotSynced)
 	}
-	if !res.Freshness.Synced {
-		return r, res, nil, fmt.Errorf("%s: %w", r.res.Name, ErrNotSynced)
-	}
+	return r, res, f, tok, err
+}
+
+// gather returns the objects f selects, unordered.
+func (r *resourceCache) gather(f *filter) []*Object {
 	if f.fn == nil && f.fields != nil {
 		if index, value, ok := r.indexHint(f.fields); ok {
 			spec, norm, err := r.indexValue(index, value)
 			if err != nil {
-				return r, res, nil, nil // no object can hold a value the index cannot
+				return nil // no object can hold a value the index cannot
 			}
 			f.index, f.value, f.fn = spec.Name, norm, spec.Func()
 		}
 	}
-	return r, res, slices.DeleteFunc(r.candidates(f), func(o *Object) bool { return !f.selects(o) }), nil
+	return slices.DeleteFunc(r.candidates(f), func(o *Object) bool { return !f.selects(o) })
 }
 
 // candidates narrows the objects by f's index value, or by namespace,
@@ -226,6 +243,11 @@ type continueToken struct {
 	Asked  bool          `json:"q,omitempty"`
 	Sort   string        `json:"s,omitempty"`
 	Values []query.Value `json:"v,omitempty"`
+	// Walk is the kept answer a question's pages come from (ask_pages.go)
+	// and Pos the position of the next page in it. A process that does
+	// not know the walk (another replica) resumes from After and Values.
+	Walk string `json:"w,omitempty"`
+	Pos  int    `json:"p,omitempty"`
 }
 
 func encodeContinue(resource, after string) string {

@@ -70,6 +70,8 @@ func errorStatus(err error) Status {
 	case errors.Is(err, cache.ErrBusy):
 		st.Code, st.Reason = http.StatusTooManyRequests, "TooManyRequests"
 		st.Details = &StatusDetails{RetryAfterSeconds: retryAfterSeconds}
+	case errors.Is(err, cache.ErrExpired):
+		st.Code, st.Reason = http.StatusGone, "Expired"
 	case errors.Is(err, cache.ErrBeforeHistory):
 		st.Code, st.Reason = http.StatusGone, "BeforeHistory"
 	case errors.Is(err, cache.ErrNotSynced), errors.As(err, new(retryLater)):

@@ -1,0 +1,105 @@
+package cache
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The pages of one walk through a question's answer come from one moment:
+// the first page keeps its sorted matches (immutable objects, so each as it
+// was then) and every continue token of the walk points into them. A walk
+// sees each object that existed for its whole duration exactly once, and
+// a later page costs what copying it costs, whatever its number.
+
+// Bounds of the kept answers: how many, how many rows in all, how long.
+// The oldest goes first when a bound is reached; a token into an answer
+// gone is ErrExpired (410), as the API server answers a continue token
+// older than its compaction.
+const (
+	maxWalks     = 256
+	maxWalkRows  = 4_000_000
+	walkLifetime = 5 * time.Minute
+)
+
+// ErrExpired: a continue token's answer is no longer kept (410).
+var ErrExpired = errors.New("continue token expired")
+
+// walks are a cache's kept answers.
+type walks struct {
+	mu    sync.Mutex
+	epoch string // this process's, so another replica's token is told apart
+	next  uint64
+	byID  map[uint64]*walk
+	order []uint64 // oldest first
+	rows  int
+	now   func() time.Time
+}
+
+// walk is a question's sorted matches, as they were at its first page.
+type walk struct {
+	rows     []row
+	resource string
+	sort     string
+	made     time.Time
+}
+
+func newWalks(now func() time.Time) *walks {
+	b := make([]byte, 6)
+	rand.Read(b)
+	return &walks{epoch: hex.EncodeToString(b), byID: map[uint64]*walk{}, now: now}
+}
+
+// keep stores rows and returns the walk's reference for tokens.
+func (w *walks) keep(resource, sort string, rows []row) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.expire()
+	for len(w.order) > 0 && (len(w.order) >= maxWalks || w.rows+len(rows) > maxWalkRows) {
+		w.dropOldest()
+	}
+	w.next++
+	w.byID[w.next] = &walk{rows: rows, resource: resource, sort: sort, made: w.now()}
+	w.order = append(w.order, w.next)
+	w.rows += len(rows)
+	return fmt.Sprintf("%s-%d", w.epoch, w.next)
+}
+
+// find returns the walk a token refers to; ok is false for another
+// process's reference (the caller resumes from the live cache), err is
+// ErrExpired for one of ours that is gone.
+func (w *walks) find(ref string) (*walk, bool, error) {
+	epoch, n, _ := strings.Cut(ref, "-")
+	id, err := strconv.ParseUint(n, 10, 64)
+	if epoch != w.epoch || err != nil {
+		return nil, false, nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.expire()
+	wk := w.byID[id]
+	if wk == nil {
+		return nil, true, fmt.Errorf("%w: the answer this token pages through is no longer kept (at most %d answers, %s each); start the list again without it",
+			ErrExpired, maxWalks, walkLifetime)
+	}
+	return wk, true, nil
+}
+
+func (w *walks) expire() {
+	now := w.now()
+	for len(w.order) > 0 && now.Sub(w.byID[w.order[0]].made) > walkLifetime {
+		w.dropOldest()
+	}
+}
+
+func (w *walks) dropOldest() {
+	id := w.order[0]
+	w.rows -= len(w.byID[id].rows)
+	delete(w.byID, id)
+	w.order = w.order[1:]
+}

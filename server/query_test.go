@@ -1,0 +1,60 @@
+package server
+
+import (
+	"net/http"
+	"net/url"
+	"testing"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/kubeindex/kubeindex/cache/cachetest"
+)
+
+// TestAQuestionsWalkExpiresWith410: the answers questions are paged
+// through are bounded in number; a token into one no longer kept is a
+// 410 Expired Status, as the API server answers a continue token it has
+// compacted away, never a silently different page.
+func TestAQuestionsWalkExpiresWith410(t *testing.T) {
+	h := New(cachetest.Start(t, cachetest.PodSpec()).Cache, Options{Logger: quiet()}).Handler()
+	first := do(t, h, http.MethodGet, "/api/v1/pods?sort=-age&limit=1")
+	token := gjson.GetBytes(first.Body.Bytes(), "metadata.continue").Str
+	if first.Code != 200 || token == "" {
+		t.Fatalf("%d %s", first.Code, first.Body)
+	}
+	if next := do(t, h, http.MethodGet, "/api/v1/pods?sort=-age&limit=1&continue="+url.QueryEscape(token)); next.Code != 200 {
+		t.Fatalf("the next page: %d %s", next.Code, next.Body)
+	}
+	for range 300 { // more walks than are kept
+		do(t, h, http.MethodGet, "/api/v1/pods?sort=name&limit=1")
+	}
+	rec := do(t, h, http.MethodGet, "/api/v1/pods?sort=-age&limit=1&continue="+url.QueryEscape(token))
+	st := gjson.ParseBytes(rec.Body.Bytes())
+	if rec.Code != http.StatusGone || st.Get("reason").Str != "Expired" || st.Get("code").Int() != 410 {
+		t.Fatalf("an expired walk: %d %s; expect 410 Expired", rec.Code, rec.Body)
+	}
+	if rec := do(t, h, http.MethodGet, "/api/v1/pods?sort=name&limit=1&continue="+url.QueryEscape(token)); rec.Code != 400 {
+		t.Errorf("a token under another sort: %d %s; expect 400", rec.Code, rec.Body)
+	}
+}
+
+// TestQuestionErrorsAre400sThatSayWhere: bad questions are refused with
+// the parameter and position in the message.
+func TestQuestionErrorsAre400sThatSayWhere(t *testing.T) {
+	h := New(cachetest.Start(t, cachetest.PodSpec()).Cache, Options{Logger: quiet()}).Handler()
+	for _, tc := range []struct{ target, expect string }{
+		{"/api/v1/pods?filter=age%3Eabc", `filter: at position 5: "abc" is not a duration`},
+		{"/api/v1/pods?filter=status=Running&filter=restarts%3Cx", `filter (occurrence 2): at position 10: "x" is not a number`},
+		{"/api/v1/pods?sort=-a..b", `sort: at position 2: path "a..b"`},
+		{"/api/v1/pods?fields=spec.containers.%23.image", `fields: at position 1: path "spec.containers.#.image": fields takes plain member paths`},
+		{"/api/v1/pods?offset=-1", `bad request: offset must be an integer`},
+		{"/api/v1/pods?sort=name&sort=age", `bad request: query parameter "sort" given 2 times`},
+		{"/api/v1/resources/pods/counts?groupBy=status,node,ip", `groupBy: at most 2 keys, got 3`},
+		{"/api/v1/resources/pods/counts?filter=ready%3Dyes", `filter: at position 7: "yes" is not a fraction`},
+	} {
+		rec := do(t, h, http.MethodGet, tc.target)
+		msg := gjson.GetBytes(rec.Body.Bytes(), "message").Str
+		if rec.Code != 400 || len(msg) < len(tc.expect) || msg[:len(tc.expect)] != tc.expect {
+			t.Errorf("%s: %d %q; expect 400 starting %q", tc.target, rec.Code, msg, tc.expect)
+		}
+	}
+}
