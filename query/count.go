@@ -28,8 +28,14 @@ func NewCounter(keys []Key) *Counter {
 }
 
 // Add counts r.
-func (c *Counter) Add(r *Record) {
-	c.total++
+func (c *Counter) Add(r *Record) { c.adjust(r, 1) }
+
+// Remove uncounts r, counted before by Add: a live count is adjusted by
+// an update's old object and its new one.
+func (c *Counter) Remove(r *Record) { c.adjust(r, -1) }
+
+func (c *Counter) adjust(r *Record, by int) {
+	c.total += by
 	if len(c.keys) == 0 {
 		return
 	}
@@ -47,7 +53,9 @@ func (c *Counter) Add(r *Record) {
 		g = &Group{Values: slices.Clone(vs)}
 		c.groups[id.String()] = g
 	}
-	g.Count++
+	if g.Count += by; g.Count <= 0 {
+		delete(c.groups, id.String())
+	}
 }
 
 // Total is the number of objects counted.

@@ -228,6 +228,13 @@ func TestCounterGroups(t *testing.T) {
 	if string(b) != expect || c.Total() != 4 {
 		t.Fatalf("expect %s, got %s (total %d)", expect, b, c.Total())
 	}
+	c.Remove(pod{ns: "a", name: "4", phase: "Pending"}.record())
+	c.Remove(pod{ns: "a", name: "1", phase: "Running", node: "n1"}.record())
+	b, _ = json.Marshal(c.Groups())
+	expect = `[{"Values":["Running","n1"],"Count":1},{"Values":["Running","n2"],"Count":1}]`
+	if string(b) != expect || c.Total() != 2 {
+		t.Fatalf("after removals, expect %s, got %s (total %d)", expect, b, c.Total())
+	}
 }
 
 func TestProjection(t *testing.T) {
