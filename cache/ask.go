@@ -39,11 +39,22 @@ type CountResult struct {
 }
 
 // QueryBudget bounds the values one question may read: objects examined
-// times the keys read from each (filter terms, sort and group keys). A
+// times the keys read from each (filter terms, sort and group keys, and
+// renderCost when a column is read). A
 // question over more is refused (ErrTooCostly) rather than allowed to
 // hold a core for long; namespace, labelSelector, fieldSelector and index
 // narrow the objects examined before any key is read.
 const QueryBudget = 5_000_000
+
+// renderCost is what reading a column costs per object in the budget's
+// unit (a key read): the object's Table row is rendered (once per object
+// version, then kept: ask_columns.go); counted as if never kept.
+func renderCost(columns bool) int {
+	if columns {
+		return 20
+	}
+	return 0
+}
 
 // costlyQuery is the number of values read above which a question takes
 // one of the cache's slots for costly questions (as many as cores); when
@@ -96,14 +107,14 @@ func compareRows(keys []query.SortKey) func(a, b row) int {
 // answer filters, sorts and pages the selection's items by q.Ask.
 func (c *Cache) answer(res ListResult, items []*Object, q ListQuery, tok continueToken) (ListResult, error) {
 	a := q.Ask
-	release, err := c.asks.take(len(items) * (a.Filter.Terms() + len(a.Sort)))
+	release, err := c.asks.take(len(items) * (a.Filter.Terms() + len(a.Sort) + renderCost(a.Filter.NeedsCells() || query.NeedsCells(a.Sort))))
 	if err != nil {
 		return res, err
 	}
 	defer release()
 	rows := make([]row, 0, len(items))
 	for _, o := range items {
-		rec := a.Schema.Record(o.Namespace(), o.Name(), o.Raw(), a.Now)
+		rec := record(o, a.Schema, a.Now)
 		if a.Filter.Match(rec) {
 			rows = append(rows, row{o, query.SortValues(a.Sort, rec)})
 		}
@@ -196,7 +207,11 @@ func (c *Cache) Count(resource string, q ListQuery, groupBy []query.Key) (CountR
 	if schema == nil && len(groupBy) > 0 {
 		return out, fmt.Errorf("%w: counts by group need a schema", ErrInvalid)
 	}
-	release, err := c.asks.take(len(items) * (flt.Terms() + len(groupBy)))
+	cells := flt.NeedsCells()
+	for _, k := range groupBy {
+		cells = cells || k.NeedsCells()
+	}
+	release, err := c.asks.take(len(items) * (flt.Terms() + len(groupBy) + renderCost(cells)))
 	if err != nil {
 		return out, err
 	}
@@ -207,7 +222,7 @@ func (c *Cache) Count(resource string, q ListQuery, groupBy []query.Key) (CountR
 			counter.Add(nil)
 			continue
 		}
-		rec := schema.Record(o.Namespace(), o.Name(), o.Raw(), now)
+		rec := record(o, schema, now)
 		if flt.Match(rec) {
 			counter.Add(rec)
 		}

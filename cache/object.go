@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -32,6 +33,9 @@ type Object struct {
 	sections [3]struct{ from, to uint32 }
 	known    [3][4]jsonscan.Span // relative to the section; valid when walked
 	walked   [3]bool
+	// columns are the Table column values questions read, kept once
+	// made (ask_columns.go); nil until a question reads a column.
+	columns atomic.Pointer[keptColumns]
 }
 
 // sectionNames are the top-level members whose place Build records.

@@ -20,6 +20,13 @@ type Schema struct {
 	conv    table.Convertor
 	columns map[string]column // by key name: lower case, spaces as hyphens
 	names   []string          // the column keys, in the Table's order
+	types   []keyType         // of every column definition, by index
+	// fingerprint names the columns and their types: column values made
+	// under one Schema serve another with the same fingerprint.
+	fingerprint string
+	// timeless: no column's value depends on the moment it is read (ages
+	// are read from creationTimestamp, not from the printed cell).
+	timeless bool
 }
 
 // column is a Table column and how its cells compare.
@@ -60,16 +67,48 @@ func (t keyType) String() string {
 
 // NewSchema describes the keys of a resource whose Table conv renders.
 func NewSchema(conv table.Convertor) *Schema {
-	s := &Schema{conv: conv, columns: map[string]column{}}
+	s := &Schema{conv: conv, columns: map[string]column{}, timeless: true}
+	var fp strings.Builder
 	for i, def := range conv.ColumnDefinitions() {
+		typ := columnType(def)
+		s.types = append(s.types, typ)
+		s.timeless = s.timeless && typ != durationType
+		fmt.Fprintf(&fp, "%q:%d,", def.Name, typ)
 		name := ColumnKey(def.Name)
 		if _, dup := s.columns[name]; dup {
 			continue
 		}
-		s.columns[name] = column{index: i, typ: columnType(def)}
+		s.columns[name] = column{index: i, typ: typ}
 		s.names = append(s.names, name)
 	}
+	s.fingerprint = fp.String()
 	return s
+}
+
+// Fingerprint identifies the schema's columns and their types; Timeless
+// reports whether column values are the same whenever they are read.
+// Together they tell a caller when ColumnValues kept for an object (per
+// version: objects are immutable) may serve a later question.
+func (s *Schema) Fingerprint() string { return s.fingerprint }
+func (s *Schema) Timeless() bool      { return s.timeless }
+
+// ColumnValues are the typed values of each of the object's Table cells
+// (Missing where a cell has none), read at now: what column keys compare.
+// Rendering the row decodes the object, the costly part of a question.
+func (s *Schema) ColumnValues(raw []byte, now time.Time) []Value {
+	out := make([]Value, len(s.types))
+	row, err := s.conv.Row(raw, now)
+	if err != nil {
+		return out
+	}
+	for i, typ := range s.types {
+		if i < len(row.Cells) {
+			if v, ok := cellValue(row.Cells[i], typ); ok {
+				out[i] = v
+			}
+		}
+	}
+	return out
 }
 
 // ColumnKey is the key naming a Table column: its name in lower case,
@@ -179,10 +218,10 @@ type Record struct {
 	Namespace, Name string
 	Raw             []byte
 
-	schema   *Schema
-	now      time.Time
-	cells    []any
-	rendered bool
+	schema *Schema
+	now    time.Time
+	cols   []Value
+	load   func() []Value // nil: ColumnValues
 }
 
 // Record prepares an object for evaluation at the moment now (ages are
@@ -191,17 +230,25 @@ func (s *Schema) Record(namespace, name string, raw []byte, now time.Time) *Reco
 	return &Record{Namespace: namespace, Name: name, Raw: raw, schema: s, now: now}
 }
 
-func (r *Record) cell(i int) any {
-	if !r.rendered {
-		r.rendered = true
-		if row, err := r.schema.conv.Row(r.Raw, r.now); err == nil {
-			r.cells = row.Cells
+// RecordWith is Record with the column values taken from load, called
+// at most once and only if a column is read: a caller that keeps
+// ColumnValues per object hands them over.
+func (s *Schema) RecordWith(namespace, name string, raw []byte, now time.Time, load func() []Value) *Record {
+	return &Record{Namespace: namespace, Name: name, Raw: raw, schema: s, now: now, load: load}
+}
+
+func (r *Record) column(i int) Value {
+	if r.cols == nil {
+		if r.load != nil {
+			r.cols = r.load()
+		} else {
+			r.cols = r.schema.ColumnValues(r.Raw, r.now)
 		}
 	}
-	if i < len(r.cells) {
-		return r.cells[i]
+	if i < len(r.cols) {
+		return r.cols[i]
 	}
-	return nil
+	return Value{}
 }
 
 // Values appends the key's values for r to dst: none when the object
@@ -224,7 +271,7 @@ func (k Key) Values(r *Record, dst []Value) []Value {
 		}
 		return append(dst, Num(float64(-t.Unix())))
 	case columnKey:
-		if v, ok := cellValue(r.cell(k.col), k.typ); ok {
+		if v := r.column(k.col); v.kind != missing {
 			return append(dst, v)
 		}
 		return dst

@@ -41,7 +41,7 @@ func TestGolden(t *testing.T) {
 		{"get_node", "/api/v1/nodes/node-2"},
 		{"list_namespace_paged", "/api/v1/pods?namespace=kube-system&limit=2"},
 		{"list_by_index", "/api/v1/pods?index=node&value=node-2&labelSelector=k8s-app%3Dkube-proxy"},
-		{"list_query", "/api/v1/pods?filter=namespace=kube-system&filter=status=Running&sort=node,-name&limit=3&fields=spec.nodeName,status.podIP"},
+		{"list_query", "/api/v1/pods?filter=namespace=kube-system&filter=node+in+(node-1,node-2)&filter=status=Running&sort=node,-name&offset=1&fields=spec.nodeName,status.podIP"},
 		{"counts_grouped", "/api/v1/resources/pods/counts?groupBy=namespace,status"},
 		{"ip_hostnetwork", "/api/v1/ip/10.0.0.12"},
 		{"index_values", "/api/v1/resources/pods/indexes/node"},

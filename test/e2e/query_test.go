@@ -147,6 +147,10 @@ func TestQuestionsAgreeWithAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cs.CoreV1().Namespaces().Delete(context.Background(), questionsNS, metav1.DeleteOptions{}) })
+	// no controller manager makes it: the ServiceAccount admission asks for it
+	if _, err := cs.CoreV1().ServiceAccounts(questionsNS).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	for i := range 48 {
 		questionPod(t, cs, fmt.Sprintf("q-%02d", i), i)
 	}
