@@ -23,6 +23,9 @@ type Ask struct {
 	// SortText is the sort parameter as written: a continue token keeps it
 	// and is refused under another sort.
 	SortText string
+	// FilterText is the filter parameters as written, joined: a kept walk
+	// is continued only for the same filter.
+	FilterText string
 	// Offset skips that many matches, on the first page only.
 	Offset int
 	// Now is the moment ages are measured to (Schema.Record).
@@ -134,7 +137,7 @@ func (c *Cache) answer(res ListResult, items []*Object, q ListQuery, tok continu
 	start = min(start+a.Offset, len(rows))
 	walk := ""
 	if q.Limit > 0 && len(rows)-start > q.Limit {
-		walk = c.walks.keep(res.Resource.Name, a.SortText, rows)
+		walk = c.walks.keep(res.Resource.Name, a.SortText, askedBy(q), rows)
 	}
 	return page(res, rows, start, q.Limit, a.SortText, walk), nil
 }
@@ -166,6 +169,9 @@ func (c *Cache) continueWalk(res ListResult, q ListQuery, tok continueToken) (Li
 	}
 	if wk.resource != res.Resource.Name || wk.sort != q.Ask.SortText || tok.Pos < 0 || tok.Pos > len(wk.rows) {
 		return res, true, fmt.Errorf("%w: continue token is malformed; start the list again without it", ErrInvalid)
+	}
+	if wk.asked != askedBy(q) {
+		return res, true, fmt.Errorf("%w: continue token belongs to another question (its selection, filter, or the namespaces its caller may read); start the list again without it", ErrInvalid)
 	}
 	res.Total = len(wk.rows)
 	return page(res, wk.rows, tok.Pos, q.Limit, wk.sort, tok.Walk), true, nil

@@ -2,9 +2,11 @@ package cache
 
 import (
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,7 +36,6 @@ var ErrExpired = errors.New("continue token expired")
 type walks struct {
 	mu    sync.Mutex
 	epoch string // this process's, so another replica's token is told apart
-	next  uint64
 	byID  map[uint64]*walk
 	order []uint64 // oldest first
 	rows  int
@@ -46,7 +47,26 @@ type walk struct {
 	rows     []row
 	resource string
 	sort     string
-	made     time.Time
+	// asked is what selected the rows, the caller's namespaces included
+	// (askedBy): a token is answered only for the same question by a
+	// caller confined to the same namespaces, never to one who may read
+	// less.
+	asked string
+	made  time.Time
+}
+
+// askedBy is what selected a question's rows: its selection, the
+// namespaces the caller is confined to, its filter and its sort.
+func askedBy(q ListQuery) string {
+	ns := "*"
+	if q.Namespaces != nil {
+		ns = strings.Join(slices.Sorted(slices.Values(q.Namespaces)), ",")
+	}
+	fs := ""
+	if q.Fields != nil {
+		fs = q.Fields.String()
+	}
+	return strings.Join([]string{q.Namespace, ns, q.LabelSelector, q.Index, q.Value, fs, q.Ask.FilterText, q.Ask.SortText}, "\x00")
 }
 
 func newWalks(now func() time.Time) *walks {
@@ -55,19 +75,26 @@ func newWalks(now func() time.Time) *walks {
 	return &walks{epoch: hex.EncodeToString(b), byID: map[uint64]*walk{}, now: now}
 }
 
-// keep stores rows and returns the walk's reference for tokens.
-func (w *walks) keep(resource, sort string, rows []row) string {
+// keep stores rows and returns the walk's reference for tokens: the
+// process's epoch and a random number, not a count, so that one caller's
+// reference tells nothing of another's.
+func (w *walks) keep(resource, sort, asked string, rows []row) string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.expire()
 	for len(w.order) > 0 && (len(w.order) >= maxWalks || w.rows+len(rows) > maxWalkRows) {
 		w.dropOldest()
 	}
-	w.next++
-	w.byID[w.next] = &walk{rows: rows, resource: resource, sort: sort, made: w.now()}
-	w.order = append(w.order, w.next)
+	var b [8]byte
+	id := uint64(0)
+	for id == 0 || w.byID[id] != nil {
+		rand.Read(b[:])
+		id = binary.LittleEndian.Uint64(b[:])
+	}
+	w.byID[id] = &walk{rows: rows, resource: resource, sort: sort, asked: asked, made: w.now()}
+	w.order = append(w.order, id)
 	w.rows += len(rows)
-	return fmt.Sprintf("%s-%d", w.epoch, w.next)
+	return fmt.Sprintf("%s-%d", w.epoch, id)
 }
 
 // find returns the walk a token refers to; ok is false for another

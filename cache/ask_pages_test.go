@@ -12,7 +12,7 @@ import (
 func TestWalksAreBounded(t *testing.T) {
 	now := time.Unix(1000, 0)
 	w := newWalks(func() time.Time { return now })
-	first := w.keep("pods", "name", make([]row, 3))
+	first := w.keep("pods", "name", "", make([]row, 3))
 	if wk, ours, err := w.find(first); wk == nil || !ours || err != nil {
 		t.Fatalf("a kept walk: %v %v %v", wk, ours, err)
 	}
@@ -22,7 +22,7 @@ func TestWalksAreBounded(t *testing.T) {
 	}
 	refs := []string{}
 	for range maxWalks + 1 {
-		refs = append(refs, w.keep("pods", "name", make([]row, 1)))
+		refs = append(refs, w.keep("pods", "name", "", make([]row, 1)))
 	}
 	if _, _, err := w.find(refs[0]); !errors.Is(err, ErrExpired) {
 		t.Errorf("the oldest of maxWalks+1: %v; expect ErrExpired", err)
@@ -30,7 +30,7 @@ func TestWalksAreBounded(t *testing.T) {
 	if wk, _, err := w.find(refs[len(refs)-1]); wk == nil || err != nil {
 		t.Errorf("the newest: %v", err)
 	}
-	big := w.keep("pods", "name", make([]row, maxWalkRows))
+	big := w.keep("pods", "name", "", make([]row, maxWalkRows))
 	if w.rows != maxWalkRows || len(w.order) != 1 {
 		t.Errorf("rows %d in %d walks; expect the big one alone", w.rows, len(w.order))
 	}

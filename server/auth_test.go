@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -517,5 +518,25 @@ func TestAuthIPOwnersOfEveryKind(t *testing.T) {
 	}
 	if want := []string{"pod", "404", "404", "pod"}; resp.StatusCode != 200 || !slices.Equal(got, want) {
 		t.Errorf("alice's batch: %d %v; expect %v\n%s", resp.StatusCode, got, want, body)
+	}
+}
+
+// TestAuthAWalkIsNotAnotherCallers: a question's kept walk is answered
+// only to a caller confined to the same namespaces: alice, who may read
+// team-a only, presenting an admin's continue token gets a 400, not the
+// admin's rows.
+func TestAuthAWalkIsNotAnotherCallers(t *testing.T) {
+	e := startAuth(t, Options{})
+	resp, body := e.get(t, "/api/v1/pods?sort=-name&limit=1", "admin-token")
+	token := gjson.GetBytes(body, "metadata.continue").Str
+	if resp.StatusCode != 200 || token == "" {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	if resp, body := e.get(t, "/api/v1/pods?sort=-name&limit=1&continue="+url.QueryEscape(token), "admin-token"); resp.StatusCode != 200 {
+		t.Fatalf("the admin's next page: %d %s", resp.StatusCode, body)
+	}
+	resp, body = e.get(t, "/api/v1/pods?sort=-name&limit=100&continue="+url.QueryEscape(token), "alice-token")
+	if resp.StatusCode != 400 || !strings.Contains(string(body), "another question") {
+		t.Fatalf("alice continuing the admin's walk: %d %s; expect 400", resp.StatusCode, body)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -49,7 +50,7 @@ func (s *Server) parseAsk(q url.Values, resource string) (*cache.Ask, *query.Sch
 		return nil, sc, nil
 	}
 	now := time.Now()
-	a := &cache.Ask{Schema: sc, SortText: q.Get("sort"), Now: now}
+	a := &cache.Ask{Schema: sc, SortText: q.Get("sort"), FilterText: strings.Join(q["filter"], "\x00"), Now: now}
 	if a.Filter, err = sc.ParseFilter(q["filter"], now); err != nil {
 		return nil, nil, err
 	}
