@@ -16,7 +16,7 @@ import (
 )
 
 // AuthOptions decides who may read what. The zero value serves every
-// request; see README "Security".
+// request; see docs/security.md.
 type AuthOptions struct {
 	// Authenticator checks bearer tokens. nil: no authentication, every
 	// request is served.

@@ -109,7 +109,7 @@ func (s *Server) table() []*route {
 		rest("/api/v1/:resource/:name", resourceFreshness, "Get a cluster-scoped object.", s.getClusterScoped),
 		rest("/api/v1/:resource/:namespace/:name", resourceFreshness, "Get a namespaced object.", s.getNamespaced),
 	}
-	// The Kubernetes read API (README "Kubernetes API"): a kubeconfig's
+	// The Kubernetes read API (docs/kubernetes-api.md): a kubeconfig's
 	// server is http://host:port/k8s, so that no path means two things.
 	reads := []*route{
 		s.kubeRead("/k8s/api/v1/:resource", "Kubernetes API: list or watch a core resource in all namespaces."),

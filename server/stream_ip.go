@@ -13,7 +13,7 @@ import (
 	"github.com/kubeindex/kubeindex/cache"
 )
 
-// The address stream (README "A mirror of address ownership"): who holds
+// The address stream (docs/ip.md, "A mirror of address ownership"): who holds
 // each address, as a snapshot, SYNCED, then each change, for an agent
 // that keeps a local map instead of asking per lookup. It rides the event
 // streams' transports: its own route as a WebSocket or Server-Sent
