@@ -5,11 +5,15 @@
 package kubeindex_test
 
 import (
+	"errors"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -453,4 +457,133 @@ func anchors(text string) []string {
 		count[a]++
 	}
 	return out
+}
+
+// modulePath is the root module's path; imports under it are kubeindex's.
+const modulePath = "github.com/kubeindex/kubeindex"
+
+// TestArchitectureImportGraph holds the import graph ARCHITECTURE.md draws
+// (the first fenced block of "Packages, and which way imports point") to
+// what go list reports for the root module's packages: every arrow drawn
+// is an import, every import between kubeindex packages is drawn, and
+// every package is in the drawing (one that imports no kubeindex package
+// on the "no kubeindex package" line). A package added or an import
+// changed fails here until the map says so.
+func TestArchitectureImportGraph(t *testing.T) {
+	drawn, leaves, err := drawnGraph(readFile(t, "ARCHITECTURE.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("go", "list", "-f", "{{if .GoFiles}}{{.ImportPath}} {{join .Imports \" \"}}{{end}}", "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	actual := map[string]map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		pkg := strings.TrimPrefix(strings.TrimPrefix(fields[0], modulePath), "/")
+		actual[pkg] = map[string]bool{}
+		for _, imp := range fields[1:] {
+			if rest, ok := strings.CutPrefix(imp, modulePath+"/"); ok {
+				actual[pkg][rest] = true
+			}
+		}
+	}
+	var wrong []string
+	for _, pkg := range slices.Sorted(maps.Keys(actual)) {
+		imports := actual[pkg]
+		_, isDrawn := drawn[pkg]
+		switch {
+		case !isDrawn && !leaves[pkg]:
+			wrong = append(wrong, fmt.Sprintf("package %s is not drawn (imports: %s)", pkg, orNone(imports)))
+		case leaves[pkg] && len(imports) > 0:
+			wrong = append(wrong, fmt.Sprintf("%s is drawn as importing no kubeindex package, but imports %s", pkg, orNone(imports)))
+		}
+		for _, imp := range slices.Sorted(maps.Keys(imports)) {
+			if isDrawn && !drawn[pkg][imp] {
+				wrong = append(wrong, fmt.Sprintf("%s imports %s: no arrow drawn", pkg, imp))
+			}
+		}
+	}
+	for _, pkg := range slices.Sorted(maps.Keys(drawn)) {
+		if _, ok := actual[pkg]; !ok {
+			wrong = append(wrong, fmt.Sprintf("%s is drawn but is no package of the module", pkg))
+			continue
+		}
+		for _, imp := range slices.Sorted(maps.Keys(drawn[pkg])) {
+			if !actual[pkg][imp] {
+				wrong = append(wrong, fmt.Sprintf("%s → %s is drawn but %s does not import it", pkg, imp, pkg))
+			}
+		}
+	}
+	for _, pkg := range slices.Sorted(maps.Keys(leaves)) {
+		if _, ok := actual[pkg]; !ok {
+			wrong = append(wrong, fmt.Sprintf("%s is drawn but is no package of the module", pkg))
+		}
+	}
+	if len(wrong) > 0 {
+		t.Errorf("ARCHITECTURE.md's import graph differs from go list; redraw it:\n%s", strings.Join(wrong, "\n"))
+	}
+}
+
+func orNone(set map[string]bool) string {
+	if len(set) == 0 {
+		return "none"
+	}
+	return strings.Join(slices.Sorted(maps.Keys(set)), ", ")
+}
+
+// drawnGraph reads the arrows "a, b  →  c, d  (comment)" of the first
+// fenced block after the packages heading; "→  no kubeindex package" marks
+// leaves.
+func drawnGraph(doc string) (map[string]map[string]bool, map[string]bool, error) {
+	_, after, ok := strings.Cut(doc, "## Packages, and which way imports point")
+	if !ok {
+		return nil, nil, errors.New(`ARCHITECTURE.md has no "## Packages, and which way imports point" heading`)
+	}
+	_, after, ok = strings.Cut(after, "```\n")
+	block, _, ok2 := strings.Cut(after, "```")
+	if !ok || !ok2 {
+		return nil, nil, errors.New("no fenced block under the packages heading")
+	}
+	drawn, leaves := map[string]map[string]bool{}, map[string]bool{}
+	list := func(s string) []string {
+		if i := strings.Index(s, "("); i >= 0 {
+			s = s[:i]
+		}
+		var out []string
+		for _, p := range strings.Split(s, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	for _, line := range strings.Split(block, "\n") {
+		from, to, ok := strings.Cut(line, "→")
+		if !ok {
+			continue
+		}
+		if strings.TrimSpace(to) == "no kubeindex package" {
+			for _, p := range list(from) {
+				leaves[p] = true
+			}
+			continue
+		}
+		for _, p := range list(from) {
+			if drawn[p] == nil {
+				drawn[p] = map[string]bool{}
+			}
+			for _, q := range list(to) {
+				drawn[p][q] = true
+			}
+		}
+	}
+	if len(drawn) == 0 {
+		return nil, nil, errors.New("the packages block draws no arrow")
+	}
+	return drawn, leaves, nil
 }
