@@ -49,6 +49,7 @@ func readFile(t *testing.T, path string) string {
 type goNames struct {
 	idents   map[string]bool            // every identifier in code
 	strs     map[string]bool            // every string literal's value
+	strWords map[string]bool            // every identifier-like word of a string literal (JSON members, struct tags)
 	funcs    map[string]bool            // top-level functions (tests, benchmarks, fuzz targets)
 	topLevel map[string]map[string]bool // package name → its top-level declarations
 	members  map[string]map[string]bool // type name → its methods and fields (all packages)
@@ -74,7 +75,7 @@ func repoGoNames(t *testing.T) *goNames {
 
 func parseRepo(root string) (*goNames, error) {
 	n := &goNames{
-		idents: map[string]bool{}, strs: map[string]bool{}, funcs: map[string]bool{},
+		idents: map[string]bool{}, strs: map[string]bool{}, strWords: map[string]bool{}, funcs: map[string]bool{},
 		topLevel: map[string]map[string]bool{}, members: map[string]map[string]bool{},
 		types: map[string]bool{},
 	}
@@ -147,6 +148,9 @@ func (n *goNames) add(f *ast.File) {
 			if x.Kind == token.STRING {
 				if s, err := strconv.Unquote(x.Value); err == nil {
 					n.strs[s] = true
+					for _, w := range wordRE.FindAllString(s, -1) {
+						n.strWords[w] = true
+					}
 				}
 			}
 		}
@@ -198,6 +202,8 @@ func receiverType(e ast.Expr) string {
 		}
 	}
 }
+
+var wordRE = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
 
 var (
 	codeSpan   = regexp.MustCompile("`([^`\n]+)`")
@@ -300,9 +306,9 @@ func checkPath(span string) string {
 
 // checkIdent checks a Go name: a test, benchmark or fuzz target must be
 // declared; pkg.Name must be declared at the top level of a package of
-// that name; Type.Member must be a method or field of a type of that name;
-// anything else must be an identifier somewhere in code, or a string the
-// code holds (a JSON member such as metadata.managedFields).
+// that name, or Type.Member be a method or field of a type of that name;
+// anything else must be an identifier somewhere in code, or a word of a
+// string the code holds (a JSON member such as metadata.managedFields).
 func checkIdent(n *goNames, name string) string {
 	parts := strings.Split(name, ".")
 	if len(parts) == 1 && testFunc.MatchString(name) {
@@ -318,20 +324,27 @@ func checkIdent(n *goNames, name string) string {
 		return ""
 	}
 	if len(parts) >= 2 {
-		if top, ok := n.topLevel[parts[0]]; ok && !n.types[parts[0]] {
-			if !top[parts[1]] {
-				return "package " + parts[0] + " declares no " + parts[1]
-			}
+		top, isPkg := n.topLevel[parts[0]]
+		isType := n.types[parts[0]]
+		switch {
+		case isPkg && top[parts[1]]:
 			parts = parts[1:]
+		case isType && n.members[parts[0]][parts[1]]:
+		case isPkg && isType:
+			return "neither package " + parts[0] + " nor type " + parts[0] + " declares " + parts[1]
+		case isPkg:
+			return "package " + parts[0] + " declares no " + parts[1]
+		case isType:
+			return "type " + parts[0] + " has no method or field " + parts[1]
 		}
-		for i := 0; i+1 < len(parts); i++ {
+		for i := 1; i+1 < len(parts); i++ {
 			if n.types[parts[i]] && !n.members[parts[i]][parts[i+1]] {
 				return "type " + parts[i] + " has no method or field " + parts[i+1]
 			}
 		}
 	}
 	for _, p := range parts {
-		if !n.idents[p] {
+		if !n.idents[p] && !n.strWords[p] {
 			return p + " is not in any Go file's code"
 		}
 	}
