@@ -41,8 +41,10 @@ const envPrefix = "KUBEINDEX_"
 // envExceptions are the flags whose environment variable is not derived
 // from their name; "" means the flag has none.
 var envExceptions = map[string]string{
-	// kubectl's own variable, a list of paths, read as kubectl reads it.
-	"kubeconfig": "KUBECONFIG",
+	// Not set from $KUBECONFIG: that is a list of paths, which
+	// clusterConfig hands to client-go's loading rules as kubectl does,
+	// when --kubeconfig is not given.
+	"kubeconfig": "",
 	// Repeatable: one variable would hold only one of them.
 	"index": "",
 }
@@ -60,7 +62,7 @@ func envName(name string) string {
 // parsing after the others, to resources and indexes.
 func (cfg *Config) flagSet(resources *string, indexes *multiFlag) *flag.FlagSet {
 	fs := flag.NewFlagSet("kubeindex", flag.ContinueOnError)
-	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "path to a kubeconfig; default $KUBECONFIG, ~/.kube/config, then the in-cluster service account")
+	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "path to a kubeconfig; default the files $KUBECONFIG lists (merged as kubectl merges them), ~/.kube/config, then the in-cluster service account")
 	fs.StringVar(&cfg.Context, "context", "", "kubeconfig context to use (default: the current context)")
 	fs.StringVar(&cfg.Listen, "listen", defaultListen, "address for the HTTP API")
 	fs.StringVar(&cfg.File, "config", "", "YAML file listing resources, selectors and indexes (docs/configuration.md)")

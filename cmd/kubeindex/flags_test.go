@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +14,7 @@ import (
 // they were introduced: deployments set them, so each must keep working
 // whatever derives the names now.
 var shippedEnvNames = map[string]string{
-	"kubeconfig": "KUBECONFIG", "context": "KUBEINDEX_CONTEXT", "listen": "KUBEINDEX_LISTEN",
+	"context": "KUBEINDEX_CONTEXT", "listen": "KUBEINDEX_LISTEN",
 	"config": "KUBEINDEX_CONFIG", "demo": "KUBEINDEX_DEMO", "resources": "KUBEINDEX_RESOURCES",
 	"stale-after": "KUBEINDEX_STALE_AFTER", "watch-idle-timeout": "KUBEINDEX_WATCH_IDLE_TIMEOUT",
 	"api-compression": "KUBEINDEX_API_COMPRESSION", "api-http2": "KUBEINDEX_API_HTTP2",
@@ -27,6 +28,24 @@ var shippedEnvNames = map[string]string{
 	"max-connections": "KUBEINDEX_MAX_CONNECTIONS", "max-connections-per-address": "KUBEINDEX_MAX_CONNECTIONS_PER_ADDRESS",
 	"unauthenticated-timeout": "KUBEINDEX_UNAUTHENTICATED_TIMEOUT", "max-streams-per-client": "KUBEINDEX_MAX_STREAMS_PER_CLIENT",
 	"token-reviews-per-client": "KUBEINDEX_TOKEN_REVIEWS_PER_CLIENT", "request-timeout": "KUBEINDEX_REQUEST_TIMEOUT",
+}
+
+// TestKubeconfigMayListPaths: $KUBECONFIG, read when --kubeconfig is not
+// given, is a list of paths merged as kubectl merges them.
+func TestKubeconfigMayListPaths(t *testing.T) {
+	first := writeFile(t, "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: https://first.example}\n"+
+		"users:\n- name: u\n  user: {}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\n")
+	second := writeFile(t, "apiVersion: v1\nkind: Config\ncurrent-context: x\n")
+	env := map[string]string{"KUBECONFIG": first + string(filepath.ListSeparator) + second}
+	getenv := func(k string) string { return env[k] }
+	cfg, err := parseConfig(nil, getenv, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := clusterConfig(cfg, getenv)
+	if err != nil || rc.Host != "https://first.example" {
+		t.Fatalf("KUBECONFIG=%s: %v, %v; expect the cluster of the first file and the context of the second", env["KUBECONFIG"], rc, err)
+	}
 }
 
 func testFlagSet() *flag.FlagSet { return (&Config{}).flagSet(new(string), new(multiFlag)) }
