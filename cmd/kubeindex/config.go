@@ -24,7 +24,7 @@ import (
 type Config struct {
 	Kubeconfig string        // --kubeconfig, else $KUBECONFIG (a path list), else ~/.kube/config, else in-cluster
 	Context    string        // --context: kubeconfig context to use
-	Listen     string        // --listen: HTTP address; default 127.0.0.1:8080
+	Listen     string        // --listen: HTTP address
 	File       string        // --config: YAML file with resources and indexes
 	Demo       bool          // --demo: serve a simulated cluster, no API server needed
 	StaleAfter time.Duration // --stale-after: watch outage before answers are marked stale
