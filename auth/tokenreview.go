@@ -44,9 +44,9 @@ const (
 // default: a revoked token is believed that long.
 const DefaultTokenAllowTTL = 10 * time.Second
 
-// ReviewBurst is the default ReviewBurst for a rate of reviews a second:
-// ReviewBurstSeconds' worth, at least one.
-func ReviewBurst(perSecond float64) int { return max(1, int(ReviewBurstSeconds*perSecond)) }
+// DefaultReviewBurst is ReviewBurst's default for a rate of reviews a
+// second: ReviewBurstSeconds' worth, at least one.
+func DefaultReviewBurst(perSecond float64) int { return max(1, int(ReviewBurstSeconds*perSecond)) }
 
 // TokenReviewer authenticates bearer tokens with the Kubernetes TokenReview
 // API: the API server says whose token it is, so every credential the
@@ -70,7 +70,7 @@ func NewTokenReviewer(client authnclient.TokenReviewInterface, o TokenReviewOpti
 		o.ReviewsPerSecond = DefaultReviewsPerSecond
 	}
 	if o.ReviewBurst <= 0 {
-		o.ReviewBurst = ReviewBurst(o.ReviewsPerSecond)
+		o.ReviewBurst = DefaultReviewBurst(o.ReviewsPerSecond)
 	}
 	if o.ClientAddresses <= 0 {
 		o.ClientAddresses = 16384

@@ -159,7 +159,7 @@ func limitRows() []limitRow {
 			beyond: "close 1008, `ERROR` 401"},
 		{bound: "WebSocket message", value: fmt.Sprintf("%s (`ERROR`); %s", size(server.DefaultMaxMessageBytes), size(server.CloseMessageBytes)), beyond: "close 1009"},
 		{bound: "TokenReviews caused by one client address, with `--auth=tokenreview`: tokens not in the cache", flag: "token-reviews-per-client",
-			value:  fmt.Sprintf("%v/s, bursts of %d× that (%d)", auth.DefaultReviewsPerSecond, auth.ReviewBurstSeconds, auth.ReviewBurst(auth.DefaultReviewsPerSecond)),
+			value:  fmt.Sprintf("%v/s, bursts of %d× that (%d)", auth.DefaultReviewsPerSecond, auth.ReviewBurstSeconds, auth.DefaultReviewBurst(auth.DefaultReviewsPerSecond)),
 			beyond: "429, no review; known tokens still answered"},
 		{bound: "reconnection attempts to an unreachable API server, per informer", value: fmt.Sprintf("about 1/s (%s, doubling to %s, each stretched by up to %d%%)",
 			shortDuration(cache.RetryFirst), shortDuration(cache.RetryCap), int(cache.RetryJitter*100)), beyond: "—"},

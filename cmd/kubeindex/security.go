@@ -123,7 +123,7 @@ func (sc *SecurityConfig) serverAuth(rc *rest.Config) (server.AuthOptions, error
 		o.Authenticator = st
 	case "tokenreview":
 		tr, err := auth.NewTokenReviewerForConfig(rc, auth.TokenReviewOptions{Audiences: splitList(sc.TokenAudiences),
-			ReviewsPerSecond: sc.TokenReviewsPerClient, ReviewBurst: auth.ReviewBurst(sc.TokenReviewsPerClient)})
+			ReviewsPerSecond: sc.TokenReviewsPerClient, ReviewBurst: auth.DefaultReviewBurst(sc.TokenReviewsPerClient)})
 		if err != nil {
 			return o, err
 		}
