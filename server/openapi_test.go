@@ -22,6 +22,8 @@ import (
 	"github.com/kubeindex/kubeindex/cache"
 	"github.com/kubeindex/kubeindex/cache/cachetest"
 	"github.com/kubeindex/kubeindex/openapi"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // loadSpec parses the embedded document and validates it as OpenAPI 3.0:
@@ -360,7 +362,7 @@ func TestQueryParametersAreTheDocumentedOnes(t *testing.T) {
 	doc := loadSpec(t)
 	h := New(cachetest.Start(t, cachetest.DefaultSpecs()...).Cache, Options{Logger: quiet()}).Handler()
 	isUnknownParam := func(rec *httptest.ResponseRecorder) bool {
-		var st Status
+		var st metav1.Status
 		json.Unmarshal(rec.Body.Bytes(), &st)
 		return rec.Code == http.StatusBadRequest && strings.Contains(st.Message, "unknown query parameter")
 	}

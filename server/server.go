@@ -61,7 +61,7 @@ type Options struct {
 	Simulated bool
 	// ShutdownTimeout bounds graceful shutdown. Default 10s.
 	ShutdownTimeout time.Duration
-	// MaxHeaderBytes bounds request headers. Default 64 KiB.
+	// MaxHeaderBytes bounds request headers. Default DefaultMaxHeaderBytes.
 	MaxHeaderBytes int
 	Logger         *slog.Logger
 	// Streams bounds and tunes WebSocket and SSE event streams.
@@ -78,6 +78,9 @@ type Options struct {
 	// version naming kubeindex only.
 	KubeVersion *version.Info
 }
+
+// DefaultMaxHeaderBytes is Options.MaxHeaderBytes' default.
+const DefaultMaxHeaderBytes = 64 << 10
 
 // Server serves the REST API from a Reader.
 type Server struct {
@@ -103,7 +106,7 @@ func New(r Reader, opts Options) *Server {
 		opts.ShutdownTimeout = 10 * time.Second
 	}
 	if opts.MaxHeaderBytes <= 0 {
-		opts.MaxHeaderBytes = 64 << 10
+		opts.MaxHeaderBytes = DefaultMaxHeaderBytes
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -128,7 +131,7 @@ func (s *Server) Handler() http.Handler { return s.echo }
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
 		Handler:           s.echo,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: ReadHeaderTimeout,
 		IdleTimeout:       s.opts.Limits.IdleTimeout,
 		MaxHeaderBytes:    s.opts.MaxHeaderBytes,
 		ConnContext:       connContext, // the short timeout of unauthenticated connections (conns.go)
