@@ -73,11 +73,26 @@ func (s *Server) kubeResourcePath(c echo.Context) error {
 	if err != nil {
 		return kubeNotFoundPath()
 	}
+	sub := c.Param("subresource")
+	if c.Param("version") == "" && namespace != "" && name == "" && sub == "" && !s.isCoreResource(plural) {
+		// /api/v1/namespaces/{name}/{subresource}: a path of the
+		// namespace's subresources as well as of the lists in it.
+		namespace, name, sub, plural = "", namespace, plural, "namespaces"
+	}
 	t, err := s.kubeTargetOf(c, namespace, plural, name)
 	if err != nil {
 		return err
 	}
+	if sub != "" {
+		return s.kubeSubresource(c, t, sub)
+	}
 	return s.kubeServe(c, t)
+}
+
+// isCoreResource reports whether the core group serves plural.
+func (s *Server) isCoreResource(plural string) bool {
+	_, ok := s.kubeResource("", plural)
+	return ok
 }
 
 // kubeNamespace handles /api/v1/namespaces/{name}: a Namespace object.
@@ -184,11 +199,16 @@ func (s *Server) kubePosition(ctx context.Context, res cache.Resource, rv string
 // kubeAllow checks one verb as the API server's authorizer would, and
 // words a refusal as it does.
 func (s *Server) kubeAllow(c echo.Context, verb string, res cache.Resource, namespace, name string) error {
+	return s.kubeAllowSub(c, verb, res, "", namespace, name)
+}
+
+// kubeAllowSub is kubeAllow for a subresource ("" for the resource).
+func (s *Server) kubeAllowSub(c echo.Context, verb string, res cache.Resource, sub, namespace, name string) error {
 	if !s.authorizing() {
 		return nil
 	}
 	a := s.accessFor(c)
-	ok, err := a.decideObject(auth.Attributes{Verb: verb, Group: res.Group, Resource: res.Plural, Namespace: namespace, Name: name})
+	ok, err := a.decideObject(auth.Attributes{Verb: verb, Group: res.Group, Resource: res.Plural, Subresource: sub, Namespace: namespace, Name: name})
 	if err != nil || ok {
 		return err
 	}
@@ -200,11 +220,15 @@ func (s *Server) kubeAllow(c echo.Context, verb string, res cache.Resource, name
 	if name != "" {
 		what = fmt.Sprintf("%s %q", what, text.Truncate(name, 256))
 	}
+	resource := res.Plural
+	if sub != "" {
+		resource += "/" + sub
+	}
 	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusForbidden,
 		Reason:  metav1.StatusReasonForbidden,
 		Details: &metav1.StatusDetails{Name: text.Truncate(name, 256), Group: res.Group, Kind: res.Plural},
 		Message: fmt.Sprintf("%s is forbidden: User %q cannot %s resource %q in API group %q %s",
-			what, a.userName(), verb, res.Plural, res.Group, where)}}
+			what, a.userName(), verb, resource, res.Group, where)}}
 }
 
 func (s *Server) kubeGet(c echo.Context, t kubeTarget, opts *metainternalversion.ListOptions, tb *tableRequest) error {
