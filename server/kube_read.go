@@ -32,6 +32,9 @@ const freshWait = 3 * time.Second
 type kubeTarget struct {
 	res             cache.Resource
 	namespace, name string
+	// asMetadata: the answer is PartialObjectMetadata(List), not the
+	// objects (kube_metadata.go).
+	asMetadata bool
 }
 
 // kubeTargetOf resolves the path's group, version and resource to a
@@ -110,9 +113,10 @@ func (s *Server) kubeNamespace(c echo.Context) error {
 
 func (s *Server) kubeServe(c echo.Context, t kubeTarget) error {
 	var tb *tableRequest
-	switch negotiateObjects(c.Request(), true) {
+	media := negotiateObjects(c.Request(), true)
+	switch media {
 	case kubeNotAcceptableM:
-		return kubeNotAcceptable("application/json", kubeTableMediaType)
+		return kubeNotAcceptable("application/json", kubeTableMediaType, kubeMetadataMediaType, kubeMetadataListMediaType)
 	case kubeTable:
 		var err error
 		if tb, err = s.tableFor(c, t.res); err != nil {
@@ -123,6 +127,10 @@ func (s *Server) kubeServe(c echo.Context, t kubeTarget) error {
 	if err != nil {
 		return err
 	}
+	if err := kubeMetadataFits(media, !opts.Watch && t.name == ""); err != nil {
+		return err
+	}
+	t.asMetadata = media == kubeMetadata || media == kubeMetadataList
 	switch {
 	case opts.Watch:
 		return s.kubeWatch(c, t, &opts, tb)
@@ -253,6 +261,9 @@ func (s *Server) kubeGet(c echo.Context, t kubeTarget, opts *metainternalversion
 		}
 		return writeTable(c, body)
 	}
+	if t.asMetadata {
+		return writeKubeMetadata(c, t.res, obj.Raw())
+	}
 	return writeJSON(c.Response(), obj.Raw())
 }
 
@@ -300,11 +311,16 @@ func (s *Server) kubeList(c echo.Context, t kubeTarget, opts *metainternalversio
 		}
 		return writeTable(c, body)
 	}
-	return writeEnvelope(c.Response(), res.Items, func(b []byte) []byte {
+	kind, apiVersion, items := t.res.Kind+"List", t.res.APIVersion(), listItems(t.res)
+	if t.asMetadata {
+		kind, apiVersion, items = "PartialObjectMetadataList", "meta.k8s.io/v1", metadataOf(t.res)
+		c.Response().Header().Set(echo.HeaderContentType, kubeMetadataListMediaType)
+	}
+	return writeEnvelopeAs(c.Response(), res.Items, func(b []byte) []byte {
 		b = append(b, `{"kind":`...)
-		b = jsonscan.AppendString(b, t.res.Kind+"List")
+		b = jsonscan.AppendString(b, kind)
 		b = append(b, `,"apiVersion":`...)
-		b = jsonscan.AppendString(b, t.res.APIVersion())
+		b = jsonscan.AppendString(b, apiVersion)
 		b = append(b, `,"metadata":{"resourceVersion":`...)
 		b = jsonscan.AppendString(b, meta.ResourceVersion)
 		if meta.Continue != "" {
@@ -314,5 +330,5 @@ func (s *Server) kubeList(c echo.Context, t kubeTarget, opts *metainternalversio
 			b = strconv.AppendInt(b, int64(meta.Remaining), 10)
 		}
 		return append(b, '}')
-	})
+	}, items)
 }
