@@ -7,6 +7,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -212,7 +213,7 @@ func decodeKubeReview(c echo.Context, gvk schema.GroupVersionKind, into runtime.
 	}
 	var info runtime.SerializerInfo
 	for _, i := range scheme.Codecs.SupportedMediaTypes() {
-		if i.MediaType == mediaType && strings.Contains(strings.Join(kubeReviewMediaTypes, ","), mediaType) {
+		if i.MediaType == mediaType && slices.Contains(kubeReviewMediaTypes, mediaType) {
 			info = i
 		}
 	}
