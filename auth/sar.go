@@ -102,7 +102,7 @@ func (a *AccessReviewer) review(ctx context.Context, at Attributes) (decision, e
 		spec.NonResourceAttributes = &authzv1.NonResourceAttributes{Path: at.Path, Verb: at.Verb}
 	} else {
 		spec.ResourceAttributes = &authzv1.ResourceAttributes{Namespace: at.Namespace, Verb: at.Verb,
-			Group: at.Group, Resource: at.Resource, Name: at.Name}
+			Group: at.Group, Resource: at.Resource, Subresource: at.Subresource, Name: at.Name}
 	}
 	sar, err := a.client.Create(ctx, &authzv1.SubjectAccessReview{Spec: spec}, metav1.CreateOptions{})
 	if err != nil {
@@ -114,7 +114,7 @@ func (a *AccessReviewer) review(ctx context.Context, at Attributes) (decision, e
 // attributesKey identifies a question: the whole user (name, uid, groups
 // and extra, order-independent) and the whole request.
 func attributesKey(at Attributes) [32]byte {
-	parts := []string{at.Verb, at.Group, at.Resource, at.Namespace, at.Name, at.Path, at.User.Name, at.User.UID}
+	parts := []string{at.Verb, at.Group, at.Resource, at.Subresource, at.Namespace, at.Name, at.Path, at.User.Name, at.User.UID}
 	parts = append(parts, strconv.Itoa(len(at.User.Groups)))
 	parts = append(parts, slices.Sorted(slices.Values(at.User.Groups))...)
 	for _, k := range slices.Sorted(maps.Keys(at.User.Extra)) {

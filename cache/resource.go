@@ -21,6 +21,10 @@ type Resource struct {
 	// Categories are the groupings discovery put the resource in ("all").
 	Categories []string `json:"categories,omitempty"`
 	Namespaced bool     `json:"namespaced"`
+	// Subresources are the subresources discovery lists for it ("status",
+	// "scale", "log"), in discovery's order. The Kubernetes API under /k8s
+	// reads them; kubeindex's own API does not show them.
+	Subresources []string `json:"-"`
 }
 
 // APIVersion is the apiVersion field of the resource's objects.

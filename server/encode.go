@@ -86,6 +86,20 @@ var envelopeBuffers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil
 // that fits the buffer (a lookup's, a short list's) goes out in one write
 // with its length (see writeJSON); a longer one is streamed, chunked.
 func writeEnvelope(w http.ResponseWriter, items []*cache.Object, head func([]byte) []byte) error {
+	return writeEnvelopeAs(w, items, head, nil)
+}
+
+// itemEncoding writes the objects of a list otherwise than as stored.
+type itemEncoding interface {
+	// size is the length of what write writes for raw; -1 when it is not
+	// known beforehand (the answer is then streamed without a length).
+	size(raw []byte) int
+	write(bw *bufio.Writer, raw []byte)
+}
+
+// writeEnvelopeAs is writeEnvelope with each object written by enc (as
+// stored when enc is nil).
+func writeEnvelopeAs(w http.ResponseWriter, items []*cache.Object, head func([]byte) []byte, enc itemEncoding) error {
 	bw := envelopeBuffers.Get().(*bufio.Writer)
 	defer envelopeBuffers.Put(bw)
 	bw.Reset(w)
@@ -93,11 +107,22 @@ func writeEnvelope(w http.ResponseWriter, items []*cache.Object, head func([]byt
 	start := head(bw.AvailableBuffer())
 	size := len(start) + len(`,"items":[`) + len("]}\n") + max(len(items)-1, 0)
 	for _, o := range items {
-		size += len(o.Raw())
+		if enc == nil {
+			size += len(o.Raw())
+		} else if n := enc.size(o.Raw()); n >= 0 && size >= 0 {
+			size += n
+		} else {
+			size = -1
+		}
+		if size > bw.Size() || size < 0 {
+			break // streamed: the length is not needed
+		}
 	}
 	h := w.Header()
-	h["Content-Type"] = jsonContentType
-	if size <= bw.Size() {
+	if h.Get("Content-Type") == "" {
+		h["Content-Type"] = jsonContentType
+	}
+	if size >= 0 && size <= bw.Size() {
 		h["Content-Length"] = []string{strconv.Itoa(size)}
 	}
 	w.WriteHeader(http.StatusOK)
@@ -107,7 +132,11 @@ func writeEnvelope(w http.ResponseWriter, items []*cache.Object, head func([]byt
 		if i > 0 {
 			bw.WriteByte(',')
 		}
-		bw.Write(o.Raw())
+		if enc == nil {
+			bw.Write(o.Raw())
+		} else {
+			enc.write(bw, o.Raw())
+		}
 	}
 	bw.WriteString("]}\n")
 	return bw.Flush()

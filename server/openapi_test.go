@@ -240,6 +240,10 @@ func TestResponsesMatchTheSpec(t *testing.T) {
 		{"/k8s/apis/{group}/{version}/{resource}/{name}", "/k8s/api/v1/nodes/node-1", synced, 200, false},
 		{"/k8s/apis/{group}/{version}/namespaces/{namespace}/{resource}", "/k8s/apis/apps/v1/namespaces/kube-system/replicasets", synced, 200, false},
 		{"/k8s/apis/{group}/{version}/namespaces/{namespace}/{resource}/{name}", "/k8s/apis/apps/v1/namespaces/kube-system/deployments/coredns", synced, 200, false},
+		{"/k8s/api/v1/{resource}/{name}/{subresource}", "/k8s/api/v1/nodes/node-2/status", synced, 200, false},
+		{"/k8s/api/v1/namespaces/{namespace}/{resource}/{name}/{subresource}", "/k8s/api/v1/namespaces/kube-system/pods/kube-proxy-zhstf/status", synced, 200, false},
+		{"/k8s/apis/{group}/{version}/{resource}/{name}/{subresource}", "/k8s/api/v1/nodes/node-1/status", synced, 200, false},
+		{"/k8s/apis/{group}/{version}/namespaces/{namespace}/{resource}/{name}/{subresource}", "/k8s/apis/apps/v1/namespaces/kube-system/deployments/coredns/status", synced, 200, false},
 	}
 	// Statuses a ResponseRecorder cannot produce; stream_test.go proves them
 	// over real connections (upgrade, origin refusal, shutdown).
@@ -324,6 +328,21 @@ func TestResponsesMatchTheSpec(t *testing.T) {
 		})
 		if err != nil {
 			t.Errorf("POST %s (%d) does not match the spec:\n%v\n%s", path, rec.Code, err, rec.Body)
+		}
+	}
+	// The self reviews: a POST with a body, 201.
+	for path, body := range map[string]string{ssarPath: ssar(`{"verb":"list","resource":"pods"}`), ssrrPath: `{"spec":{"namespace":"a"}}`, ssrPath: `{}`} {
+		item := doc.Paths.Value(path)
+		rec := kubePost(t, synced, path, "application/json", body)
+		produced["POST "+path+" "+http.StatusText(rec.Code)] = true
+		err := openapi3filter.ValidateResponse(context.Background(), &openapi3filter.ResponseValidationInput{
+			RequestValidationInput: &openapi3filter.RequestValidationInput{Request: localRequest(http.MethodPost, path, strings.NewReader(body)),
+				Route: &routers.Route{Spec: doc, Path: path, PathItem: item, Method: http.MethodPost, Operation: item.Post}},
+			Status: rec.Code, Header: rec.Header(), Body: io.NopCloser(bytes.NewReader(rec.Body.Bytes())),
+			Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
+		})
+		if rec.Code != http.StatusCreated || err != nil {
+			t.Errorf("POST %s: %d, %v\n%s", path, rec.Code, err, rec.Body)
 		}
 	}
 	for path, item := range doc.Paths.Map() {
