@@ -37,7 +37,7 @@ func TestBrokerSnapshotThenEventsHasNoGapOrDuplicate(t *testing.T) {
 		{Snapshot: false},
 	}
 	type client struct {
-		s *Subscription
+		s *eventSub
 		f *filter
 		r *replica
 	}
@@ -317,7 +317,7 @@ func TestMessageJSON(t *testing.T) {
 		}
 		return v
 	}
-	next := func(s *Subscription) Message { m, _ := s.Next(); return m }
+	next := func(s *eventSub) Message { m, _ := s.Next(); return m }
 	if v := decode(next(merge)); v["type"] != "ADDED" || v["resourceVersion"] != "1" || v["object"] == nil {
 		t.Errorf("snapshot item %v", v)
 	}
@@ -338,7 +338,8 @@ func TestMessageJSON(t *testing.T) {
 		t.Errorf("resync %v", v)
 	}
 	// Encoded once: both subscribers' messages share the event's bytes.
-	ev := tb.b.history[len(tb.b.history)-1]
+	evs, _ := tb.b.log.Since(tb.b.log.Oldest())
+	ev := evs[len(evs)-1]
 	if &ev.head(Modified)[0] != &ev.head(Modified)[0] || &ev.tail(Modified, JSONPatch)[0] != &ev.tail(Modified, JSONPatch)[0] {
 		t.Error("event frames are rebuilt per call")
 	}
@@ -361,7 +362,7 @@ func TestBrokerPublishedOnlyForLiveEvents(t *testing.T) {
 	tb.apply("ns", "b", nil)
 	live, _ := tb.subscribe(WatchQuery{Snapshot: true})
 	var kinds []string
-	next := func(s *Subscription) {
+	next := func(s *eventSub) {
 		for {
 			m, ok := s.Next()
 			if !ok {
@@ -425,7 +426,7 @@ func TestCostlyFilterHoldsUpNoOne(t *testing.T) {
 	other, _ := tb.subscribe(WatchQuery{})
 	gate := make(chan struct{})
 	costly.filter.selector = blockingSelector{costly.filter.selector, gate}
-	for _, s := range []*Subscription{costly, other} {
+	for _, s := range []*eventSub{costly, other} {
 		if m, _ := s.Next(); m.Type != Synced {
 			t.Fatalf("first message %s; expect SYNCED", m.Type)
 		}
