@@ -273,6 +273,30 @@ func TestBrokerResumeAcrossOutOfOrderShards(t *testing.T) {
 	}
 }
 
+// A late event shares the stamp of the event before it. Once the history
+// has forgotten it, a client at that stamp (which saw the event that set
+// it, not the late one) must resync: resuming would skip it.
+func TestBrokerResumeAtAForgottenLateEventRequiresResync(t *testing.T) {
+	tb := newTestBroker(t, StreamOptions{HistorySize: 2})
+	tb.subscribe(WatchQuery{})
+	in := func(ns, name, rv string) { tb.feed.OnAdd(testPod(t, ns, name, rv, nil), false) }
+	in("a", "x", "10")
+	in("b", "late", "9") // stamped 10
+	in("a", "y", "11")
+	in("a", "z", "12") // the history keeps 11 and 12: the late event at 10 is forgotten
+	s, _ := tb.subscribe(WatchQuery{ResourceVersion: "10"})
+	if m, _ := s.Next(); m.Type != ResyncRequired || !strings.Contains(m.Reason, "older than the retained history (from 10)") {
+		t.Errorf("resume from 10 after its late event was forgotten: %s %q; expect RESYNC_REQUIRED", m.Type, m.Reason)
+	}
+	if oldest, expired := s.Expired(); !expired || oldest != 10 {
+		t.Errorf("Expired() = %d, %v; expect 10, true", oldest, expired)
+	}
+	s, _ = tb.subscribe(WatchQuery{ResourceVersion: "11"})
+	if m, _ := s.Next(); m.Type != MessageType(Added) || m.ResourceVersion != "12" {
+		t.Errorf("resume from 11: %s %s; expect ADDED 12", m.Type, m.ResourceVersion)
+	}
+}
+
 func TestBrokerBookmarksIdleSubscribers(t *testing.T) {
 	tb := newTestBroker(t, StreamOptions{})
 	tb.apply("ns", "p", nil)
