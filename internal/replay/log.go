@@ -55,7 +55,7 @@ type Log[E any] struct {
 type entry[E any] struct {
 	ev  E
 	pos uint64
-	at  time.Time
+	at  int64 // Unix nanoseconds: a third of a time.Time, for logs are long
 	// leads is set when this event moved the head to pos: a client at pos
 	// has it.
 	leads bool
@@ -71,7 +71,7 @@ func NewLog[E any](limit int, age time.Duration) *Log[E] {
 // head when pos is behind it (a late event). Then it forgets events beyond
 // the limit and those older than the age before at.
 func (l *Log[E]) Append(pos uint64, at time.Time, ev E) (stamp uint64) {
-	e := entry[E]{ev: ev, pos: l.head, at: at}
+	e := entry[E]{ev: ev, pos: l.head, at: at.UnixNano()}
 	if pos > l.head {
 		l.head, e.pos, e.leads = pos, pos, true
 	}
@@ -101,8 +101,8 @@ func (l *Log[E]) Reset(pos uint64) {
 func (l *Log[E]) Trim(now time.Time) {
 	n := max(len(l.entries)-l.limit, 0)
 	if l.age > 0 {
-		oldest := now.Add(-l.age)
-		for n < len(l.entries) && l.entries[n].at.Before(oldest) {
+		oldest := now.Add(-l.age).UnixNano()
+		for n < len(l.entries) && l.entries[n].at < oldest {
 			n++
 		}
 	}
