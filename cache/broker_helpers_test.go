@@ -212,3 +212,7 @@ func (r *replica) drain(t testing.TB, s Subscription) {
 		}
 	}
 }
+
+// Queued returns how many events wait in the queue, and its bound
+// (WatchQuery.QueueSize).
+func (s *eventSub) Queued() (n, capacity int) { return s.box.Queued() }

@@ -312,10 +312,6 @@ func (s *eventSub) Expired() (oldest uint64, ok bool) {
 	return *s.expired, true
 }
 
-// Queued returns how many events wait in the queue, and its bound
-// (WatchQuery.QueueSize). Safe for concurrent use.
-func (s *eventSub) Queued() (n, capacity int) { return s.box.Queued() }
-
 // Close is Subscription.Close.
 func (s *eventSub) Close() {
 	s.closed.Store(true) // if it has not joined the fan-out yet, it never will

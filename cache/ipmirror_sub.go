@@ -255,10 +255,6 @@ func (m *addrMirror) resumeRefusal(err error) string {
 	return fmt.Sprintf("the position is older than the retained history (from %s): changes after it are forgotten", m.position(pe.Oldest))
 }
 
-// Queued returns how many changes wait in the queue, and its bound
-// (AddressWatchQuery.QueueSize). Safe for concurrent use.
-func (s *addrSub) Queued() (n, capacity int) { return s.box.Queued() }
-
 // backlog counts the queued changes and the size of their messages.
 func (s *addrSub) backlog() (events int, bytes int64) {
 	s.box.Each(func(d addrDelivery) {
