@@ -36,10 +36,10 @@ type Reader interface {
 	// IPHistoryStats describes the address history; false when it is off.
 	IPHistoryStats() (cache.IPHistoryStats, bool)
 	// Watch subscribes to a resource's events (see cache.Cache.Watch).
-	Watch(resource string, q cache.WatchQuery, notify chan<- struct{}) (*cache.Subscription, error)
+	Watch(resource string, q cache.WatchQuery, notify chan<- struct{}) (cache.Subscription, error)
 	// WatchAddresses subscribes to the address stream (see
 	// cache.Cache.WatchAddresses).
-	WatchAddresses(q cache.AddressWatchQuery, notify chan<- struct{}) (*cache.Subscription, error)
+	WatchAddresses(q cache.AddressWatchQuery, notify chan<- struct{}) (cache.Subscription, error)
 	// StreamStats describes each resource's stream broker, for metrics.
 	StreamStats() []cache.StreamStats
 	// Resolve, Namespaces, NamespacesOf and IPResources serve

@@ -194,8 +194,8 @@ func newStreamHub(o StreamOptions) *streamHub {
 // one another replica sent a moment before this one received the same
 // event: once this server has it too, the stream resumes with no gap and
 // no repeat. A position still ahead after the wait gets RESYNC_REQUIRED.
-func (h *streamHub) subscribe(r Reader, resource string, q cache.WatchQuery, notify chan<- struct{}) (*cache.Subscription, error) {
-	return h.admit(func() (*cache.Subscription, error) {
+func (h *streamHub) subscribe(r Reader, resource string, q cache.WatchQuery, notify chan<- struct{}) (cache.Subscription, error) {
+	return h.admit(func() (cache.Subscription, error) {
 		if from, err := strconv.ParseUint(q.ResourceVersion, 10, 64); err == nil && from > 0 {
 			if pos, err := r.Position(resource); err == nil && pos < from {
 				ctx, cancel := context.WithTimeout(h.ctx, freshWait)
@@ -209,7 +209,7 @@ func (h *streamHub) subscribe(r Reader, resource string, q cache.WatchQuery, not
 
 // admit opens a subscription with open (a resource's, or the address
 // stream's) within the bound; see subscribe.
-func (h *streamHub) admit(open func() (*cache.Subscription, error)) (*cache.Subscription, error) {
+func (h *streamHub) admit(open func() (cache.Subscription, error)) (cache.Subscription, error) {
 	if h.subscribers.Add(1) > int64(h.opts.MaxSubscribers) {
 		h.subscribers.Add(-1)
 		return nil, echo.NewHTTPError(http.StatusTooManyRequests,
@@ -223,7 +223,7 @@ func (h *streamHub) admit(open func() (*cache.Subscription, error)) (*cache.Subs
 	return sub, nil
 }
 
-func (h *streamHub) unsubscribe(sub *cache.Subscription) {
+func (h *streamHub) unsubscribe(sub cache.Subscription) {
 	sub.Close()
 	h.subscribers.Add(-1)
 }
@@ -268,7 +268,7 @@ func (h *streamHub) wait(ctx context.Context) {
 // header (with the details when detail is set: see freshnessDetail).
 // notify is the subscription's wake-up. Every subscription it returns must
 // end with unsubscribe.
-func (s *Server) subscribe(resource string, q cache.WatchQuery, header http.Header, detail bool) (*cache.Subscription, chan struct{}, error) {
+func (s *Server) subscribe(resource string, q cache.WatchQuery, header http.Header, detail bool) (cache.Subscription, chan struct{}, error) {
 	notify := make(chan struct{}, 1)
 	sub, err := s.streams.subscribe(s.r, resource, q, notify)
 	if err != nil {
@@ -281,7 +281,7 @@ func (s *Server) subscribe(resource string, q cache.WatchQuery, header http.Head
 }
 
 // unsubscribe ends a subscription of subscribe.
-func (s *Server) unsubscribe(sub *cache.Subscription) { s.streams.unsubscribe(sub) }
+func (s *Server) unsubscribe(sub cache.Subscription) { s.streams.unsubscribe(sub) }
 
 // watchParams are the query parameters of a per-resource watch.
 var watchParams = []string{"watch", "namespace", "labelSelector", "index", "value", "resourceVersion", "snapshot", "diff"}

@@ -68,9 +68,9 @@ func addressWatchQuery(kinds, node, resourceVersion string) cache.AddressWatchQu
 	return q
 }
 
-func (s *Server) subscribeAddresses(q cache.AddressWatchQuery) (*cache.Subscription, chan struct{}, error) {
+func (s *Server) subscribeAddresses(q cache.AddressWatchQuery) (cache.Subscription, chan struct{}, error) {
 	notify := make(chan struct{}, 1)
-	sub, err := s.streams.admit(func() (*cache.Subscription, error) { return s.r.WatchAddresses(q, notify) })
+	sub, err := s.streams.admit(func() (cache.Subscription, error) { return s.r.WatchAddresses(q, notify) })
 	return sub, notify, err
 }
 
@@ -171,8 +171,8 @@ func (w *wsConn) subscribeAddresses(id string, q cache.AddressWatchQuery) error 
 	err := w.checkNewSubscription(id)
 	if err == nil {
 		q.QueueSize = w.opts.QueueSize
-		var sub *cache.Subscription
-		sub, err = w.hub.admit(func() (*cache.Subscription, error) { return w.r.WatchAddresses(q, w.wake) })
+		var sub cache.Subscription
+		sub, err = w.hub.admit(func() (cache.Subscription, error) { return w.r.WatchAddresses(q, w.wake) })
 		if err == nil {
 			w.add(id, sub)
 			return nil
