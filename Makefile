@@ -18,7 +18,7 @@ run-demo: ## Run against a simulated cluster on 127.0.0.1:8080 (no cluster neede
 	$(GO) run ./cmd/kubeindex --demo
 
 .PHONY: lint
-lint: ## gofmt, go vet and go mod tidy (both modules) must leave nothing to change.
+lint: ## gofmt, go vet, go mod tidy (both modules) and make docs must leave nothing to change.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	cd test && $(GO) vet ./...
@@ -26,6 +26,11 @@ lint: ## gofmt, go vet and go mod tidy (both modules) must leave nothing to chan
 	cd test && $(GO) mod tidy -diff
 	cd test/table && $(GO) vet ./...
 	cd test/table && $(GO) mod tidy -diff
+	@$(GO) test -count=1 -run '^TestConfigurationDocIsCurrent$$' ./cmd/kubeindex || { echo "docs/configuration.md is out of date: run make docs"; exit 1; }
+
+.PHONY: docs
+docs: ## Write the generated tables of docs/configuration.md (flags, environment, defaults, limits).
+	$(GO) test -count=1 -run '^TestConfigurationDocIsCurrent$$' ./cmd/kubeindex -args -update
 
 .PHONY: test-unit
 test-unit: ## Unit tests (client-go fakes, the demo API server), with -race.

@@ -49,6 +49,9 @@ type Attributes struct {
 	// Group and Resource name the API resource: "" and "pods", "apps" and
 	// "deployments".
 	Group, Resource string
+	// Subresource names a subresource of Resource ("status", "scale"), as
+	// RBAC names it after a slash ("pods/status"); "" for the resource.
+	Subresource string
 	// Namespace is "" for a question about all namespaces, or about a
 	// cluster-scoped resource.
 	Namespace string

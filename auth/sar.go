@@ -21,14 +21,20 @@ type AccessReviewOptions struct {
 	Cache CacheOptions
 	// InFlightPerUser bounds the reviews of one user asked at once; its
 	// others wait for one of its own slots, so that a user who asks much
-	// delays itself, not others. Default 16.
+	// delays itself, not others. Default DefaultInFlightPerUser.
 	InFlightPerUser int
 	// WaitingPerUser bounds the reviews of one user waiting for a slot;
 	// beyond, and for a review that waited longer than the review
 	// timeout, Authorize fails with ErrTooManyAccessReviews without
-	// asking. Default 256.
+	// asking. Default DefaultWaitingPerUser.
 	WaitingPerUser int
 }
+
+// AccessReviewOptions' defaults.
+const (
+	DefaultInFlightPerUser = 16
+	DefaultWaitingPerUser  = 256
+)
 
 // AccessReviewer authorizes with the Kubernetes SubjectAccessReview API:
 // the API server answers with the cluster's own RBAC (and any other
@@ -49,10 +55,10 @@ type decision struct {
 func NewAccessReviewer(client authzclient.SubjectAccessReviewInterface, o AccessReviewOptions) *AccessReviewer {
 	co := o.Cache.withDefaults(10*time.Second, 10*time.Second, 16384, 5*time.Minute)
 	if o.InFlightPerUser <= 0 {
-		o.InFlightPerUser = 16
+		o.InFlightPerUser = DefaultInFlightPerUser
 	}
 	if o.WaitingPerUser <= 0 {
-		o.WaitingPerUser = 256
+		o.WaitingPerUser = DefaultWaitingPerUser
 	}
 	return &AccessReviewer{client: client, cache: newDecisionCache(co, func(d decision) bool { return d.allowed }),
 		shares: newUserShares(o.InFlightPerUser, o.WaitingPerUser)}
@@ -96,7 +102,7 @@ func (a *AccessReviewer) review(ctx context.Context, at Attributes) (decision, e
 		spec.NonResourceAttributes = &authzv1.NonResourceAttributes{Path: at.Path, Verb: at.Verb}
 	} else {
 		spec.ResourceAttributes = &authzv1.ResourceAttributes{Namespace: at.Namespace, Verb: at.Verb,
-			Group: at.Group, Resource: at.Resource, Name: at.Name}
+			Group: at.Group, Resource: at.Resource, Subresource: at.Subresource, Name: at.Name}
 	}
 	sar, err := a.client.Create(ctx, &authzv1.SubjectAccessReview{Spec: spec}, metav1.CreateOptions{})
 	if err != nil {
@@ -108,7 +114,7 @@ func (a *AccessReviewer) review(ctx context.Context, at Attributes) (decision, e
 // attributesKey identifies a question: the whole user (name, uid, groups
 // and extra, order-independent) and the whole request.
 func attributesKey(at Attributes) [32]byte {
-	parts := []string{at.Verb, at.Group, at.Resource, at.Namespace, at.Name, at.Path, at.User.Name, at.User.UID}
+	parts := []string{at.Verb, at.Group, at.Resource, at.Subresource, at.Namespace, at.Name, at.Path, at.User.Name, at.User.UID}
 	parts = append(parts, strconv.Itoa(len(at.User.Groups)))
 	parts = append(parts, slices.Sorted(slices.Values(at.User.Groups))...)
 	for _, k := range slices.Sorted(maps.Keys(at.User.Extra)) {

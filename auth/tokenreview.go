@@ -17,20 +17,36 @@ type TokenReviewOptions struct {
 	// Audiences the token must be meant for. Empty: the API server's own
 	// (any token the API server itself accepts).
 	Audiences []string
-	// Cache defaults: valid tokens 10s, invalid ones 2s, 4096 valid
+	// Cache defaults: valid tokens DefaultTokenAllowTTL, invalid ones 2s, 4096 valid
 	// tokens and, apart, 1024 invalid ones, a stale grace of 5 minutes.
 	Cache CacheOptions
 	// ReviewsPerSecond and ReviewBurst bound the reviews one client
 	// address may cause: each token the cache does not know costs one.
-	// Defaults 5/s and 20: ~50 users behind one address, each reviewed
-	// once per AllowTTL. Beyond, AuthenticateToken fails with
-	// ErrTooManyReviews without asking the API server.
+	// Defaults DefaultReviewsPerSecond and ReviewBurstSeconds times it:
+	// ~50 users behind one address, each reviewed once per AllowTTL.
+	// Beyond, AuthenticateToken fails with ErrTooManyReviews without
+	// asking the API server.
 	ReviewsPerSecond float64
 	ReviewBurst      int
 	// ClientAddresses is how many addresses' budgets are remembered.
 	// Default 16384.
 	ClientAddresses int
 }
+
+// DefaultReviewsPerSecond is TokenReviewOptions.ReviewsPerSecond's
+// default; ReviewBurstSeconds makes the default burst from the rate.
+const (
+	DefaultReviewsPerSecond = 5
+	ReviewBurstSeconds      = 4
+)
+
+// DefaultTokenAllowTTL is how long a valid token's review is kept by
+// default: a revoked token is believed that long.
+const DefaultTokenAllowTTL = 10 * time.Second
+
+// DefaultReviewBurst is ReviewBurst's default for a rate of reviews a
+// second: ReviewBurstSeconds' worth, at least one.
+func DefaultReviewBurst(perSecond float64) int { return max(1, int(ReviewBurstSeconds*perSecond)) }
 
 // TokenReviewer authenticates bearer tokens with the Kubernetes TokenReview
 // API: the API server says whose token it is, so every credential the
@@ -49,12 +65,12 @@ type review struct {
 
 // NewTokenReviewer builds a TokenReviewer on a client of the API server.
 func NewTokenReviewer(client authnclient.TokenReviewInterface, o TokenReviewOptions) *TokenReviewer {
-	co := o.Cache.withDefaults(10*time.Second, 2*time.Second, 4096, 5*time.Minute)
+	co := o.Cache.withDefaults(DefaultTokenAllowTTL, 2*time.Second, 4096, 5*time.Minute)
 	if o.ReviewsPerSecond <= 0 {
-		o.ReviewsPerSecond = 5
+		o.ReviewsPerSecond = DefaultReviewsPerSecond
 	}
 	if o.ReviewBurst <= 0 {
-		o.ReviewBurst = 20
+		o.ReviewBurst = DefaultReviewBurst(o.ReviewsPerSecond)
 	}
 	if o.ClientAddresses <= 0 {
 		o.ClientAddresses = 16384

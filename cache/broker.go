@@ -2,12 +2,14 @@ package cache
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/kubeindex/kubeindex/internal/replay"
 )
 
 // StreamOptions configures the event brokers that serve streams. The zero
@@ -80,10 +82,12 @@ func (c *Cache) StreamStats() []StreamStats {
 // either: it is offered every event, and its consumer filters (Next), so
 // that what a caller's selector costs is paid on that caller's goroutine,
 // not by the informer nor by the other subscribers. Nothing done under
-// either lock blocks: a subscriber whose queue is full is dropped.
+// either lock blocks: a subscriber whose queue is full is dropped (the
+// history, the queues and that rule are internal/replay's).
 //
-// Positions in the stream are resource versions: hw is the highest
-// resourceVersion seen, and every event is stamped with hw after it. Events
+// Positions in the stream are resource versions: the log's head is the
+// highest resourceVersion seen, and every event is stamped with the head
+// after it. Events
 // from one watch arrive in increasing resourceVersion order, so normally
 // each event's stamp is its object's own resourceVersion. Events that
 // arrive "late" (another namespace's informer, a relist after a watch
@@ -97,13 +101,13 @@ type broker struct {
 	mu      sync.Mutex
 	opts    StreamOptions
 	objects map[string]map[string]*Object // namespace → key → object
-	hw      uint64                        // highest resourceVersion seen
-	base    uint64                        // hw just before history[0]
-	history []*event                      // oldest first, stamps non-decreasing
-	seq     uint64                        // events published so far
-	pending []*event                      // published, not yet offered to subscribers
-	joining []*Subscription               // subscribed, not yet seen by the fan-out
-	kick    chan struct{}                 // the fan-out has work
+	// log is the history for resuming; its positions are resource
+	// versions, its head the highest seen.
+	log     *replay.Log[*event]
+	seq     uint64        // events published so far
+	pending []*event      // published, not yet offered to subscribers
+	joining []*eventSub   // subscribed, not yet seen by the fan-out
+	kick    chan struct{} // the fan-out has work
 	// started is set by the first subscription, once the informers have
 	// synced: the initial list is a snapshot, not a sequence of events, so
 	// no position before its end can be resumed from.
@@ -111,17 +115,16 @@ type broker struct {
 
 	// fmu guards the fan-out's subscribers; taken before mu, never after.
 	fmu  sync.Mutex
-	subs map[*Subscription]struct{}
-
-	dropped atomic.Uint64
+	subs replay.Fanout[*eventSub, delivery]
 }
 
 func newBroker(now func() time.Time, opts StreamOptions) *broker {
+	opts = opts.withDefaults()
 	return &broker{
 		now:     now,
-		opts:    opts.withDefaults(),
+		opts:    opts,
 		objects: map[string]map[string]*Object{},
-		subs:    map[*Subscription]struct{}{},
+		log:     replay.NewLog[*event](opts.HistorySize, opts.HistoryAge),
 		kick:    make(chan struct{}, 1),
 	}
 }
@@ -130,16 +133,13 @@ func (b *broker) stats() StreamStats {
 	b.fanout() // so that the count includes who joined and left
 	b.fmu.Lock()
 	b.mu.Lock()
-	st := StreamStats{Subscribers: len(b.subs), History: len(b.history),
-		ResourceVersion: strconv.FormatUint(b.hw, 10), Dropped: b.dropped.Load()}
+	st := StreamStats{Subscribers: b.subs.Len(), History: b.log.Len(),
+		ResourceVersion: strconv.FormatUint(b.log.Head(), 10), Dropped: b.subs.Dropped()}
 	b.mu.Unlock()
-	subs := make([]*Subscription, 0, len(b.subs))
-	for s := range b.subs {
-		subs = append(subs, s)
-	}
+	subs := slices.Collect(b.subs.All())
 	b.fmu.Unlock() // the queues have their own locks: the informer's handler must not wait for this count
 	for _, s := range subs {
-		n, size := s.queue.backlog()
+		n, size := backlog(&s.box)
 		st.QueuedEvents += n
 		st.QueuedBytes += size
 	}
@@ -232,26 +232,17 @@ func (b *broker) startLocked(listRV uint64) {
 		return
 	}
 	b.started = true
-	b.hw = max(b.hw, listRV)
-	b.base = b.hw
-	clear(b.history)
-	b.history = b.history[:0]
+	b.log.Reset(listRV)
 }
 
 // publishLocked stamps ev, appends it to the history and hands it to the
 // fan-out: on the informer's handler, nothing here depends on how many
 // subscribers there are.
 func (b *broker) publishLocked(ev *event) {
-	if rv := parseRV(ev.obj.resourceVersion); rv > b.hw {
-		b.hw, ev.leads = rv, true
-	}
-	ev.rv = b.hw
-	ev.rvStr = strconv.FormatUint(b.hw, 10)
 	ev.at = b.now()
 	ev.seq = b.seq
 	b.seq++
-	b.history = append(b.history, ev)
-	b.trimLocked()
+	ev.rvStr = strconv.FormatUint(b.log.Append(parseRV(ev.obj.resourceVersion), ev.at, ev), 10)
 	b.pending = append(b.pending, ev)
 	select {
 	case b.kick <- struct{}{}:
@@ -274,57 +265,23 @@ func (b *broker) fanout() {
 	b.mu.Unlock()
 	for _, s := range joins {
 		if !s.closed.Load() {
-			b.subs[s] = struct{}{}
+			b.subs.Add(s)
 		}
 	}
 	for _, ev := range evs {
 		fc := &[2]*facts{}
-		for s := range b.subs {
+		for s := range b.subs.All() {
 			switch {
 			case ev.seq < s.from: // before it subscribed: in its snapshot or replay
 			case s.filter.costly:
-				b.offer(s, delivery{ev: ev, as: asUnrouted})
+				b.subs.Offer(s, delivery{ev: ev, as: asUnrouted})
 			default:
 				if as, ok := s.filter.route(ev, fc); ok {
-					b.offer(s, delivery{ev: ev, as: deliveredAs(as)})
+					b.subs.Offer(s, delivery{ev: ev, as: deliveredAs(as)})
 				}
 			}
 		}
 	}
-}
-
-// offer queues d for s without blocking; a full queue ends s. Under fmu.
-func (b *broker) offer(s *Subscription, d delivery) {
-	if s.queue.push(d) {
-		s.active = true
-		s.signal()
-		return
-	}
-	b.dropped.Add(1)
-	b.end(s, "the subscriber fell behind: its queue of "+strconv.Itoa(s.queue.limit)+" events overflowed")
-}
-
-// end removes s from the fan-out; its consumer gets RESYNC_REQUIRED.
-// Under fmu.
-func (b *broker) end(s *Subscription, reason string) {
-	delete(b.subs, s)
-	s.endReason.CompareAndSwap(nil, &reason)
-	s.signal()
-}
-
-// trimLocked forgets events beyond the history's count and age.
-func (b *broker) trimLocked() {
-	n := max(len(b.history)-b.opts.HistorySize, 0)
-	oldest := b.now().Add(-b.opts.HistoryAge)
-	for n < len(b.history) && b.history[n].at.Before(oldest) {
-		n++
-	}
-	if n == 0 {
-		return
-	}
-	b.base = b.history[n-1].rv
-	clear(b.history[:n])
-	b.history = b.history[n:]
 }
 
 // run is the broker's goroutine: it fans events out as they come, sends
@@ -356,29 +313,30 @@ func (b *broker) bookmark() {
 	b.fmu.Lock()
 	defer b.fmu.Unlock()
 	b.mu.Lock()
-	b.trimLocked()
+	b.log.Trim(b.now())
 	busy := len(b.pending) > 0 // published since the fanout above: nobody is idle
-	rv := b.hw
+	rv := b.log.Head()
 	b.mu.Unlock()
 	if busy {
 		return
 	}
-	var mark *event // the position, shared by every idle subscriber
-	for s := range b.subs {
-		// A costly filter's subscription is offered every event, wanted or
-		// not, so it is never idle: its consumer gets every bookmark.
-		if s.active && !s.filter.costly {
-			s.active = false
-			continue
+	// A costly filter's subscription is offered every event, wanted or
+	// not, so it is never idle: its consumer gets every bookmark.
+	mark := delivery{ev: &event{rvStr: strconv.FormatUint(rv, 10)}, as: asBookmark}
+	b.subs.Bookmark(mark, func(s *eventSub) bool { return s.filter.costly })
+}
+
+// backlog returns how many events wait in a subscriber's queue and the
+// size of their objects: how far behind its consumer is, in events and in
+// bytes. Bookmarks carry no object and are not counted.
+func backlog(box *replay.Outbox[delivery]) (events int, bytes int64) {
+	box.Each(func(d delivery) {
+		if d.as != asBookmark && d.ev.obj != nil {
+			events++
+			bytes += int64(len(d.ev.obj.raw))
 		}
-		if mark == nil {
-			mark = &event{rvStr: strconv.FormatUint(rv, 10)}
-		}
-		// A full queue is not idle after all; never drop anyone for a bookmark.
-		if s.queue.push(delivery{ev: mark, as: asBookmark}) {
-			s.signal()
-		}
-	}
+	})
+	return events, bytes
 }
 
 // parseRV reads an etcd resourceVersion; anything else counts as 0, which

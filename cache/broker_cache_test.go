@@ -67,7 +67,7 @@ func (r *streamReplica) state() (map[string]string, error) {
 }
 
 // follow consumes s into a fresh replica until stop is closed.
-func follow(t *testing.T, wg *sync.WaitGroup, s *cache.Subscription, notify chan struct{}, stop chan struct{}, start map[string]string) *streamReplica {
+func follow(t *testing.T, wg *sync.WaitGroup, s cache.Subscription, notify chan struct{}, stop chan struct{}, start map[string]string) *streamReplica {
 	r := &streamReplica{objs: maps.Clone(start)}
 	if r.objs == nil {
 		r.objs = map[string]string{}

@@ -185,9 +185,7 @@ type event struct {
 	typ   EventType
 	obj   *Object // the object after the change; for DELETED its last state
 	old   *Object // the object before the change; nil for ADDED
-	rv    uint64  // stream position after this event
-	rvStr string
-	leads bool // this event raised the position to rv
+	rvStr string  // the stream position after this event (its stamp in the broker's log)
 	at    time.Time
 	seq   uint64 // the broker's count of events before this one
 

@@ -119,7 +119,7 @@ func (tb *testBroker) state(f *filter) map[string]string {
 	return out
 }
 
-func (tb *testBroker) subscribe(q WatchQuery) (*Subscription, chan struct{}) {
+func (tb *testBroker) subscribe(q WatchQuery) (*eventSub, chan struct{}) {
 	tb.t.Helper()
 	f, err := tb.r.newFilter(q)
 	if err != nil {
@@ -129,8 +129,8 @@ func (tb *testBroker) subscribe(q WatchQuery) (*Subscription, chan struct{}) {
 	if q.QueueSize == 0 {
 		q.QueueSize = DefaultQueueSize
 	}
-	s := &Subscription{b: tb.b, filter: f, diff: q.Diff, notify: notify}
-	s.queue.limit = q.QueueSize
+	s := &eventSub{b: tb.b, filter: f, diff: q.Diff}
+	s.box.Init(q.QueueSize, notify)
 	var from uint64
 	if q.ResourceVersion != "" {
 		from, _ = strconv.ParseUint(q.ResourceVersion, 10, 64)
@@ -200,7 +200,7 @@ func (r *replica) apply(m Message) error {
 }
 
 // drain applies everything available now.
-func (r *replica) drain(t testing.TB, s *Subscription) {
+func (r *replica) drain(t testing.TB, s Subscription) {
 	t.Helper()
 	for {
 		m, ok := s.Next()
@@ -212,3 +212,7 @@ func (r *replica) drain(t testing.TB, s *Subscription) {
 		}
 	}
 }
+
+// Queued returns how many events wait in the queue, and its bound
+// (WatchQuery.QueueSize).
+func (s *eventSub) Queued() (n, capacity int) { return s.box.Queued() }

@@ -1,16 +1,16 @@
 package cache
 
 import (
+	"errors"
 	"fmt"
-
-	"k8s.io/apimachinery/pkg/fields"
-
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
 
+	"k8s.io/apimachinery/pkg/fields"
+
+	"github.com/kubeindex/kubeindex/internal/replay"
 	"github.com/kubeindex/kubeindex/internal/text"
 )
 
@@ -44,38 +44,55 @@ type WatchQuery struct {
 	QueueSize int
 }
 
-// Subscription is one stream of a resource's events: first the snapshot
-// (or the replayed events when resuming), then SYNCED, then live events and
+// Subscription is one stream: of a resource's events (Watch) or of the
+// address stream (WatchAddresses). It opens with the snapshot (or the
+// replayed events when resuming), then SYNCED, then live events and
 // bookmarks, until it ends with RESYNC_REQUIRED or is closed.
 //
 // Next must be called from one goroutine at a time; Close is safe from any
 // goroutine and may be called more than once.
-type Subscription struct {
-	// addr, when set, is an address stream's (WatchAddresses): it serves
-	// Next, Close and Queued, and the fields below are unused.
-	addr *addrSub
+type Subscription interface {
+	// Next returns the next message without blocking; ok is false when
+	// there is none yet (wait for the notify channel given to Watch) or
+	// after the terminal RESYNC_REQUIRED.
+	Next() (m Message, ok bool)
+	// Expired reports whether the subscription could not resume from the
+	// position it asked for, its one message then being RESYNC_REQUIRED,
+	// with the oldest position the history still held. An address stream
+	// never expires: it opens with RESET and a snapshot instead.
+	Expired() (oldest uint64, ok bool)
+	// Close unsubscribes. Messages already queued stay readable with Next.
+	Close()
+}
 
+var (
+	_ Subscription = (*eventSub)(nil)
+	_ Subscription = (*addrSub)(nil)
+)
+
+// eventSub is a resource's Subscription.
+type eventSub struct {
 	b      *broker
 	filter *filter
 	diff   Diff
-	queue  queue
-	notify chan<- struct{}
+	box    replay.Outbox[delivery] // offered under b.fmu
 
-	active    bool   // guarded by b.fmu: received something since the last bookmark tick
-	from      uint64 // the first event (seq) the fan-out offers it
-	closed    atomic.Bool
-	endReason atomic.Pointer[string]
+	from   uint64 // the first event (seq) the fan-out offers it
+	closed atomic.Bool
 	// expired is set, before the subscription is returned, when a resume
 	// could not be served: the oldest position it could have been.
 	expired *uint64
 
 	// Owned by the consumer (Next).
 	snapshot []*Object
-	replay   []delivery
+	replay   []*event // to filter (route)
 	syncRV   string
 	synced   bool
 	done     bool
 }
+
+// Outbox is the subscription's queue, for the fan-out (replay.Member).
+func (s *eventSub) Outbox() *replay.Outbox[delivery] { return &s.box }
 
 // delivery is one queued item: an event as the subscriber must see it, or
 // a bookmark. It is two words, for queues hold many.
@@ -127,7 +144,7 @@ func (d delivered) messageType() MessageType {
 // It returns ErrUnknownResource, ErrUnknownIndex, ErrInvalid or
 // ErrNotSynced. A resume that the history cannot serve is not an error:
 // the subscription's first message is then RESYNC_REQUIRED.
-func (c *Cache) Watch(resource string, q WatchQuery, notify chan<- struct{}) (*Subscription, error) {
+func (c *Cache) Watch(resource string, q WatchQuery, notify chan<- struct{}) (Subscription, error) {
 	r, err := c.resource(resource)
 	if err != nil {
 		return nil, err
@@ -154,8 +171,8 @@ func (c *Cache) Watch(resource string, q WatchQuery, notify chan<- struct{}) (*S
 	if !r.synced() {
 		return nil, fmt.Errorf("%s: %w", r.res.Name, ErrNotSynced)
 	}
-	s := &Subscription{b: r.broker, filter: f, diff: q.Diff, notify: notify}
-	s.queue.limit = q.QueueSize
+	s := &eventSub{b: r.broker, filter: f, diff: q.Diff}
+	s.box.Init(q.QueueSize, notify)
 	r.broker.subscribe(s, r.listRV(), q.ResourceVersion != "", from, q.Snapshot)
 	// The snapshot and the replay are the subscriber's own: they are
 	// filtered off the lock, the replay by Next.
@@ -167,30 +184,44 @@ func (c *Cache) Watch(resource string, q WatchQuery, notify chan<- struct{}) (*S
 // subscribe registers s and captures, under the same lock, where its
 // stream starts: so the snapshot or replay and the queued events that follow
 // have neither gap nor overlap.
-func (b *broker) subscribe(s *Subscription, listRV uint64, resume bool, from uint64, snapshot bool) {
+func (b *broker) subscribe(s *eventSub, listRV uint64, resume bool, from uint64, snapshot bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	defer s.signal()
+	defer s.box.Signal()
 	b.startLocked(listRV)
 	if resume {
-		b.trimLocked()
-		if reason := b.resumeCheckLocked(from); reason != "" {
-			s.endReason.Store(&reason)
-			oldest := b.base
+		b.log.Trim(b.now())
+		evs, err := b.log.Since(from)
+		if err != nil {
+			oldest, reason := resumeRefusal(err)
+			s.box.End(reason)
 			s.expired = &oldest
 			return
 		}
-		s.replay = b.replayLocked(from)
+		s.replay = evs
 	} else if snapshot {
 		s.snapshot = b.snapshotLocked(s.filter.namespace)
 	}
-	s.syncRV = strconv.FormatUint(b.hw, 10)
+	s.syncRV = strconv.FormatUint(b.log.Head(), 10)
 	s.from = b.seq
 	b.joining = append(b.joining, s)
 	select {
 	case b.kick <- struct{}{}:
 	default:
 	}
+}
+
+// resumeRefusal explains why the history cannot serve a resume (Since's
+// error), with the oldest position it holds.
+func resumeRefusal(err error) (oldest uint64, reason string) {
+	var pe *replay.PositionError
+	if !errors.As(err, &pe) {
+		return 0, err.Error()
+	}
+	if errors.Is(err, replay.ErrAhead) {
+		return pe.Oldest, fmt.Sprintf("resourceVersion %d is ahead of this server's stream (%d): it comes from another or a restarted server", pe.Pos, pe.Head)
+	}
+	return pe.Oldest, fmt.Sprintf("resourceVersion %d is older than the retained history (from %d): events after it are forgotten", pe.Pos, pe.Oldest)
 }
 
 // listRV is the highest resource version the resource's informers have
@@ -202,34 +233,6 @@ func (r *resourceCache) listRV() uint64 {
 		rv = max(rv, parseRV(sh.informer.LastSyncResourceVersion()))
 	}
 	return rv
-}
-
-// resumeCheckLocked explains why the history cannot serve a resume from
-// rv, or returns "".
-func (b *broker) resumeCheckLocked(rv uint64) string {
-	if rv > b.hw {
-		return fmt.Sprintf("resourceVersion %d is ahead of this server's stream (%d): it comes from another or a restarted server", rv, b.hw)
-	}
-	// At base itself the events sharing its stamp may be partly forgotten.
-	if rv < b.base || rv == b.base && len(b.history) > 0 && b.history[0].rv == rv {
-		return fmt.Sprintf("resourceVersion %d is older than the retained history (from %d): events after it are forgotten", rv, b.base)
-	}
-	return ""
-}
-
-// replayLocked returns the retained events after position rv, for the
-// consumer to filter (Next): the informer's handler must not wait for
-// the subscriber's filter.
-func (b *broker) replayLocked(rv uint64) []delivery {
-	i := sort.Search(len(b.history), func(i int) bool { return b.history[i].rv >= rv })
-	if i < len(b.history) && b.history[i].rv == rv && b.history[i].leads {
-		i++ // the client has the event that set the position
-	}
-	out := make([]delivery, 0, len(b.history)-i)
-	for _, ev := range b.history[i:] {
-		out = append(out, delivery{ev: ev, as: asUnrouted})
-	}
-	return out
 }
 
 func (b *broker) snapshotLocked(namespace string) []*Object {
@@ -245,26 +248,14 @@ func (b *broker) snapshotLocked(namespace string) []*Object {
 	return out
 }
 
-func (s *Subscription) signal() {
-	select {
-	case s.notify <- struct{}{}:
-	default:
-	}
-}
-
-// Next returns the subscription's next message without blocking; ok is
-// false when there is none yet (wait for notify) or after the terminal
-// RESYNC_REQUIRED.
-func (s *Subscription) Next() (m Message, ok bool) {
-	if s.addr != nil {
-		return s.addr.next()
-	}
+// Next is Subscription.Next.
+func (s *eventSub) Next() (m Message, ok bool) {
 	if s.done {
 		return Message{}, false
 	}
-	if r := s.endReason.Load(); r != nil {
+	if r, ended := s.box.Ended(); ended {
 		s.done, s.snapshot, s.replay = true, nil, nil
-		return Message{Type: ResyncRequired, Reason: *r}, true
+		return Message{Type: ResyncRequired, Reason: r}, true
 	}
 	if len(s.snapshot) > 0 {
 		o := s.snapshot[0]
@@ -272,7 +263,8 @@ func (s *Subscription) Next() (m Message, ok bool) {
 		return Message{Type: MessageType(Added), ResourceVersion: o.resourceVersion, obj: o}, true
 	}
 	for len(s.replay) > 0 {
-		d, ok := s.route(s.replay[0])
+		d, ok := s.route(delivery{ev: s.replay[0], as: asUnrouted})
+		s.replay[0] = nil
 		s.replay = s.replay[1:]
 		if ok {
 			return s.message(d), true
@@ -283,7 +275,7 @@ func (s *Subscription) Next() (m Message, ok bool) {
 		return Message{Type: Synced, ResourceVersion: s.syncRV}, true
 	}
 	for {
-		d, ok := s.queue.pop()
+		d, ok := s.box.Take()
 		if !ok {
 			return Message{}, false
 		}
@@ -297,7 +289,7 @@ func (s *Subscription) Next() (m Message, ok bool) {
 
 // route filters an event left for the consumer to filter; false when the
 // subscription does not want it.
-func (s *Subscription) route(d delivery) (delivery, bool) {
+func (s *eventSub) route(d delivery) (delivery, bool) {
 	if d.as != asUnrouted {
 		return d, true
 	}
@@ -305,40 +297,25 @@ func (s *Subscription) route(d delivery) (delivery, bool) {
 	return delivery{ev: d.ev, as: deliveredAs(as)}, ok
 }
 
-func (s *Subscription) message(d delivery) Message {
+func (s *eventSub) message(d delivery) Message {
 	if d.as == asBookmark {
 		return Message{Type: Bookmark, ResourceVersion: d.ev.rvStr}
 	}
 	return Message{Type: d.as.messageType(), ResourceVersion: d.ev.rvStr, ev: d.ev, diff: s.diff}
 }
 
-// Expired reports whether the subscription could not resume from the
-// resourceVersion it asked for (its one message is then RESYNC_REQUIRED),
-// with the oldest position the history still held.
-func (s *Subscription) Expired() (oldest uint64, ok bool) {
+// Expired is Subscription.Expired.
+func (s *eventSub) Expired() (oldest uint64, ok bool) {
 	if s.expired == nil {
 		return 0, false
 	}
 	return *s.expired, true
 }
 
-// Queued returns how many events wait in the queue, and its bound
-// (WatchQuery.QueueSize). Safe for concurrent use.
-func (s *Subscription) Queued() (n, capacity int) {
-	if s.addr != nil {
-		return s.addr.queued(), s.addr.limit
-	}
-	return s.queue.len(), s.queue.limit
-}
-
-// Close unsubscribes. Messages already queued stay readable with Next.
-func (s *Subscription) Close() {
-	if s.addr != nil {
-		s.addr.close()
-		return
-	}
+// Close is Subscription.Close.
+func (s *eventSub) Close() {
 	s.closed.Store(true) // if it has not joined the fan-out yet, it never will
 	s.b.fmu.Lock()
-	delete(s.b.subs, s)
+	s.b.subs.Remove(s)
 	s.b.fmu.Unlock()
 }

@@ -37,7 +37,7 @@ func TestBrokerSnapshotThenEventsHasNoGapOrDuplicate(t *testing.T) {
 		{Snapshot: false},
 	}
 	type client struct {
-		s *Subscription
+		s *eventSub
 		f *filter
 		r *replica
 	}
@@ -273,6 +273,30 @@ func TestBrokerResumeAcrossOutOfOrderShards(t *testing.T) {
 	}
 }
 
+// A late event shares the stamp of the event before it. Once the history
+// has forgotten it, a client at that stamp (which saw the event that set
+// it, not the late one) must resync: resuming would skip it.
+func TestBrokerResumeAtAForgottenLateEventRequiresResync(t *testing.T) {
+	tb := newTestBroker(t, StreamOptions{HistorySize: 2})
+	tb.subscribe(WatchQuery{})
+	in := func(ns, name, rv string) { tb.feed.OnAdd(testPod(t, ns, name, rv, nil), false) }
+	in("a", "x", "10")
+	in("b", "late", "9") // stamped 10
+	in("a", "y", "11")
+	in("a", "z", "12") // the history keeps 11 and 12: the late event at 10 is forgotten
+	s, _ := tb.subscribe(WatchQuery{ResourceVersion: "10"})
+	if m, _ := s.Next(); m.Type != ResyncRequired || !strings.Contains(m.Reason, "older than the retained history (from 10)") {
+		t.Errorf("resume from 10 after its late event was forgotten: %s %q; expect RESYNC_REQUIRED", m.Type, m.Reason)
+	}
+	if oldest, expired := s.Expired(); !expired || oldest != 10 {
+		t.Errorf("Expired() = %d, %v; expect 10, true", oldest, expired)
+	}
+	s, _ = tb.subscribe(WatchQuery{ResourceVersion: "11"})
+	if m, _ := s.Next(); m.Type != MessageType(Added) || m.ResourceVersion != "12" {
+		t.Errorf("resume from 11: %s %s; expect ADDED 12", m.Type, m.ResourceVersion)
+	}
+}
+
 func TestBrokerBookmarksIdleSubscribers(t *testing.T) {
 	tb := newTestBroker(t, StreamOptions{})
 	tb.apply("ns", "p", nil)
@@ -317,7 +341,7 @@ func TestMessageJSON(t *testing.T) {
 		}
 		return v
 	}
-	next := func(s *Subscription) Message { m, _ := s.Next(); return m }
+	next := func(s *eventSub) Message { m, _ := s.Next(); return m }
 	if v := decode(next(merge)); v["type"] != "ADDED" || v["resourceVersion"] != "1" || v["object"] == nil {
 		t.Errorf("snapshot item %v", v)
 	}
@@ -338,7 +362,8 @@ func TestMessageJSON(t *testing.T) {
 		t.Errorf("resync %v", v)
 	}
 	// Encoded once: both subscribers' messages share the event's bytes.
-	ev := tb.b.history[len(tb.b.history)-1]
+	evs, _ := tb.b.log.Since(tb.b.log.Oldest())
+	ev := evs[len(evs)-1]
 	if &ev.head(Modified)[0] != &ev.head(Modified)[0] || &ev.tail(Modified, JSONPatch)[0] != &ev.tail(Modified, JSONPatch)[0] {
 		t.Error("event frames are rebuilt per call")
 	}
@@ -361,7 +386,7 @@ func TestBrokerPublishedOnlyForLiveEvents(t *testing.T) {
 	tb.apply("ns", "b", nil)
 	live, _ := tb.subscribe(WatchQuery{Snapshot: true})
 	var kinds []string
-	next := func(s *Subscription) {
+	next := func(s *eventSub) {
 		for {
 			m, ok := s.Next()
 			if !ok {
@@ -425,7 +450,7 @@ func TestCostlyFilterHoldsUpNoOne(t *testing.T) {
 	other, _ := tb.subscribe(WatchQuery{})
 	gate := make(chan struct{})
 	costly.filter.selector = blockingSelector{costly.filter.selector, gate}
-	for _, s := range []*Subscription{costly, other} {
+	for _, s := range []*eventSub{costly, other} {
 		if m, _ := s.Next(); m.Type != Synced {
 			t.Fatalf("first message %s; expect SYNCED", m.Type)
 		}

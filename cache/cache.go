@@ -90,9 +90,8 @@ func (sh *shard) hasSynced() bool {
 // indexer of a shared informer, but with its one handler called by the
 // goroutine that applies each batch to the store, once the store has it.
 // A shared informer hands each event to a registered handler through a
-// listener's two goroutines: 11% of an initial sync's CPU
-// (BenchmarkInitialSync), for a fan-out to several handlers a shard never
-// has. Its handler must not block (eventHandler does not: the broker and
+// listener's two goroutines, a cost BenchmarkInitialSync measures (figures
+// in BENCHMARKS.md), for a fan-out to several handlers a shard never has. Its handler must not block (eventHandler does not: the broker and
 // the address feed only record and wake their own goroutines).
 type informer struct {
 	toolscache.Indexer

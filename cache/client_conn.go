@@ -16,11 +16,11 @@ const connReadBuffer = 64 << 10
 // each connection to the API server is read through a buffer of
 // connReadBuffer bytes.
 //
-// Why: TLS asks its connection for about one record (16 KB) at a time, so
-// a list of 50,000 pods (575 MB) took tens of thousands of read system
-// calls, and Go wakes its sysmon thread on each (entersyscall): the reads,
-// the wake-ups and the TLS record headers were a quarter of kubeindex's
-// CPU for an initial sync. A buffered connection takes whatever the
+// Why: TLS asks its connection for about one record at a time, so a large
+// list took a read system call per record, and Go wakes its sysmon thread
+// on each (entersyscall): the reads, the wake-ups and the TLS record
+// headers were a large share of an initial sync's CPU (BenchmarkInitialSync
+// and make bench's sync figure; BENCHMARKS.md). A buffered connection takes whatever the
 // socket holds, up to the buffer, in one system call, and hands TLS its
 // records from memory. A read returns as soon as the socket gives
 // anything (bufio.Reader reads once), so a watch event is delivered no
@@ -55,7 +55,7 @@ type bufferedConn struct {
 func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
 // pauseAfterShortRead is how long a paced connection lets the socket fill
-// after a read that found it nearly empty: at the 60 MB/s an API server
+// after a read that found it nearly empty: at the rate an API server
 // writes a large list on loopback, about a buffer's worth.
 const pauseAfterShortRead = time.Millisecond
 
@@ -64,11 +64,10 @@ var sleepAfterShortRead = time.Sleep
 
 // pacedReader reads the socket for the buffer.
 //
-// Why: an API server writes a list in pieces of about 11 KB, one TLS
-// record each, and a reader faster than it reads each piece as it comes:
-// a read, a read that finds nothing (EAGAIN), a wait in the poller and a
-// wake-up per piece, 73,000 system calls for a list of 50,000 pods, 15% of
-// an initial sync's CPU with the wake-ups. Paced, a reader that is ahead
+// Why: an API server writes a list in pieces of a few KB, one TLS record
+// each, and a reader faster than it reads each piece as it comes: a read,
+// a read that finds nothing (EAGAIN), a wait in the poller and a wake-up
+// per piece (counted for make bench's sync figure in BENCHMARKS.md). Paced, a reader that is ahead
 // lets the pieces pile up and takes them in one read. Only a list's body
 // is paced: it is read to the end as fast as it comes, so a pause costs
 // no wall time (the sender only blocks when the socket's buffer, megabytes

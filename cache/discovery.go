@@ -20,6 +20,9 @@ type DiscoveredResource struct {
 	GV        schema.GroupVersion
 	API       metav1.APIResource
 	Preferred bool
+	// Subresources are the names after the slash of the entries
+	// "plural/subresource" discovery lists beside the resource.
+	Subresources []string
 }
 
 // Discover asks the API server for its resources. A group that fails to
@@ -40,11 +43,17 @@ func Discover(d discovery.DiscoveryInterface) (Discovered, error) {
 		if err != nil {
 			continue
 		}
+		subs := map[string][]string{}
+		for _, r := range l.APIResources {
+			if parent, sub, ok := strings.Cut(r.Name, "/"); ok {
+				subs[parent] = append(subs[parent], sub)
+			}
+		}
 		for _, r := range l.APIResources {
 			if strings.Contains(r.Name, "/") || !slices.Contains(r.Verbs, "list") || !slices.Contains(r.Verbs, "watch") {
 				continue
 			}
-			out = append(out, DiscoveredResource{GV: gv, API: r, Preferred: preferred[gv.Group] == gv.Version})
+			out = append(out, DiscoveredResource{GV: gv, API: r, Preferred: preferred[gv.Group] == gv.Version, Subresources: subs[r.Name]})
 		}
 	}
 	// Core group first, then preferred versions: the order kubectl resolves
@@ -130,15 +139,16 @@ func preferredFirst(rs []DiscoveredResource) []DiscoveredResource {
 
 func (r DiscoveredResource) toResource() Resource {
 	return Resource{
-		Name:       r.API.Name,
-		Group:      r.GV.Group,
-		Version:    r.GV.Version,
-		Plural:     r.API.Name,
-		Singular:   r.API.SingularName,
-		Kind:       r.API.Kind,
-		ShortNames: r.API.ShortNames,
-		Categories: r.API.Categories,
-		Namespaced: r.API.Namespaced,
+		Name:         r.API.Name,
+		Group:        r.GV.Group,
+		Version:      r.GV.Version,
+		Plural:       r.API.Name,
+		Singular:     r.API.SingularName,
+		Kind:         r.API.Kind,
+		ShortNames:   r.API.ShortNames,
+		Categories:   r.API.Categories,
+		Namespaced:   r.API.Namespaced,
+		Subresources: r.Subresources,
 	}
 }
 

@@ -23,29 +23,37 @@ var ErrBeforeHistory = errors.New("before the retained IP history")
 type IPHistoryOptions struct {
 	// Off disables the history: answers at a moment are refused.
 	Off bool
-	// Retention is how long a closed interval is kept. Default 1h.
+	// Retention is how long a closed interval is kept. Default
+	// DefaultIPHistoryRetention.
 	Retention time.Duration
 	// Skew is how near a change a moment must be to be answered as a
-	// boundary, with the owners on both sides. Default 2s.
+	// boundary, with the owners on both sides. Default DefaultIPHistorySkew.
 	Skew time.Duration
 	// Dir, when set, keeps the history in a file there (bbolt), so that
 	// it survives a restart; the time kubeindex was down is a gap.
 	Dir string
 	// MaxIntervals caps the intervals kept (about 200 bytes each); the
 	// oldest closed ones go first, and the history then starts later.
-	// Default 1,000,000.
+	// Default DefaultIPHistoryMaxIntervals.
 	MaxIntervals int
 }
 
+// IPHistoryOptions' defaults.
+const (
+	DefaultIPHistoryRetention    = time.Hour
+	DefaultIPHistorySkew         = 2 * time.Second
+	DefaultIPHistoryMaxIntervals = 1_000_000
+)
+
 func (o IPHistoryOptions) withDefaults() IPHistoryOptions {
 	if o.Retention <= 0 {
-		o.Retention = time.Hour
+		o.Retention = DefaultIPHistoryRetention
 	}
 	if o.Skew <= 0 {
-		o.Skew = 2 * time.Second
+		o.Skew = DefaultIPHistorySkew
 	}
 	if o.MaxIntervals <= 0 {
-		o.MaxIntervals = 1_000_000
+		o.MaxIntervals = DefaultIPHistoryMaxIntervals
 	}
 	return o
 }

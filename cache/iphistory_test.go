@@ -224,8 +224,8 @@ type histEvent struct {
 	h  holding
 }
 
-// replay is the model after every event up to and including at.
-func replay(events []histEvent, at int64) *model {
+// modelAt is the model after every event up to and including at.
+func modelAt(events []histEvent, at int64) *model {
 	m := &model{claims: map[string]map[indexers.Held]bool{}, who: map[string]ipOwner{}}
 	for _, e := range events {
 		if e.at > at {
@@ -242,14 +242,14 @@ func replay(events []histEvent, at int64) *model {
 func brute(events []histEvent, ip string, t, skew int64) (string, []string) {
 	changed := false
 	set := map[string]bool{}
-	for _, h := range replay(events, t-skew).holders(ip) {
+	for _, h := range modelAt(events, t-skew).holders(ip) {
 		set[h] = true
 	}
 	for i, e := range events {
 		if e.at < t-skew || e.at > t+skew {
 			continue
 		}
-		before, after := replay(events[:i], e.at).holders(ip), replay(events[:i+1], e.at).holders(ip)
+		before, after := modelAt(events[:i], e.at).holders(ip), modelAt(events[:i+1], e.at).holders(ip)
 		if !slices.Equal(before, after) {
 			changed = true
 		}
@@ -258,7 +258,7 @@ func brute(events []histEvent, ip string, t, skew int64) (string, []string) {
 		}
 	}
 	if !changed {
-		return CertaintyExact, replay(events, t).holders(ip)
+		return CertaintyExact, modelAt(events, t).holders(ip)
 	}
 	var out []string
 	for h := range set {

@@ -9,10 +9,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/kubeindex/kubeindex/indexers"
+	"github.com/kubeindex/kubeindex/internal/replay"
 )
 
 // AddressStream is the name of the address-ownership stream (the mirror
@@ -64,22 +64,22 @@ type addrMirror struct {
 	opts  StreamOptions
 	epoch string
 
-	mu      sync.Mutex
-	owners  map[string][]AddressOwner // ip → owners, ordered (sortOwners)
-	holds   map[string][]heldKey      // uid → what it holds
-	seq     uint64                    // the last event's
-	base    uint64                    // seq just before history[0]
-	history []*addrEvent
-	subs    map[*addrSub]struct{}
-
-	dropped atomic.Uint64
+	mu     sync.Mutex
+	owners map[string][]AddressOwner // ip → owners, ordered (sortOwners)
+	holds  map[string][]heldKey      // uid → what it holds
+	// log is the history for resuming; its positions are the sequence
+	// (the head is the last event's).
+	log  *replay.Log[*addrEvent]
+	subs replay.Fanout[*addrSub, addrDelivery]
 }
 
 func newAddrMirror(now func() time.Time, opts StreamOptions) *addrMirror {
 	var b [6]byte
 	rand.Read(b[:]) // never fails (crypto/rand)
-	return &addrMirror{now: now, opts: opts.withDefaults(), epoch: hex.EncodeToString(b[:]),
-		owners: map[string][]AddressOwner{}, holds: map[string][]heldKey{}, subs: map[*addrSub]struct{}{}}
+	opts = opts.withDefaults()
+	return &addrMirror{now: now, opts: opts, epoch: hex.EncodeToString(b[:]),
+		owners: map[string][]AddressOwner{}, holds: map[string][]heldKey{},
+		log: replay.NewLog[*addrEvent](opts.HistorySize, opts.HistoryAge)}
 }
 
 func (m *addrMirror) position(seq uint64) string {
@@ -176,44 +176,13 @@ func (m *addrMirror) observe(h holding) {
 // publishLocked numbers ev, keeps it in the history and offers it to
 // every subscriber that sees a change in it.
 func (m *addrMirror) publishLocked(ev *addrEvent) {
-	m.seq++
-	ev.seq = m.seq
-	m.history = append(m.history, ev)
-	m.trimLocked()
-	for s := range m.subs {
+	ev.seq = m.log.Head() + 1
+	m.log.Append(ev.seq, ev.at, ev)
+	for s := range m.subs.All() {
 		if d, ok := s.filter.route(ev); ok {
-			m.offerLocked(s, d)
+			m.subs.Offer(s, d)
 		}
 	}
-}
-
-// offerLocked queues d for s without blocking; a full queue ends s.
-func (m *addrMirror) offerLocked(s *addrSub, d addrDelivery) {
-	if s.push(d) {
-		s.active = true
-		s.signal()
-		return
-	}
-	m.dropped.Add(1)
-	delete(m.subs, s)
-	reason := "the subscriber fell behind: its queue of " + strconv.Itoa(s.limit) + " events overflowed"
-	s.endReason.CompareAndSwap(nil, &reason)
-	s.signal()
-}
-
-// trimLocked forgets events beyond the history's count and age.
-func (m *addrMirror) trimLocked() {
-	n := max(len(m.history)-m.opts.HistorySize, 0)
-	oldest := m.now().Add(-m.opts.HistoryAge)
-	for n < len(m.history) && m.history[n].at.Before(oldest) {
-		n++
-	}
-	if n == 0 {
-		return
-	}
-	m.base = m.history[n-1].seq
-	clear(m.history[:n])
-	m.history = m.history[n:]
 }
 
 // run sends bookmarks and ages the history until ctx ends.
@@ -236,27 +205,15 @@ func (m *addrMirror) run(ctx context.Context) {
 func (m *addrMirror) bookmark() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.trimLocked()
-	pos := m.position(m.seq)
-	for s := range m.subs {
-		if s.active {
-			s.active = false
-			continue
-		}
-		if s.push(addrDelivery{bookmark: pos}) { // full: not idle after all, and never dropped for a bookmark
-			s.signal()
-		}
-	}
+	m.log.Trim(m.now())
+	m.subs.Bookmark(addrDelivery{bookmark: m.position(m.log.Head())}, nil)
 }
 
 func (m *addrMirror) stats() StreamStats {
 	m.mu.Lock()
-	st := StreamStats{Resource: AddressStream, Subscribers: len(m.subs), History: len(m.history),
-		ResourceVersion: m.position(m.seq), Dropped: m.dropped.Load()}
-	subs := make([]*addrSub, 0, len(m.subs))
-	for s := range m.subs {
-		subs = append(subs, s)
-	}
+	st := StreamStats{Resource: AddressStream, Subscribers: m.subs.Len(), History: m.log.Len(),
+		ResourceVersion: m.position(m.log.Head()), Dropped: m.subs.Dropped()}
+	subs := slices.Collect(m.subs.All())
 	m.mu.Unlock()
 	for _, s := range subs {
 		n, size := s.backlog()

@@ -1,16 +1,16 @@
 package cache
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kubeindex/kubeindex/indexers"
 	"github.com/kubeindex/kubeindex/internal/jsonscan"
+	"github.com/kubeindex/kubeindex/internal/replay"
 )
 
 // Messages of the address stream (see WatchAddresses).
@@ -57,7 +57,7 @@ type AddressWatchQuery struct {
 //
 // It returns ErrUnknownResource when no pods, Services or nodes are
 // cached, ErrInvalid for a bad query, ErrNotSynced before they synced.
-func (c *Cache) WatchAddresses(q AddressWatchQuery, notify chan<- struct{}) (*Subscription, error) {
+func (c *Cache) WatchAddresses(q AddressWatchQuery, notify chan<- struct{}) (Subscription, error) {
 	if c.mirror == nil {
 		return nil, fmt.Errorf("%w: the address stream needs pods, services or nodes cached", ErrUnknownResource)
 	}
@@ -80,10 +80,11 @@ func (c *Cache) WatchAddresses(q AddressWatchQuery, notify chan<- struct{}) (*Su
 	if q.QueueSize <= 0 {
 		q.QueueSize = DefaultQueueSize
 	}
-	s := &addrSub{m: c.mirror, filter: f, notify: notify, limit: q.QueueSize}
+	s := &addrSub{m: c.mirror, filter: f}
+	s.box.Init(q.QueueSize, notify)
 	c.mirror.subscribe(s, q.ResourceVersion != "", seq, ours)
 	slices.SortFunc(s.snapshot, func(a, b addrItem) int { return strings.Compare(a.ip, b.ip) })
-	return &Subscription{addr: s}, nil
+	return s, nil
 }
 
 // addrFilter checks q against what is cached.
@@ -196,20 +197,13 @@ type addrItem struct {
 	owners []AddressOwner
 }
 
-// addrSub is the address stream's side of a Subscription.
+// addrSub is the address stream's Subscription.
 type addrSub struct {
 	m      *addrMirror
 	filter addrFilter
-	notify chan<- struct{}
-	limit  int
+	box    replay.Outbox[addrDelivery] // offered under m.mu
 
-	active    bool // guarded by m.mu: received something since the last bookmark tick
-	endReason atomic.Pointer[string]
-
-	qmu   sync.Mutex
-	queue []addrDelivery
-
-	// Owned by the consumer (next).
+	// Owned by the consumer (Next).
 	reset    string
 	snapshot []addrItem
 	replay   []*addrEvent
@@ -218,23 +212,23 @@ type addrSub struct {
 	done     bool
 }
 
+// Outbox is the subscription's queue, for the fan-out (replay.Member).
+func (s *addrSub) Outbox() *replay.Outbox[addrDelivery] { return &s.box }
+
 // subscribe registers s and captures, under the same lock, where its
 // stream starts.
 func (m *addrMirror) subscribe(s *addrSub, resume bool, from uint64, ours bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	defer s.signal()
+	defer s.box.Signal()
 	if resume {
-		m.trimLocked()
-		switch {
-		case !ours:
+		m.log.Trim(m.now())
+		if !ours {
 			s.reset = "the position comes from another or a restarted server"
-		case from > m.seq:
-			s.reset = fmt.Sprintf("the position is ahead of this server's stream (%s)", m.position(m.seq))
-		case from < m.base:
-			s.reset = fmt.Sprintf("the position is older than the retained history (from %s): changes after it are forgotten", m.position(m.base))
-		default:
-			s.replay = slices.Clone(m.history[from-m.base:]) // history[i].seq == base+1+i
+		} else if evs, err := m.log.Since(from); err != nil {
+			s.reset = m.resumeRefusal(err)
+		} else {
+			s.replay = evs
 		}
 	}
 	if !resume || s.reset != "" {
@@ -244,75 +238,53 @@ func (m *addrMirror) subscribe(s *addrSub, resume bool, from uint64, ours bool) 
 			}
 		}
 	}
-	s.syncPos = m.position(m.seq)
-	m.subs[s] = struct{}{}
+	s.syncPos = m.position(m.log.Head())
+	m.subs.Add(s)
 }
 
-func (s *addrSub) signal() {
-	select {
-	case s.notify <- struct{}{}:
-	default:
+// resumeRefusal explains why the history cannot serve a resume (Since's
+// error).
+func (m *addrMirror) resumeRefusal(err error) string {
+	var pe *replay.PositionError
+	switch {
+	case !errors.As(err, &pe):
+		return err.Error()
+	case errors.Is(err, replay.ErrAhead):
+		return fmt.Sprintf("the position is ahead of this server's stream (%s)", m.position(pe.Head))
 	}
-}
-
-func (s *addrSub) push(d addrDelivery) bool {
-	s.qmu.Lock()
-	defer s.qmu.Unlock()
-	if len(s.queue) >= s.limit {
-		return false
-	}
-	s.queue = append(s.queue, d)
-	return true
-}
-
-func (s *addrSub) pop() (addrDelivery, bool) {
-	s.qmu.Lock()
-	defer s.qmu.Unlock()
-	if len(s.queue) == 0 {
-		return addrDelivery{}, false
-	}
-	d := s.queue[0]
-	s.queue[0] = addrDelivery{}
-	s.queue = s.queue[1:]
-	if len(s.queue) == 0 {
-		s.queue = nil // a lag is over: give its memory back
-	}
-	return d, true
-}
-
-func (s *addrSub) queued() int {
-	s.qmu.Lock()
-	defer s.qmu.Unlock()
-	return len(s.queue)
+	return fmt.Sprintf("the position is older than the retained history (from %s): changes after it are forgotten", m.position(pe.Oldest))
 }
 
 // backlog counts the queued changes and the size of their messages.
 func (s *addrSub) backlog() (events int, bytes int64) {
-	s.qmu.Lock()
-	defer s.qmu.Unlock()
-	for _, d := range s.queue {
+	s.box.Each(func(d addrDelivery) {
 		if d.ev != nil {
 			events++
 			bytes += int64(len(d.ev.message(s.m)))
 		}
-	}
+	})
 	return events, bytes
 }
 
-func (s *addrSub) close() {
+// Close is Subscription.Close.
+func (s *addrSub) Close() {
 	s.m.mu.Lock()
-	delete(s.m.subs, s)
+	s.m.subs.Remove(s)
 	s.m.mu.Unlock()
 }
 
-// next is Subscription.Next for the address stream.
-func (s *addrSub) next() (Message, bool) {
+// Expired is Subscription.Expired: never, for a resume the history cannot
+// serve opens with RESET and a snapshot.
+func (s *addrSub) Expired() (oldest uint64, ok bool) { return 0, false }
+
+// Next is Subscription.Next.
+func (s *addrSub) Next() (Message, bool) {
 	if s.done {
 		return Message{}, false
 	}
-	if r := s.endReason.Load(); r != nil {
+	if r, ended := s.box.Ended(); ended {
 		s.done, s.snapshot, s.replay = true, nil, nil
-		return Message{Type: ResyncRequired, Reason: *r}, true
+		return Message{Type: ResyncRequired, Reason: r}, true
 	}
 	if r := s.reset; r != "" {
 		s.reset = ""
@@ -337,7 +309,7 @@ func (s *addrSub) next() (Message, bool) {
 		s.synced, s.snapshot, s.replay = true, nil, nil
 		return Message{Type: Synced, ResourceVersion: s.syncPos}, true
 	}
-	d, ok := s.pop()
+	d, ok := s.box.Take()
 	if !ok {
 		return Message{}, false
 	}

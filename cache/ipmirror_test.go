@@ -19,7 +19,7 @@ import (
 // addrReader drains an address subscription into what an agent keeps.
 type addrReader struct {
 	t      *testing.T
-	sub    *cache.Subscription
+	sub    cache.Subscription
 	notify chan struct{}
 	owners map[string]string // ip → owners as ownersKey writes them
 	pos    string            // the last position

@@ -242,8 +242,8 @@ func (o *Object) scan(b []byte, sc *scanned) error {
 // bytes with kind and apiVersion added where the input lacks them and the
 // Shape gives them, less the cuts. It returns the length of what was added
 // before the object's own first member. bytes.Join is the allocation: it
-// does not clear memory it is about to fill (make does, and clearing the
-// 6 KB of every pod of an initial list was 4% of its CPU).
+// does not clear memory it is about to fill (make does, at a cost
+// BenchmarkInitialSync measures; BENCHMARKS.md).
 func (s Shape) assemble(o *Object, b []byte, sc *scanned) (prefixLen int) {
 	raw := b[sc.start:sc.end]
 	var preBuf [96]byte

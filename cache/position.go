@@ -47,8 +47,8 @@ func (r *resourceCache) position() (pos uint64, ok bool) {
 	// The informers may have seen bookmarks, or events not yet handed to
 	// the broker: those arrive stamped with this position, so resuming
 	// from it re-sends them (see broker).
-	b.hw = max(b.hw, listRV)
-	return b.hw, true
+	b.log.Advance(listRV)
+	return b.log.Head(), true
 }
 
 // positionPoll is how often WaitPosition looks again: the position also

@@ -21,6 +21,10 @@ type Resource struct {
 	// Categories are the groupings discovery put the resource in ("all").
 	Categories []string `json:"categories,omitempty"`
 	Namespaced bool     `json:"namespaced"`
+	// Subresources are the subresources discovery lists for it ("status",
+	// "scale", "log"), in discovery's order. The Kubernetes API under /k8s
+	// reads them; kubeindex's own API does not show them.
+	Subresources []string `json:"-"`
 }
 
 // APIVersion is the apiVersion field of the resource's objects.
@@ -64,16 +68,13 @@ type Spec struct {
 // Options configures a Cache. The zero value is usable.
 type Options struct {
 	// StaleAfter is how long a watch may stay disconnected before responses
-	// are marked stale. Default 30s.
+	// are marked stale. Default DefaultStaleAfter.
 	StaleAfter time.Duration
 	// ListTimeout bounds one list request. Default 60s.
 	ListTimeout time.Duration
 	// WatchIdleTimeout is how long a watch may deliver nothing, not even a
 	// bookmark, before it is presumed hung: answers are marked stale and
-	// the watch is replaced. Default 80s: the API server sends a bookmark
-	// on every watch about once a minute (and 2s before a watch's timeout),
-	// so a quiet cluster never stays silent that long, and a hang is
-	// reported within 80s.
+	// the watch is replaced. Default DefaultWatchIdleTimeout.
 	WatchIdleTimeout time.Duration
 	// Compression asks the API server to gzip its responses. Off by default:
 	// compressing a large list costs the API server more CPU and time than
@@ -98,12 +99,19 @@ type Options struct {
 	Now func() time.Time
 }
 
-// DefaultWatchIdleTimeout is Options.WatchIdleTimeout's default.
-const DefaultWatchIdleTimeout = 80 * time.Second
+// Options' defaults.
+const (
+	DefaultStaleAfter = 30 * time.Second
+	// DefaultWatchIdleTimeout: the API server sends a bookmark on every
+	// watch about once a minute (and 2s before a watch's timeout), so a
+	// quiet cluster never stays silent this long, and a hang is reported
+	// within it.
+	DefaultWatchIdleTimeout = 80 * time.Second
+)
 
 func (o Options) withDefaults() Options {
 	if o.StaleAfter <= 0 {
-		o.StaleAfter = 30 * time.Second
+		o.StaleAfter = DefaultStaleAfter
 	}
 	if o.ListTimeout <= 0 {
 		o.ListTimeout = 60 * time.Second

@@ -15,20 +15,20 @@ import (
 // (0.8s doubling to a 30s cap, jittered up to 60s, not configurable through
 // client-go's informers) left the cache up to a minute behind a server that had
 // come back. The schedule below reaches its cap within a second and a half:
-// after a heal the next attempt is at most retryCap·(1+retryJitter) away,
+// after a heal the next attempt is at most RetryCap·(1+RetryJitter) away,
 // and however long the outage, each informer asks at most about once a
 // second.
 const (
-	retryFirst  = 200 * time.Millisecond
-	retryCap    = time.Second
-	retryJitter = 0.25
+	RetryFirst  = 200 * time.Millisecond
+	RetryCap    = time.Second
+	RetryJitter = 0.25
 )
 
 // retrySchedule is the delay before each retry of one failing request: 200ms,
 // 400ms, 800ms, then 1s, each stretched by up to a quarter at random so that
 // the informers of a restarted kubeindex do not ask in step.
 func retrySchedule() wait.Backoff {
-	return wait.Backoff{Duration: retryFirst, Factor: 2, Jitter: retryJitter, Steps: 10, Cap: retryCap}
+	return wait.Backoff{Duration: RetryFirst, Factor: 2, Jitter: RetryJitter, Steps: 10, Cap: RetryCap}
 }
 
 // retrying calls attempt until it succeeds, fails for good or ctx ends,

@@ -22,16 +22,16 @@ func TestRetryScheduleHealsFastAndStaysCheap(t *testing.T) {
 			attempts := 1
 			for now < outage {
 				d := b.Step()
-				if d > retryCap*5/4 {
+				if d > RetryCap*5/4 {
 					t.Fatalf("outage %v: a wait of %v, over the 1.25s bound", outage, d)
 				}
-				if now > 2*time.Second && d < retryCap {
+				if now > 2*time.Second && d < RetryCap {
 					t.Fatalf("outage %v: a wait of %v at %v, more than one attempt a second", outage, d, now)
 				}
 				now += d
 				attempts++
 			}
-			if heal := now - outage; heal > retryCap*5/4 {
+			if heal := now - outage; heal > RetryCap*5/4 {
 				t.Fatalf("outage %v: first attempt %v after the heal, want at most 1.25s", outage, heal)
 			}
 			if limit := int(outage/time.Second) + 4; attempts > limit {

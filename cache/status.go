@@ -131,9 +131,9 @@ func (r *resourceCache) status() Status {
 // handler a little later), so the count equals what a list returns. The
 // store can only be counted by listing its keys, an n-key slice per call;
 // before the sync nobody can list, and readiness probes ask while the
-// store fills (make bench's every 5 ms; at 50,000 pods listing the keys
-// takes 1.5 ms and 800 KB per probe), so it is then the adds less the
-// deletes the handler has seen.
+// store fills (make bench's initial sync polls /readyz continually, and a
+// listing of a large store's keys per probe shows in that figure), so it
+// is then the adds less the deletes the handler has seen.
 func (sh *shard) count() int64 {
 	if sh.hasSynced() {
 		return int64(len(sh.informer.GetStore().ListKeys()))

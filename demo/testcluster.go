@@ -36,12 +36,13 @@ func (c *TestCluster) Delete(resource, namespace, name string) error {
 // ResourceVersion returns the cluster-wide resourceVersion of the last change.
 func (c *TestCluster) ResourceVersion() string { return c.api.ResourceVersion() }
 
-// Resource names, as Apply, Delete and Objects take them.
+// Resource names, as Apply, Delete and Objects take them: the simulated
+// API server's own.
 const (
-	Pods        = "pods"
-	Services    = "services"
-	Nodes       = "nodes"
-	Namespaces  = "namespaces"
-	Deployments = "deployments"
-	ReplicaSets = "replicasets"
+	Pods        = fakeapi.Pods
+	Services    = fakeapi.Services
+	Nodes       = fakeapi.Nodes
+	Namespaces  = fakeapi.Namespaces
+	Deployments = fakeapi.Deployments
+	ReplicaSets = fakeapi.ReplicaSets
 )

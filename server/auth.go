@@ -16,7 +16,7 @@ import (
 )
 
 // AuthOptions decides who may read what. The zero value serves every
-// request; see README "Security".
+// request; see docs/security.md.
 type AuthOptions struct {
 	// Authenticator checks bearer tokens. nil: no authentication, every
 	// request is served.
@@ -30,13 +30,17 @@ type AuthOptions struct {
 	// lookup): only those it returns are asked about. nil: every
 	// namespace that could hold an answer is asked about.
 	Namespaces auth.NamespaceFinder
-	// Timeout bounds authenticating and authorizing one request. Default 10s.
+	// Timeout bounds authenticating and authorizing one request. Default
+	// DefaultAuthTimeout.
 	Timeout time.Duration
 }
 
+// DefaultAuthTimeout is AuthOptions.Timeout's default.
+const DefaultAuthTimeout = 10 * time.Second
+
 func (o AuthOptions) withDefaults() AuthOptions {
 	if o.Timeout <= 0 {
-		o.Timeout = 10 * time.Second
+		o.Timeout = DefaultAuthTimeout
 	}
 	return o
 }

@@ -193,7 +193,7 @@ func TestAuthFreshnessOnlyForClusterWideReaders(t *testing.T) {
 	after := look("alice-token")
 	for _, p := range paths {
 		if p == "/api/v1/pods?namespace=team-a&limit=1" {
-			continue // the list's resourceVersion is the API's (README: Security)
+			continue // the list's resourceVersion is the API's (docs/security.md)
 		}
 		a, b := before[p], after[p]
 		if a.code != b.code || a.body != b.body || !maps.EqualFunc(a.header, b.header, slices.Equal) {

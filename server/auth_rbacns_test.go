@@ -97,10 +97,11 @@ func podsIn(namespaces ...string) []string {
 	return out
 }
 
-// Issue 16, item 4, worst case: 2,000 namespaces, every one holding pods.
-// A restricted caller's list across namespaces asked about each (2,001
-// reviews: 20s at the review client's 100 a second). With RBAC objects it
-// asks about the namespaces where a RoleBinding grants it only, and the
+// The worst case of reviews per list: 2,000 namespaces, every one holding
+// pods. Asking about each would take 2,001 reviews (20s at the review
+// client's 100 a second). With RBAC objects a restricted caller's list
+// across namespaces asks about the namespaces where a RoleBinding grants
+// it only, and the
 // API server still decides each: a webhook's deny excludes one.
 func TestRestrictedListAsksOnlyRBACGrantedNamespaces(t *testing.T) {
 	e := startRBACAuth(t, carolRBAC...)

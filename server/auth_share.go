@@ -10,7 +10,7 @@ import (
 	"github.com/kubeindex/kubeindex/cache"
 )
 
-// Fewer reviews for the same answers (issue 16, item 4). Every review is
+// Fewer reviews for the same answers. Every review is
 // a call to the API server, shared by all callers and fairly divided
 // among users by the authorizer (auth.AccessReviewOptions): the fewer one
 // request needs, the sooner it is answered, and the less a caller who
@@ -87,7 +87,7 @@ func (a access) knownNamespaces(verb string, res cache.Resource) []string {
 // --namespace-access=rbac, those where a RoleBinding grants it, each still
 // to be asked about. A restricted caller in a cluster of thousands of
 // namespaces, all holding objects, is then asked about the few it is
-// bound in, not about thousands (issue 16, item 4).
+// bound in, not about thousands.
 func (a access) mightBeAllowed(verb string, res cache.Resource, namespaces []string) []string {
 	f := a.s.opts.Auth.Namespaces
 	if f == nil {

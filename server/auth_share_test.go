@@ -17,9 +17,8 @@ import (
 	"github.com/kubeindex/kubeindex/cache/cachetest"
 )
 
-// Issue 16, item 4: a restricted list across namespaces asked about every
-// namespace kubeindex knows, one review each. It now asks about those that
-// hold objects of the resource only: with 2,000 namespaces known and pods
+// A restricted list across namespaces asks about the namespaces that hold
+// objects of the resource only, not about every namespace kubeindex knows: with 2,000 namespaces known and pods
 // in a few, a handful of reviews, not 2,000 (which at the review client's
 // 100 a second took 20s).
 func TestRestrictedListAsksAboutNamespacesWithObjectsOnly(t *testing.T) {
@@ -78,8 +77,8 @@ func TestRestrictedListInNamespacesWithoutObjectsIsEmpty(t *testing.T) {
 	}
 }
 
-// Issue 16, item 4: each GET of a new name was one review. A caller
-// allowed in the whole namespace now costs one review for every name.
+// A caller allowed in the whole namespace costs one review for every name,
+// not one per name.
 func TestGetsOfManyNamesCostOneReview(t *testing.T) {
 	e := startAuth(t, Options{})
 	_, before := e.api.Reviews()
@@ -93,7 +92,7 @@ func TestGetsOfManyNamesCostOneReview(t *testing.T) {
 	}
 	// One question for every name: get in team-a; and one more, whether
 	// alice may list pods cluster-wide, which decides whether an answer
-	// carries freshness details (issue 16, item 7).
+	// carries freshness details.
 	if _, after := e.api.Reviews(); after-before > 2 {
 		t.Errorf("100 GETs of new names in a namespace alice may read cost %d access reviews; expect 2", after-before)
 	}
@@ -103,11 +102,10 @@ func TestGetsOfManyNamesCostOneReview(t *testing.T) {
 	}
 }
 
-// Issue 16, item 4: all users shared one review client, so one user asking
-// for many reviews (new names, one review each) made everyone else's
-// questions wait behind its own until they timed out: 503s for others.
-// Each user now has a fair share of the reviews in flight; the flooder
-// waits for itself.
+// All users share one review client, so one user asking for many reviews
+// (new names, one review each) could make everyone else's questions wait
+// behind its own until they timed out: 503s for others. Each user has a
+// fair share of the reviews in flight; the flooder waits for itself.
 func TestReviewFloodOfOneUserLeavesOthersAnswered(t *testing.T) {
 	users := map[string]auth.User{"mallory-token": {Name: "mallory", UID: "m"}}
 	var rules []authtest.Rule

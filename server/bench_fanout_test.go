@@ -66,8 +66,9 @@ func BenchmarkStreamFanout(b *testing.B) {
 	f := cachetest.Start(b, cachetest.PodSpec())
 	feed := newFanoutFeed(b, f)
 	s := New(f.Cache, Options{
-		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Limits:  LimitOptions{MaxStreamsPerClient: 2 * fanoutClients, MaxConnections: 2 * fanoutClients},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Limits: LimitOptions{MaxStreamsPerClient: 2 * fanoutClients, MaxConnections: 2 * fanoutClients,
+			MaxConnectionsPerAddress: 2 * fanoutClients}, // the clients share one address
 		Streams: StreamOptions{MaxSubscribers: 2 * fanoutClients, Coalesce: DefaultCoalesce}, // as the command runs
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

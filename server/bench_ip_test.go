@@ -14,7 +14,7 @@ import (
 )
 
 // BenchmarkIPFigures measures, side by side in one run and in-process
-// (no network), the IP lookups of issue 15 and prints their ratios:
+// (no network), the IP lookups and prints their ratios:
 // addresses resolved per second by single GETs and by batches of 1,000,
 // and a lookup ?at= a moment against one of now. Each sub-benchmark
 // reports the process's CPU per address (cpu-ns/IP, GC included), the

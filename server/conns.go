@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Connection slots. Every open connection holds one of MaxConnections,
@@ -91,7 +93,7 @@ func connAddress(conn net.Conn) string {
 // refusal is the whole answer to a connection beyond a limit.
 func refusal(status int, reason, msg string) []byte {
 	st := errorStatus(retryLater(msg))
-	st.Code, st.Reason = status, reason
+	st.Code, st.Reason = int32(status), metav1.StatusReason(reason)
 	body, err := json.Marshal(st)
 	if err != nil {
 		panic(err) // a constant Status always marshals

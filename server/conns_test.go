@@ -71,9 +71,9 @@ func slotTokens(t *testing.T) auth.Authenticator {
 	return st
 }
 
-// Issue 16, item 3: with 20 connection slots, 20 idle sockets of one
-// address locked everyone else out. One address now holds a quarter of
-// them, and the admin, from another address, still gets in.
+// With 20 connection slots, 20 idle sockets of one address must not lock
+// everyone else out: one address holds a quarter of them, and the admin,
+// from another address, still gets in.
 func TestIdleSocketsOfOneAddressLeaveRoomForOthers(t *testing.T) {
 	f := cachetest.Start(t, cachetest.PodSpec())
 	s, addr := serveReal(t, f.Cache, Options{Auth: AuthOptions{Authenticator: slotTokens(t)},
@@ -104,9 +104,8 @@ func TestIdleSocketsOfOneAddressLeaveRoomForOthers(t *testing.T) {
 	}
 }
 
-// Issue 16, item 3: an idle socket that never authenticated held its slot
-// for the whole keep-alive timeout (120s). It now holds it for the short
-// UnauthenticatedTimeout, whether it sends nothing, a request to a public
+// An idle socket that never authenticated holds its slot for the short
+// UnauthenticatedTimeout, not the whole keep-alive timeout, whether it sends nothing, a request to a public
 // route or a request with a bad token; an authenticated connection keeps
 // the usual keep-alive.
 func TestUnauthenticatedConnectionsAreClosedSoon(t *testing.T) {

@@ -49,41 +49,28 @@ func writeJSON(w http.ResponseWriter, body []byte) error {
 // writeList writes a Kubernetes-style list envelope around the stored
 // object bytes, without decoding or re-encoding any object.
 func writeList(w http.ResponseWriter, res cache.ListResult) error {
-	head, err := listHead(res)
-	if err != nil {
-		return err
-	}
-	return writeEnvelope(w, res.Items, func(b []byte) []byte { return append(b, head...) })
+	return writeListAs(w, res, nil)
 }
 
-// writeListOf writes a list envelope around items other than the stored
-// bytes (projections).
-func writeListOf(w http.ResponseWriter, res cache.ListResult, items [][]byte) error {
-	head, err := listHead(res)
-	if err != nil {
-		return err
-	}
-	return writeItems(w, len(items), func(i int) []byte { return items[i] }, func(b []byte) []byte { return append(b, head...) })
-}
-
-// listHead is a list envelope's kind, apiVersion and metadata, without
-// the closing brace.
-func listHead(res cache.ListResult) ([]byte, error) {
+// writeListAs is writeList with each object written by enc (as stored
+// when enc is nil).
+func writeListAs(w http.ResponseWriter, res cache.ListResult, enc itemEncoding) error {
 	total := res.Total
 	meta, err := json.Marshal(ListMeta{ResourceVersion: res.Freshness.ResourceVersion,
 		Continue: res.Continue, Remaining: res.Remaining, Total: &total})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	head, err := json.Marshal(struct {
 		Kind       string `json:"kind"`
 		APIVersion string `json:"apiVersion"`
 	}{res.Resource.Kind + "List", res.Resource.APIVersion()})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	head = append(head[:len(head)-1], `,"metadata":`...)
-	return append(head, meta...), nil
+	head = append(head, meta...)
+	return writeEnvelopeAs(w, res.Items, func(b []byte) []byte { return append(b, head...) }, enc)
 }
 
 // writeIPLookup writes the answer to "who has this IP": a summary a service
@@ -109,33 +96,57 @@ var envelopeBuffers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil
 // that fits the buffer (a lookup's, a short list's) goes out in one write
 // with its length (see writeJSON); a longer one is streamed, chunked.
 func writeEnvelope(w http.ResponseWriter, items []*cache.Object, head func([]byte) []byte) error {
-	return writeItems(w, len(items), func(i int) []byte { return items[i].Raw() }, head)
+	return writeEnvelopeAs(w, items, head, nil)
 }
 
-// writeItems is writeEnvelope for n items whose bytes item returns.
-func writeItems(w http.ResponseWriter, n int, item func(int) []byte, head func([]byte) []byte) error {
+// itemEncoding writes the objects of a list otherwise than as stored.
+type itemEncoding interface {
+	// size is the length of what write writes for raw; -1 when it is not
+	// known beforehand (the answer is then streamed without a length).
+	size(raw []byte) int
+	write(bw *bufio.Writer, raw []byte)
+}
+
+// writeEnvelopeAs is writeEnvelope with each object written by enc (as
+// stored when enc is nil).
+func writeEnvelopeAs(w http.ResponseWriter, items []*cache.Object, head func([]byte) []byte, enc itemEncoding) error {
 	bw := envelopeBuffers.Get().(*bufio.Writer)
 	defer envelopeBuffers.Put(bw)
 	bw.Reset(w)
 	defer bw.Reset(nil) // the pool keeps no response writer
 	start := head(bw.AvailableBuffer())
-	size := len(start) + len(`,"items":[`) + len("]}\n") + max(n-1, 0)
-	for i := range n {
-		size += len(item(i))
+	size := len(start) + len(`,"items":[`) + len("]}\n") + max(len(items)-1, 0)
+	for _, o := range items {
+		if enc == nil {
+			size += len(o.Raw())
+		} else if n := enc.size(o.Raw()); n >= 0 && size >= 0 {
+			size += n
+		} else {
+			size = -1
+		}
+		if size > bw.Size() || size < 0 {
+			break // streamed: the length is not needed
+		}
 	}
 	h := w.Header()
-	h["Content-Type"] = jsonContentType
-	if size <= bw.Size() {
+	if h.Get("Content-Type") == "" {
+		h["Content-Type"] = jsonContentType
+	}
+	if size >= 0 && size <= bw.Size() {
 		h["Content-Length"] = []string{strconv.Itoa(size)}
 	}
 	w.WriteHeader(http.StatusOK)
 	bw.Write(start)
 	bw.WriteString(`,"items":[`)
-	for i := range n {
+	for i, o := range items {
 		if i > 0 {
 			bw.WriteByte(',')
 		}
-		bw.Write(item(i))
+		if enc == nil {
+			bw.Write(o.Raw())
+		} else {
+			enc.write(bw, o.Raw())
+		}
 	}
 	bw.WriteString("]}\n")
 	return bw.Flush()

@@ -6,29 +6,12 @@ import (
 	"strconv"
 
 	"github.com/labstack/echo/v4"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubeindex/kubeindex/cache"
 	"github.com/kubeindex/kubeindex/internal/text"
 	"github.com/kubeindex/kubeindex/query"
 )
-
-// Status is the error body, in the shape of a Kubernetes metav1.Status so
-// that tools which already understand API-server errors understand ours.
-type Status struct {
-	Kind       string         `json:"kind"`
-	APIVersion string         `json:"apiVersion"`
-	Metadata   struct{}       `json:"metadata"`
-	Status     string         `json:"status"`
-	Message    string         `json:"message"`
-	Reason     string         `json:"reason"`
-	Code       int            `json:"code"`
-	Details    *StatusDetails `json:"details,omitempty"`
-}
-
-// StatusDetails carries retry advice for 503s.
-type StatusDetails struct {
-	RetryAfterSeconds int `json:"retryAfterSeconds,omitempty"`
-}
 
 // errBadRequest marks errors found while parsing a request.
 var errBadRequest = errors.New("bad request")
@@ -45,20 +28,22 @@ const retryAfterSeconds = 1
 // errorStatus is the single translation from errors to HTTP: every handler
 // returns errors and this decides the code, reason and message. Messages of
 // the typed errors are written for users; anything else is an internal
-// error whose text is logged, never sent.
-func errorStatus(err error) Status {
-	st := Status{Kind: "Status", APIVersion: "v1", Status: "Failure", Message: err.Error()}
+// error whose text is logged, never sent. The body is a Kubernetes
+// metav1.Status, so that tools which already understand the API server's
+// errors understand ours; its details carry only retry advice.
+func errorStatus(err error) metav1.Status {
+	st := metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure, Message: err.Error()}
 	var he *echo.HTTPError
 	switch {
 	case errors.As(err, &he):
-		st.Code = he.Code
+		st.Code = int32(he.Code)
 		st.Message = http.StatusText(he.Code)
 		if m, ok := he.Message.(string); ok {
 			st.Message = m
 		}
-		st.Reason = reasonFor(he.Code)
+		st.Reason = metav1.StatusReason(reasonFor(he.Code))
 		if he == errTooManyAccessReviews {
-			st.Details = &StatusDetails{RetryAfterSeconds: retryAfterSeconds}
+			st.Details = &metav1.StatusDetails{RetryAfterSeconds: retryAfterSeconds}
 		}
 	case errors.Is(err, cache.ErrUnknownResource), errors.Is(err, cache.ErrNotFound):
 		st.Code, st.Reason = http.StatusNotFound, "NotFound"
@@ -69,14 +54,14 @@ func errorStatus(err error) Status {
 		st.Code, st.Reason = http.StatusTooManyRequests, "TooManyRequests"
 	case errors.Is(err, cache.ErrBusy):
 		st.Code, st.Reason = http.StatusTooManyRequests, "TooManyRequests"
-		st.Details = &StatusDetails{RetryAfterSeconds: retryAfterSeconds}
+		st.Details = &metav1.StatusDetails{RetryAfterSeconds: retryAfterSeconds}
 	case errors.Is(err, cache.ErrExpired):
 		st.Code, st.Reason = http.StatusGone, "Expired"
 	case errors.Is(err, cache.ErrBeforeHistory):
 		st.Code, st.Reason = http.StatusGone, "BeforeHistory"
 	case errors.Is(err, cache.ErrNotSynced), errors.As(err, new(retryLater)):
 		st.Code, st.Reason = http.StatusServiceUnavailable, "ServiceUnavailable"
-		st.Details = &StatusDetails{RetryAfterSeconds: retryAfterSeconds}
+		st.Details = &metav1.StatusDetails{RetryAfterSeconds: retryAfterSeconds}
 	default:
 		st.Code, st.Reason, st.Message = http.StatusInternalServerError, "InternalError", "internal error"
 	}
@@ -125,9 +110,9 @@ func (s *Server) handleError(err error, c echo.Context) {
 		s.setAllow(c) // the path's methods, also when echo's router found none
 	}
 	if st.Details != nil && st.Details.RetryAfterSeconds > 0 {
-		c.Response().Header().Set("Retry-After", strconv.Itoa(st.Details.RetryAfterSeconds))
+		c.Response().Header().Set("Retry-After", strconv.Itoa(int(st.Details.RetryAfterSeconds)))
 	}
-	if err := c.JSON(st.Code, st); err != nil {
+	if err := c.JSON(int(st.Code), st); err != nil {
 		s.log.Debug("writing error response", "err", err)
 	}
 }

@@ -284,7 +284,7 @@ func (s *Server) answerOne(b []byte, lookups *cache.AddressLookups, visible func
 		b = append(b, `,"error":{"code":`...)
 		b = strconv.AppendInt(b, int64(st.Code), 10)
 		b = append(b, `,"reason":`...)
-		b = jsonscan.AppendString(b, st.Reason)
+		b = jsonscan.AppendString(b, string(st.Reason))
 		b = append(b, `,"message":`...)
 		b = jsonscan.AppendString(b, st.Message)
 		return append(b, "}}"...)

@@ -92,16 +92,50 @@ func (g *kubeGroup) apiGroup() metav1.APIGroup {
 	return ag
 }
 
+// kubeServed is what the Kubernetes API under /k8s serves: the cached
+// resources and the self reviews.
+func (s *Server) kubeServed() []cache.Resource {
+	return slices.Concat(s.r.APIResources(), kubeReviewResources)
+}
+
+func verbsOf(r cache.Resource) []string {
+	if isKubeReview(r.Group, r.Plural) {
+		return kubeReviewVerbs
+	}
+	return kubeVerbs
+}
+
 func apiResource(r cache.Resource) metav1.APIResource {
 	return metav1.APIResource{Name: r.Plural, SingularName: r.Singular, Namespaced: r.Namespaced, Kind: r.Kind,
-		Verbs: kubeVerbs, ShortNames: r.ShortNames, Categories: r.Categories}
+		Verbs: verbsOf(r), ShortNames: r.ShortNames, Categories: r.Categories}
 }
+
+// subresourceKind is what a served subresource answers: the object itself
+// for status, an autoscaling/v1 Scale for scale.
+func subresourceKind(r cache.Resource, sub string) metav1.GroupVersionKind {
+	if sub == "scale" {
+		return metav1.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}
+	}
+	return metav1.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind}
+}
+
+var subresourceVerbs = []string{"get"}
 
 func resourceList(groupVersion string, rs []cache.Resource) metav1.APIResourceList {
 	l := metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"},
 		GroupVersion: groupVersion, APIResources: []metav1.APIResource{}}
 	for _, r := range rs {
 		l.APIResources = append(l.APIResources, apiResource(r))
+		for _, sub := range r.Subresources {
+			if !servedSubresource(r, sub) {
+				continue
+			}
+			ar := metav1.APIResource{Name: r.Plural + "/" + sub, Namespaced: r.Namespaced, Kind: r.Kind, Verbs: subresourceVerbs}
+			if k := subresourceKind(r, sub); k.Kind != r.Kind {
+				ar.Group, ar.Version, ar.Kind = k.Group, k.Version, k.Kind
+			}
+			l.APIResources = append(l.APIResources, ar)
+		}
 	}
 	return l
 }
@@ -121,10 +155,18 @@ func aggregated(groups []*kubeGroup) apidiscoveryv2.APIGroupDiscoveryList {
 				if r.Namespaced {
 					scope = apidiscoveryv2.ScopeNamespace
 				}
-				vd.Resources = append(vd.Resources, apidiscoveryv2.APIResourceDiscovery{
-					Resource: r.Plural, SingularResource: r.Singular, Scope: scope, Verbs: kubeVerbs,
+				rd := apidiscoveryv2.APIResourceDiscovery{
+					Resource: r.Plural, SingularResource: r.Singular, Scope: scope, Verbs: verbsOf(r),
 					ResponseKind: &metav1.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind},
-					ShortNames:   r.ShortNames, Categories: r.Categories})
+					ShortNames:   r.ShortNames, Categories: r.Categories}
+				for _, sub := range r.Subresources {
+					if servedSubresource(r, sub) {
+						k := subresourceKind(r, sub)
+						rd.Subresources = append(rd.Subresources, apidiscoveryv2.APISubresourceDiscovery{
+							Subresource: sub, ResponseKind: &k, Verbs: subresourceVerbs})
+					}
+				}
+				vd.Resources = append(vd.Resources, rd)
 			}
 			gd.Versions = append(gd.Versions, vd)
 		}
@@ -156,7 +198,7 @@ func (s *Server) kubeVersion(c echo.Context) error {
 // kubeAPI serves /k8s/api: the core group's versions, or its aggregated
 // discovery.
 func (s *Server) kubeAPI(c echo.Context) error {
-	groups := kubeGroups(s.r.APIResources())
+	groups := kubeGroups(s.kubeServed())
 	switch negotiateDiscovery(c.Request()) {
 	case kubeDiscoveryV2:
 		return writeKubeJSON(c, kubeDiscoveryMediaType, aggregated(groups[:1]))
@@ -172,14 +214,14 @@ func (s *Server) kubeCoreResources(c echo.Context) error {
 	if negotiateObjects(c.Request(), false) == kubeNotAcceptableM {
 		return kubeNotAcceptable("application/json")
 	}
-	groups := kubeGroups(s.r.APIResources())
+	groups := kubeGroups(s.kubeServed())
 	return writeKubeJSON(c, "application/json", resourceList("v1", groups[0].byVer["v1"]))
 }
 
 // kubeAPIs serves /k8s/apis: the named groups, or their aggregated
 // discovery.
 func (s *Server) kubeAPIs(c echo.Context) error {
-	groups := kubeGroups(s.r.APIResources())[1:]
+	groups := kubeGroups(s.kubeServed())[1:]
 	switch negotiateDiscovery(c.Request()) {
 	case kubeDiscoveryV2:
 		return writeKubeJSON(c, kubeDiscoveryMediaType, aggregated(groups))
@@ -194,7 +236,7 @@ func (s *Server) kubeAPIs(c echo.Context) error {
 }
 
 func (s *Server) findGroup(name string) *kubeGroup {
-	for _, g := range kubeGroups(s.r.APIResources())[1:] {
+	for _, g := range kubeGroups(s.kubeServed())[1:] {
 		if g.name == name {
 			return g
 		}

@@ -18,11 +18,15 @@ const (
 	kubeTable                           // a meta.k8s.io/v1 Table
 	kubeDiscoveryV2                     // an apidiscovery.k8s.io/v2 APIGroupDiscoveryList
 	kubeNotAcceptableM                  // nothing offered is served
+	kubeMetadata                        // meta.k8s.io/v1 PartialObjectMetadata: an object's or an event's metadata
+	kubeMetadataList                    // meta.k8s.io/v1 PartialObjectMetadataList: a list's
 )
 
 const (
-	kubeTableMediaType     = "application/json;as=Table;v=v1;g=meta.k8s.io"
-	kubeDiscoveryMediaType = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+	kubeTableMediaType        = "application/json;as=Table;v=v1;g=meta.k8s.io"
+	kubeMetadataMediaType     = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+	kubeMetadataListMediaType = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+	kubeDiscoveryMediaType    = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 )
 
 // mediaRange is one entry of an Accept header.
@@ -80,7 +84,11 @@ func (r mediaRange) is(as, version, group string) bool {
 }
 
 // negotiateObjects picks how to answer a get, list or watch: the first of
-// JSON and (when table is served) Table that the client accepts.
+// JSON and (when table is served: reads of objects) Table,
+// PartialObjectMetadata and PartialObjectMetadataList that the client
+// accepts. As on the API server, the choice does not depend on whether
+// the request is a list: a list asked for as PartialObjectMetadata is
+// refused after (kubeMetadataFor).
 func negotiateObjects(req *http.Request, table bool) kubeMedia {
 	h := strings.Join(req.Header.Values("Accept"), ",")
 	if strings.TrimSpace(h) == "" {
@@ -92,6 +100,10 @@ func negotiateObjects(req *http.Request, table bool) kubeMedia {
 			return kubeJSON
 		case table && r.is("Table", "v1", "meta.k8s.io"):
 			return kubeTable
+		case table && r.is("PartialObjectMetadata", "v1", "meta.k8s.io"):
+			return kubeMetadata
+		case table && r.is("PartialObjectMetadataList", "v1", "meta.k8s.io"):
+			return kubeMetadataList
 		}
 	}
 	return kubeNotAcceptableM

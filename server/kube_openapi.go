@@ -30,7 +30,7 @@ func kubeOpenAPIGVPath(group, version string) string {
 
 func (s *Server) kubeOpenAPIV3(c echo.Context) error {
 	d := handler3.OpenAPIV3Discovery{Paths: map[string]handler3.OpenAPIV3DiscoveryGroupVersion{}}
-	for _, g := range kubeGroups(s.r.APIResources()) {
+	for _, g := range kubeGroups(s.kubeServed()) {
 		for _, v := range g.versions {
 			if len(g.byVer[v]) == 0 {
 				continue // the core group when no core resource is cached
@@ -52,7 +52,7 @@ func (s *Server) kubeOpenAPIV3Group(c echo.Context) error {
 
 func (s *Server) kubeOpenAPIV3Doc(c echo.Context, group, version string) error {
 	var rs []cache.Resource
-	for _, g := range kubeGroups(s.r.APIResources()) {
+	for _, g := range kubeGroups(s.kubeServed()) {
 		if g.name == group {
 			rs = g.byVer[version]
 		}
@@ -78,6 +78,11 @@ func (s *Server) kubeOpenAPIV3Doc(c echo.Context, group, version string) error {
 				OperationProps: spec3.OperationProps{OperationId: id + r.Kind, Description: desc, Parameters: params,
 					Responses: &spec3.Responses{ResponsesProps: spec3.ResponsesProps{StatusCodeResponses: map[int]*spec3.Response{
 						code: {ResponseProps: spec3.ResponseProps{Description: desc}}}}}}}
+		}
+		if isKubeReview(r.Group, r.Plural) {
+			doc.Paths.Paths["/"+kubeOpenAPIGVPath(group, version)+"/"+r.Plural] = &spec3.Path{PathProps: spec3.PathProps{
+				Post: op("create", "answered as kubeindex decides for the caller; creates nothing", 201)}}
+			continue
 		}
 		doc.Paths.Paths[p] = &spec3.Path{PathProps: spec3.PathProps{
 			Get:   op("read", "the object, from kubeindex's cache", 200),

@@ -32,6 +32,9 @@ const freshWait = 3 * time.Second
 type kubeTarget struct {
 	res             cache.Resource
 	namespace, name string
+	// asMetadata: the answer is PartialObjectMetadata(List), not the
+	// objects (kube_metadata.go).
+	asMetadata bool
 }
 
 // kubeTargetOf resolves the path's group, version and resource to a
@@ -73,11 +76,26 @@ func (s *Server) kubeResourcePath(c echo.Context) error {
 	if err != nil {
 		return kubeNotFoundPath()
 	}
+	sub := c.Param("subresource")
+	if c.Param("version") == "" && namespace != "" && name == "" && sub == "" && !s.isCoreResource(plural) {
+		// /api/v1/namespaces/{name}/{subresource}: a path of the
+		// namespace's subresources as well as of the lists in it.
+		namespace, name, sub, plural = "", namespace, plural, "namespaces"
+	}
 	t, err := s.kubeTargetOf(c, namespace, plural, name)
 	if err != nil {
 		return err
 	}
+	if sub != "" {
+		return s.kubeSubresource(c, t, sub)
+	}
 	return s.kubeServe(c, t)
+}
+
+// isCoreResource reports whether the core group serves plural.
+func (s *Server) isCoreResource(plural string) bool {
+	_, ok := s.kubeResource("", plural)
+	return ok
 }
 
 // kubeNamespace handles /api/v1/namespaces/{name}: a Namespace object.
@@ -95,9 +113,10 @@ func (s *Server) kubeNamespace(c echo.Context) error {
 
 func (s *Server) kubeServe(c echo.Context, t kubeTarget) error {
 	var tb *tableRequest
-	switch negotiateObjects(c.Request(), true) {
+	media := negotiateObjects(c.Request(), true)
+	switch media {
 	case kubeNotAcceptableM:
-		return kubeNotAcceptable("application/json", kubeTableMediaType)
+		return kubeNotAcceptable("application/json", kubeTableMediaType, kubeMetadataMediaType, kubeMetadataListMediaType)
 	case kubeTable:
 		var err error
 		if tb, err = s.tableFor(c, t.res); err != nil {
@@ -108,6 +127,10 @@ func (s *Server) kubeServe(c echo.Context, t kubeTarget) error {
 	if err != nil {
 		return err
 	}
+	if err := kubeMetadataFits(media, !opts.Watch && t.name == ""); err != nil {
+		return err
+	}
+	t.asMetadata = media == kubeMetadata || media == kubeMetadataList
 	switch {
 	case opts.Watch:
 		return s.kubeWatch(c, t, &opts, tb)
@@ -184,11 +207,16 @@ func (s *Server) kubePosition(ctx context.Context, res cache.Resource, rv string
 // kubeAllow checks one verb as the API server's authorizer would, and
 // words a refusal as it does.
 func (s *Server) kubeAllow(c echo.Context, verb string, res cache.Resource, namespace, name string) error {
+	return s.kubeAllowSub(c, verb, res, "", namespace, name)
+}
+
+// kubeAllowSub is kubeAllow for a subresource ("" for the resource).
+func (s *Server) kubeAllowSub(c echo.Context, verb string, res cache.Resource, sub, namespace, name string) error {
 	if !s.authorizing() {
 		return nil
 	}
 	a := s.accessFor(c)
-	ok, err := a.decideObject(auth.Attributes{Verb: verb, Group: res.Group, Resource: res.Plural, Namespace: namespace, Name: name})
+	ok, err := a.decideObject(auth.Attributes{Verb: verb, Group: res.Group, Resource: res.Plural, Subresource: sub, Namespace: namespace, Name: name})
 	if err != nil || ok {
 		return err
 	}
@@ -200,11 +228,15 @@ func (s *Server) kubeAllow(c echo.Context, verb string, res cache.Resource, name
 	if name != "" {
 		what = fmt.Sprintf("%s %q", what, text.Truncate(name, 256))
 	}
+	resource := res.Plural
+	if sub != "" {
+		resource += "/" + sub
+	}
 	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusForbidden,
 		Reason:  metav1.StatusReasonForbidden,
 		Details: &metav1.StatusDetails{Name: text.Truncate(name, 256), Group: res.Group, Kind: res.Plural},
 		Message: fmt.Sprintf("%s is forbidden: User %q cannot %s resource %q in API group %q %s",
-			what, a.userName(), verb, res.Plural, res.Group, where)}}
+			what, a.userName(), verb, resource, res.Group, where)}}
 }
 
 func (s *Server) kubeGet(c echo.Context, t kubeTarget, opts *metainternalversion.ListOptions, tb *tableRequest) error {
@@ -228,6 +260,9 @@ func (s *Server) kubeGet(c echo.Context, t kubeTarget, opts *metainternalversion
 			return err
 		}
 		return writeTable(c, body)
+	}
+	if t.asMetadata {
+		return writeKubeMetadata(c, t.res, obj.Raw())
 	}
 	return writeJSON(c.Response(), obj.Raw())
 }
@@ -276,11 +311,16 @@ func (s *Server) kubeList(c echo.Context, t kubeTarget, opts *metainternalversio
 		}
 		return writeTable(c, body)
 	}
-	return writeEnvelope(c.Response(), res.Items, func(b []byte) []byte {
+	kind, apiVersion, items := t.res.Kind+"List", t.res.APIVersion(), listItems(t.res)
+	if t.asMetadata {
+		kind, apiVersion, items = "PartialObjectMetadataList", "meta.k8s.io/v1", metadataOf(t.res)
+		c.Response().Header().Set(echo.HeaderContentType, kubeMetadataListMediaType)
+	}
+	return writeEnvelopeAs(c.Response(), res.Items, func(b []byte) []byte {
 		b = append(b, `{"kind":`...)
-		b = jsonscan.AppendString(b, t.res.Kind+"List")
+		b = jsonscan.AppendString(b, kind)
 		b = append(b, `,"apiVersion":`...)
-		b = jsonscan.AppendString(b, t.res.APIVersion())
+		b = jsonscan.AppendString(b, apiVersion)
 		b = append(b, `,"metadata":{"resourceVersion":`...)
 		b = jsonscan.AppendString(b, meta.ResourceVersion)
 		if meta.Continue != "" {
@@ -290,5 +330,5 @@ func (s *Server) kubeList(c echo.Context, t kubeTarget, opts *metainternalversio
 			b = strconv.AppendInt(b, int64(meta.Remaining), 10)
 		}
 		return append(b, '}')
-	})
+	}, items)
 }

@@ -1,7 +1,12 @@
 package server
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/labstack/echo/v4"
+
+	"github.com/kubeindex/kubeindex/internal/text"
 )
 
 // kubeMaxWriteBody bounds the body of a write to the Kubernetes API:
@@ -13,5 +18,9 @@ const kubeMaxWriteBody = 4 << 20
 func (s *Server) kubeWrite(c echo.Context) error {
 	c.Response().Header().Set("Connection", "close") // the unread body must not be taken for the next request
 	s.setAllow(c)
+	if sub := c.Param("subresource"); sub != "" {
+		sub, _, _ = strings.Cut(sub, "/")
+		return kubeReadOnly(fmt.Sprintf("%s of the subresource %q", c.Request().Method, text.Truncate(sub, 64)))
+	}
 	return kubeReadOnly(c.Request().Method)
 }

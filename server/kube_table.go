@@ -42,6 +42,11 @@ func (t *tableRequest) build(objs []*cache.Object, meta metav1.ListMeta) ([]byte
 	for i, o := range objs {
 		raws[i] = o.Raw()
 	}
+	return t.buildRaw(raws, meta)
+}
+
+// buildRaw renders objects given as JSON.
+func (t *tableRequest) buildRaw(raws [][]byte, meta metav1.ListMeta) ([]byte, error) {
 	tb, err := table.Build(t.conv, raws, t.opts, time.Now())
 	if err != nil {
 		return nil, err

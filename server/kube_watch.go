@@ -85,6 +85,8 @@ func (s *Server) kubeWatch(c echo.Context, t kubeTarget, opts *metainternalversi
 	s.fillFreshness(c) // the whole cache's: a resource's would cost a count of its objects
 	if tb != nil {
 		w.Header().Set(echo.HeaderContentType, kubeTableMediaType)
+	} else if t.asMetadata {
+		w.Header().Set(echo.HeaderContentType, kubeMetadataMediaType)
 	} else {
 		w.Header().Set(echo.HeaderContentType, "application/json")
 	}
@@ -92,6 +94,10 @@ func (s *Server) kubeWatch(c echo.Context, t kubeTarget, opts *metainternalversi
 	w.WriteHeader(http.StatusOK)
 	out := &kubeWatchWriter{streamBatch: s.newBatch(w, s.metrics.deliveryKube),
 		res: t.res, bookmarks: opts.AllowWatchBookmarks, initialEnd: initial && opts.AllowWatchBookmarks, table: tb}
+	if t.asMetadata {
+		m := metadataOf(t.res)
+		out.metadata = &m
+	}
 	defer out.conn.rc.SetWriteDeadline(time.Time{}) // the connection may serve another request
 	if oldest, expired := sub.Expired(); expired {
 		out.status(kubeStatus(kubeExpired(want, oldest)))
@@ -120,6 +126,7 @@ type kubeWatchWriter struct {
 	bookmarks  bool          // allowWatchBookmarks
 	initialEnd bool          // mark the end of the initial events with a bookmark
 	table      *tableRequest // nil: objects as they are
+	metadata   *asMetadata   // non-nil: objects as PartialObjectMetadata
 }
 
 func (w *kubeWatchWriter) write(m *cache.Message) error {
@@ -144,11 +151,14 @@ func (w *kubeWatchWriter) write(m *cache.Message) error {
 			return nil
 		}
 		raw := o.Raw()
-		if w.table != nil {
+		switch {
+		case w.table != nil:
 			var err error
 			if raw, err = w.table.build([]*cache.Object{o}, metav1.ListMeta{}); err != nil {
 				return err
 			}
+		case w.metadata != nil:
+			raw = w.metadata.appendTo(nil, raw)
 		}
 		w.bw.WriteString(`{"type":"`)
 		w.bw.WriteString(string(m.Type))
@@ -177,10 +187,14 @@ func (w *kubeWatchWriter) end(why error, _ position) error {
 func (w *kubeWatchWriter) bookmark(rv string, initialEnd bool) {
 	w.begin()
 	b := w.bw.AvailableBuffer()
+	kind, apiVersion := w.res.Kind, w.res.APIVersion()
+	if w.metadata != nil {
+		kind, apiVersion = "PartialObjectMetadata", "meta.k8s.io/v1"
+	}
 	b = append(b, `{"type":"BOOKMARK","object":{"kind":`...)
-	b = jsonscan.AppendString(b, w.res.Kind)
+	b = jsonscan.AppendString(b, kind)
 	b = append(b, `,"apiVersion":`...)
-	b = jsonscan.AppendString(b, w.res.APIVersion())
+	b = jsonscan.AppendString(b, apiVersion)
 	b = append(b, `,"metadata":{"resourceVersion":`...)
 	b = jsonscan.AppendString(b, rv)
 	if initialEnd {

@@ -22,45 +22,65 @@ type LimitOptions struct {
 	// address, so that one address cannot take every slot: the connection
 	// beyond it is answered 429 and closed at once. Everyone behind one
 	// NAT, proxy or ingress shares an address, and so this bound. Default
-	// a quarter of MaxConnections.
+	// DefaultMaxConnectionsPerAddress(MaxConnections).
 	MaxConnectionsPerAddress int
 	// UnauthenticatedTimeout bounds how long a connection on which no
 	// request has yet passed authentication may take to send a request's
 	// headers, and may stay idle between requests. A connection that
-	// has authenticated keeps IdleTimeout, and the read header timeout of
-	// the server (10s). Default 5s.
+	// has authenticated keeps IdleTimeout, and ReadHeaderTimeout. Default
+	// DefaultUnauthenticatedTimeout.
 	UnauthenticatedTimeout time.Duration
 	// IdleTimeout is how long an authenticated keep-alive connection may
-	// stay idle between requests. Default 120s.
+	// stay idle between requests. Default DefaultIdleTimeout.
 	IdleTimeout time.Duration
 	// MaxStreamsPerClient bounds the streams (WebSockets and event streams)
 	// one client holds open: its user when authenticated, else its IP
-	// address. Default 32.
+	// address. Default DefaultMaxStreamsPerClient.
 	MaxStreamsPerClient int
 	// RequestTimeout bounds a REST request, writing the response included:
 	// a client that reads too slowly is cut off. Streams are exempt.
-	// Default 60s.
+	// Default DefaultRequestTimeout.
 	RequestTimeout time.Duration
 }
 
+// LimitOptions' defaults. The command's flags default to them, and the
+// configuration reference is generated from those flags.
+const (
+	DefaultMaxConnections         = 4096
+	DefaultUnauthenticatedTimeout = 5 * time.Second
+	DefaultIdleTimeout            = 120 * time.Second
+	DefaultMaxStreamsPerClient    = 32
+	DefaultRequestTimeout         = 60 * time.Second
+)
+
+// ReadHeaderTimeout bounds how long an authenticated connection may take
+// to send a request's headers (an unauthenticated one has
+// UnauthenticatedTimeout).
+const ReadHeaderTimeout = 10 * time.Second
+
+// DefaultMaxConnectionsPerAddress is MaxConnectionsPerAddress's default: a
+// quarter of maxConnections, at least one, so that one address cannot
+// take every slot.
+func DefaultMaxConnectionsPerAddress(maxConnections int) int { return max(1, maxConnections/4) }
+
 func (o LimitOptions) withDefaults() LimitOptions {
 	if o.MaxConnections <= 0 {
-		o.MaxConnections = 4096
+		o.MaxConnections = DefaultMaxConnections
 	}
 	if o.MaxConnectionsPerAddress <= 0 {
-		o.MaxConnectionsPerAddress = max(1, o.MaxConnections/4)
+		o.MaxConnectionsPerAddress = DefaultMaxConnectionsPerAddress(o.MaxConnections)
 	}
 	if o.UnauthenticatedTimeout <= 0 {
-		o.UnauthenticatedTimeout = 5 * time.Second
+		o.UnauthenticatedTimeout = DefaultUnauthenticatedTimeout
 	}
 	if o.IdleTimeout <= 0 {
-		o.IdleTimeout = 120 * time.Second
+		o.IdleTimeout = DefaultIdleTimeout
 	}
 	if o.MaxStreamsPerClient <= 0 {
-		o.MaxStreamsPerClient = 32
+		o.MaxStreamsPerClient = DefaultMaxStreamsPerClient
 	}
 	if o.RequestTimeout <= 0 {
-		o.RequestTimeout = 60 * time.Second
+		o.RequestTimeout = DefaultRequestTimeout
 	}
 	return o
 }

@@ -79,7 +79,7 @@ func (m *metrics) observe(c echo.Context, rt *route, stream bool, start time.Tim
 	rm := rt.metrics
 	code := c.Response().Status
 	if err != nil {
-		code = errorStatus(err).Code
+		code = int(errorStatus(err).Code)
 	}
 	if rm == nil {
 		rm = m.unmatched // no route: echo's 404 or 405

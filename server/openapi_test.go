@@ -22,6 +22,8 @@ import (
 	"github.com/kubeindex/kubeindex/cache"
 	"github.com/kubeindex/kubeindex/cache/cachetest"
 	"github.com/kubeindex/kubeindex/openapi"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // loadSpec parses the embedded document and validates it as OpenAPI 3.0:
@@ -247,6 +249,10 @@ func TestResponsesMatchTheSpec(t *testing.T) {
 		{"/k8s/apis/{group}/{version}/{resource}/{name}", "/k8s/api/v1/nodes/node-1", synced, 200, false},
 		{"/k8s/apis/{group}/{version}/namespaces/{namespace}/{resource}", "/k8s/apis/apps/v1/namespaces/kube-system/replicasets", synced, 200, false},
 		{"/k8s/apis/{group}/{version}/namespaces/{namespace}/{resource}/{name}", "/k8s/apis/apps/v1/namespaces/kube-system/deployments/coredns", synced, 200, false},
+		{"/k8s/api/v1/{resource}/{name}/{subresource}", "/k8s/api/v1/nodes/node-2/status", synced, 200, false},
+		{"/k8s/api/v1/namespaces/{namespace}/{resource}/{name}/{subresource}", "/k8s/api/v1/namespaces/kube-system/pods/kube-proxy-zhstf/status", synced, 200, false},
+		{"/k8s/apis/{group}/{version}/{resource}/{name}/{subresource}", "/k8s/api/v1/nodes/node-1/status", synced, 200, false},
+		{"/k8s/apis/{group}/{version}/namespaces/{namespace}/{resource}/{name}/{subresource}", "/k8s/apis/apps/v1/namespaces/kube-system/deployments/coredns/status", synced, 200, false},
 	}
 	// Statuses a ResponseRecorder cannot produce; stream_test.go proves them
 	// over real connections (upgrade, origin refusal, shutdown).
@@ -335,6 +341,21 @@ func TestResponsesMatchTheSpec(t *testing.T) {
 			t.Errorf("POST %s (%d) does not match the spec:\n%v\n%s", path, rec.Code, err, rec.Body)
 		}
 	}
+	// The self reviews: a POST with a body, 201.
+	for path, body := range map[string]string{ssarPath: ssar(`{"verb":"list","resource":"pods"}`), ssrrPath: `{"spec":{"namespace":"a"}}`, ssrPath: `{}`} {
+		item := doc.Paths.Value(path)
+		rec := kubePost(t, synced, path, "application/json", body)
+		produced["POST "+path+" "+http.StatusText(rec.Code)] = true
+		err := openapi3filter.ValidateResponse(context.Background(), &openapi3filter.ResponseValidationInput{
+			RequestValidationInput: &openapi3filter.RequestValidationInput{Request: localRequest(http.MethodPost, path, strings.NewReader(body)),
+				Route: &routers.Route{Spec: doc, Path: path, PathItem: item, Method: http.MethodPost, Operation: item.Post}},
+			Status: rec.Code, Header: rec.Header(), Body: io.NopCloser(bytes.NewReader(rec.Body.Bytes())),
+			Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
+		})
+		if rec.Code != http.StatusCreated || err != nil {
+			t.Errorf("POST %s: %d, %v\n%s", path, rec.Code, err, rec.Body)
+		}
+	}
 	for path, item := range doc.Paths.Map() {
 		for method, op := range item.Operations() {
 			for code := range op.Responses.Map() {
@@ -371,7 +392,7 @@ func TestQueryParametersAreTheDocumentedOnes(t *testing.T) {
 	doc := loadSpec(t)
 	h := New(cachetest.Start(t, cachetest.DefaultSpecs()...).Cache, Options{Logger: quiet()}).Handler()
 	isUnknownParam := func(rec *httptest.ResponseRecorder) bool {
-		var st Status
+		var st metav1.Status
 		json.Unmarshal(rec.Body.Bytes(), &st)
 		return rec.Code == http.StatusBadRequest && strings.Contains(st.Message, "unknown query parameter")
 	}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -69,14 +70,24 @@ func (s *Server) parseAsk(q url.Values, resource string) (*cache.Ask, *query.Sch
 
 // writeProjected writes a list whose items keep only the fields asked.
 func writeProjected(w http.ResponseWriter, res cache.ListResult, p *query.Projection) error {
-	items := make([][]byte, len(res.Items))
-	var buf []byte
-	for i, o := range res.Items {
-		start := len(buf)
-		buf = p.Apply(buf, o.Raw())
-		items[i] = buf[start:len(buf):len(buf)]
-	}
-	return writeListOf(w, res, items)
+	return writeListAs(w, res, &projected{p: p})
+}
+
+// projected is the itemEncoding of a projection. Its size projects into a
+// scratch buffer: a page is short, and a known length is one write.
+type projected struct {
+	p       *query.Projection
+	scratch []byte
+}
+
+func (e *projected) size(raw []byte) int {
+	e.scratch = e.p.Apply(e.scratch[:0], raw)
+	return len(e.scratch)
+}
+
+func (e *projected) write(bw *bufio.Writer, raw []byte) {
+	e.scratch = e.p.Apply(e.scratch[:0], raw)
+	bw.Write(e.scratch)
 }
 
 // CountsResponse is the body of GET /api/v1/resources/{r}/counts.

@@ -110,7 +110,7 @@ func (s *Server) table() []*route {
 		rest("/api/v1/:resource/:name", resourceFreshness, "Get a cluster-scoped object.", s.getClusterScoped),
 		rest("/api/v1/:resource/:namespace/:name", resourceFreshness, "Get a namespaced object.", s.getNamespaced),
 	}
-	// The Kubernetes read API (README "Kubernetes API"): a kubeconfig's
+	// The Kubernetes read API (docs/kubernetes-api.md): a kubeconfig's
 	// server is http://host:port/k8s, so that no path means two things.
 	reads := []*route{
 		s.kubeRead("/k8s/api/v1/:resource", "Kubernetes API: list or watch a core resource in all namespaces."),
@@ -123,6 +123,10 @@ func (s *Server) table() []*route {
 		s.kubeRead("/k8s/apis/:group/:version/:resource/:name", "Kubernetes API: get a cluster-scoped object."),
 		s.kubeRead("/k8s/apis/:group/:version/namespaces/:namespace/:resource", "Kubernetes API: list or watch a resource in a namespace."),
 		s.kubeRead("/k8s/apis/:group/:version/namespaces/:namespace/:resource/:name", "Kubernetes API: get a namespaced object."),
+		s.kubeRead("/k8s/api/v1/:resource/:name/:subresource", "Kubernetes API: a subresource of a cluster-scoped core object."),
+		s.kubeRead("/k8s/api/v1/namespaces/:namespace/:resource/:name/:subresource", "Kubernetes API: a subresource of a namespaced core object."),
+		s.kubeRead("/k8s/apis/:group/:version/:resource/:name/:subresource", "Kubernetes API: a subresource of a cluster-scoped object."),
+		s.kubeRead("/k8s/apis/:group/:version/namespaces/:namespace/:resource/:name/:subresource", "Kubernetes API: a subresource of a namespaced object."),
 	}
 	table = append(table,
 		s.kubeDiscovery("/k8s/version", "Kubernetes API: the upstream API server's version.", s.kubeVersion),
@@ -134,6 +138,7 @@ func (s *Server) table() []*route {
 		s.kubeDiscovery("/k8s/openapi/v3", "Kubernetes API: the OpenAPI v3 group versions.", s.kubeOpenAPIV3),
 		s.kubeDiscovery("/k8s/openapi/v3/api/v1", "Kubernetes API: the core group's OpenAPI v3 document.", s.kubeOpenAPIV3Core),
 		s.kubeDiscovery("/k8s/openapi/v3/apis/:group/:version", "Kubernetes API: a group version's OpenAPI v3 document.", s.kubeOpenAPIV3Group))
+	table = append(table, s.kubeReviewRoutes()...)
 	table = append(table, reads...)
 	return append(table, s.kubeWrites(reads)...)
 }

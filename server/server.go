@@ -39,10 +39,10 @@ type Reader interface {
 	// IPHistoryStats describes the address history; false when it is off.
 	IPHistoryStats() (cache.IPHistoryStats, bool)
 	// Watch subscribes to a resource's events (see cache.Cache.Watch).
-	Watch(resource string, q cache.WatchQuery, notify chan<- struct{}) (*cache.Subscription, error)
+	Watch(resource string, q cache.WatchQuery, notify chan<- struct{}) (cache.Subscription, error)
 	// WatchAddresses subscribes to the address stream (see
 	// cache.Cache.WatchAddresses).
-	WatchAddresses(q cache.AddressWatchQuery, notify chan<- struct{}) (*cache.Subscription, error)
+	WatchAddresses(q cache.AddressWatchQuery, notify chan<- struct{}) (cache.Subscription, error)
 	// StreamStats describes each resource's stream broker, for metrics.
 	StreamStats() []cache.StreamStats
 	// Resolve, Namespaces, NamespacesOf and IPResources serve
@@ -64,7 +64,7 @@ type Options struct {
 	Simulated bool
 	// ShutdownTimeout bounds graceful shutdown. Default 10s.
 	ShutdownTimeout time.Duration
-	// MaxHeaderBytes bounds request headers. Default 64 KiB.
+	// MaxHeaderBytes bounds request headers. Default DefaultMaxHeaderBytes.
 	MaxHeaderBytes int
 	Logger         *slog.Logger
 	// Streams bounds and tunes WebSocket and SSE event streams.
@@ -81,6 +81,9 @@ type Options struct {
 	// version naming kubeindex only.
 	KubeVersion *version.Info
 }
+
+// DefaultMaxHeaderBytes is Options.MaxHeaderBytes' default.
+const DefaultMaxHeaderBytes = 64 << 10
 
 // Server serves the REST API from a Reader.
 type Server struct {
@@ -106,7 +109,7 @@ func New(r Reader, opts Options) *Server {
 		opts.ShutdownTimeout = 10 * time.Second
 	}
 	if opts.MaxHeaderBytes <= 0 {
-		opts.MaxHeaderBytes = 64 << 10
+		opts.MaxHeaderBytes = DefaultMaxHeaderBytes
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -131,7 +134,7 @@ func (s *Server) Handler() http.Handler { return s.echo }
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
 		Handler:           s.echo,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: ReadHeaderTimeout,
 		IdleTimeout:       s.opts.Limits.IdleTimeout,
 		MaxHeaderBytes:    s.opts.MaxHeaderBytes,
 		ConnContext:       connContext, // the short timeout of unauthenticated connections (conns.go)

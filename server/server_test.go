@@ -15,6 +15,8 @@ import (
 
 	"github.com/kubeindex/kubeindex/cache"
 	"github.com/kubeindex/kubeindex/cache/cachetest"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -103,12 +105,12 @@ func TestErrorsAreStatusJSON(t *testing.T) {
 	}
 	for _, tt := range tests {
 		rec := do(t, h, tt.method, tt.target)
-		var st Status
+		var st metav1.Status
 		if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil {
 			t.Errorf("%s %s: body is not JSON: %q", tt.method, tt.target, rec.Body)
 			continue
 		}
-		if rec.Code != tt.code || st.Code != tt.code || st.Reason != tt.reason || st.Kind != "Status" || st.Message == "" {
+		if rec.Code != tt.code || int(st.Code) != tt.code || string(st.Reason) != tt.reason || st.Kind != "Status" || st.Message == "" {
 			t.Errorf("%s %s: %d %+v; expect %d %s", tt.method, tt.target, rec.Code, st, tt.code, tt.reason)
 		}
 		if rec.Header().Get(HeaderStale) == "" {

@@ -27,16 +27,18 @@ type StreamOptions struct {
 	// header (curl, programs) are not browsers and are allowed.
 	AllowedOrigins []string
 	// MaxSubscribers bounds the subscriptions of all clients together.
-	// Default 10000.
+	// Default DefaultMaxSubscribers.
 	MaxSubscribers int
-	// MaxSubscriptionsPerSocket bounds one multiplexed WebSocket. Default 100.
+	// MaxSubscriptionsPerSocket bounds one multiplexed WebSocket. Default
+	// DefaultMaxSubscriptionsPerSocket.
 	MaxSubscriptionsPerSocket int
 	// QueueSize is how many events a subscription may lag behind before it
 	// is told to resync. Default cache.DefaultQueueSize.
 	QueueSize int
 	// MaxMessageBytes bounds a client's WebSocket message: a larger one is
-	// answered with an ERROR message. Default 16 KiB. A message above 1 MiB
-	// (or MaxMessageBytes, if larger) closes the socket with code 1009.
+	// answered with an ERROR message. Default DefaultMaxMessageBytes. A
+	// message above CloseMessageBytes (or MaxMessageBytes, if larger)
+	// closes the socket with code 1009.
 	MaxMessageBytes int64
 	// PingInterval is how often WebSocket peers are pinged; a peer silent
 	// for two intervals is disconnected. Default 30s.
@@ -59,8 +61,8 @@ type StreamOptions struct {
 	MaxLifetime time.Duration
 	// Recheck is how often an open stream's bearer token is reviewed again
 	// (through the authenticator's cache); a token no longer valid ends the
-	// stream. Default 10s, as long as TokenReview's cache keeps a valid
-	// token.
+	// stream. Default DefaultRecheck, as long as TokenReview's cache keeps
+	// a valid token.
 	Recheck time.Duration
 }
 
@@ -74,21 +76,31 @@ const (
 	DefaultCoalesce = 20 * time.Millisecond
 )
 
-// DefaultMaxLifetime is StreamOptions.MaxLifetime's default.
-const DefaultMaxLifetime = time.Hour
+// StreamOptions' other defaults.
+const (
+	DefaultMaxLifetime               = time.Hour
+	DefaultMaxSubscribers            = 10000
+	DefaultMaxSubscriptionsPerSocket = 100
+	DefaultMaxMessageBytes           = 16 << 10
+	DefaultRecheck                   = 10 * time.Second
+)
+
+// CloseMessageBytes is the least hard bound on a WebSocket message: a
+// larger one closes the socket (readLimit).
+const CloseMessageBytes = 1 << 20
 
 func (o StreamOptions) withDefaults() StreamOptions {
 	if o.MaxSubscribers <= 0 {
-		o.MaxSubscribers = 10000
+		o.MaxSubscribers = DefaultMaxSubscribers
 	}
 	if o.MaxSubscriptionsPerSocket <= 0 {
-		o.MaxSubscriptionsPerSocket = 100
+		o.MaxSubscriptionsPerSocket = DefaultMaxSubscriptionsPerSocket
 	}
 	if o.QueueSize <= 0 {
 		o.QueueSize = cache.DefaultQueueSize
 	}
 	if o.MaxMessageBytes <= 0 {
-		o.MaxMessageBytes = 16 << 10
+		o.MaxMessageBytes = DefaultMaxMessageBytes
 	}
 	if o.PingInterval <= 0 {
 		o.PingInterval = 30 * time.Second
@@ -101,14 +113,14 @@ func (o StreamOptions) withDefaults() StreamOptions {
 		o.MaxLifetime = DefaultMaxLifetime
 	}
 	if o.Recheck <= 0 {
-		o.Recheck = 10 * time.Second
+		o.Recheck = DefaultRecheck
 	}
 	return o
 }
 
 // readLimit is the hard bound on a WebSocket message, enforced by gorilla
 // by closing the socket; below it, oversized messages get an ERROR.
-func (o StreamOptions) readLimit() int64 { return max(1<<20, o.MaxMessageBytes) }
+func (o StreamOptions) readLimit() int64 { return max(CloseMessageBytes, o.MaxMessageBytes) }
 
 // streamHub is the server's bookkeeping of its streams: how many
 // subscriptions exist, and the context that ends them all on shutdown.
@@ -182,8 +194,8 @@ func newStreamHub(o StreamOptions) *streamHub {
 // one another replica sent a moment before this one received the same
 // event: once this server has it too, the stream resumes with no gap and
 // no repeat. A position still ahead after the wait gets RESYNC_REQUIRED.
-func (h *streamHub) subscribe(r Reader, resource string, q cache.WatchQuery, notify chan<- struct{}) (*cache.Subscription, error) {
-	return h.admit(func() (*cache.Subscription, error) {
+func (h *streamHub) subscribe(r Reader, resource string, q cache.WatchQuery, notify chan<- struct{}) (cache.Subscription, error) {
+	return h.admit(func() (cache.Subscription, error) {
 		if from, err := strconv.ParseUint(q.ResourceVersion, 10, 64); err == nil && from > 0 {
 			if pos, err := r.Position(resource); err == nil && pos < from {
 				ctx, cancel := context.WithTimeout(h.ctx, freshWait)
@@ -197,7 +209,7 @@ func (h *streamHub) subscribe(r Reader, resource string, q cache.WatchQuery, not
 
 // admit opens a subscription with open (a resource's, or the address
 // stream's) within the bound; see subscribe.
-func (h *streamHub) admit(open func() (*cache.Subscription, error)) (*cache.Subscription, error) {
+func (h *streamHub) admit(open func() (cache.Subscription, error)) (cache.Subscription, error) {
 	if h.subscribers.Add(1) > int64(h.opts.MaxSubscribers) {
 		h.subscribers.Add(-1)
 		return nil, echo.NewHTTPError(http.StatusTooManyRequests,
@@ -211,7 +223,7 @@ func (h *streamHub) admit(open func() (*cache.Subscription, error)) (*cache.Subs
 	return sub, nil
 }
 
-func (h *streamHub) unsubscribe(sub *cache.Subscription) {
+func (h *streamHub) unsubscribe(sub cache.Subscription) {
 	sub.Close()
 	h.subscribers.Add(-1)
 }
@@ -256,7 +268,7 @@ func (h *streamHub) wait(ctx context.Context) {
 // header (with the details when detail is set: see freshnessDetail).
 // notify is the subscription's wake-up. Every subscription it returns must
 // end with unsubscribe.
-func (s *Server) subscribe(resource string, q cache.WatchQuery, header http.Header, detail bool) (*cache.Subscription, chan struct{}, error) {
+func (s *Server) subscribe(resource string, q cache.WatchQuery, header http.Header, detail bool) (cache.Subscription, chan struct{}, error) {
 	notify := make(chan struct{}, 1)
 	sub, err := s.streams.subscribe(s.r, resource, q, notify)
 	if err != nil {
@@ -269,7 +281,7 @@ func (s *Server) subscribe(resource string, q cache.WatchQuery, header http.Head
 }
 
 // unsubscribe ends a subscription of subscribe.
-func (s *Server) unsubscribe(sub *cache.Subscription) { s.streams.unsubscribe(sub) }
+func (s *Server) unsubscribe(sub cache.Subscription) { s.streams.unsubscribe(sub) }
 
 // watchParams are the query parameters of a per-resource watch.
 var watchParams = []string{"watch", "namespace", "labelSelector", "index", "value", "resourceVersion", "snapshot", "diff"}

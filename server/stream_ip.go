@@ -13,7 +13,7 @@ import (
 	"github.com/kubeindex/kubeindex/cache"
 )
 
-// The address stream (README "A mirror of address ownership"): who holds
+// The address stream (docs/ip.md, "A mirror of address ownership"): who holds
 // each address, as a snapshot, SYNCED, then each change, for an agent
 // that keeps a local map instead of asking per lookup. It rides the event
 // streams' transports: its own route as a WebSocket or Server-Sent
@@ -68,9 +68,9 @@ func addressWatchQuery(kinds, node, resourceVersion string) cache.AddressWatchQu
 	return q
 }
 
-func (s *Server) subscribeAddresses(q cache.AddressWatchQuery) (*cache.Subscription, chan struct{}, error) {
+func (s *Server) subscribeAddresses(q cache.AddressWatchQuery) (cache.Subscription, chan struct{}, error) {
 	notify := make(chan struct{}, 1)
-	sub, err := s.streams.admit(func() (*cache.Subscription, error) { return s.r.WatchAddresses(q, notify) })
+	sub, err := s.streams.admit(func() (cache.Subscription, error) { return s.r.WatchAddresses(q, notify) })
 	return sub, notify, err
 }
 
@@ -171,8 +171,8 @@ func (w *wsConn) subscribeAddresses(id string, q cache.AddressWatchQuery) error 
 	err := w.checkNewSubscription(id)
 	if err == nil {
 		q.QueueSize = w.opts.QueueSize
-		var sub *cache.Subscription
-		sub, err = w.hub.admit(func() (*cache.Subscription, error) { return w.r.WatchAddresses(q, w.wake) })
+		var sub cache.Subscription
+		sub, err = w.hub.admit(func() (cache.Subscription, error) { return w.r.WatchAddresses(q, w.wake) })
 		if err == nil {
 			w.add(id, sub)
 			return nil

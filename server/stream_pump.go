@@ -35,7 +35,7 @@ type messageWriter interface {
 // every stream on a plain HTTP response. It takes what is queued, writes
 // it as one batch, then waits for more, holding the next batch back by the
 // pacer's interval.
-func (s *Server) pump(ctx context.Context, sub *cache.Subscription, notify <-chan struct{}, out messageWriter, life *streamLife) error {
+func (s *Server) pump(ctx context.Context, sub cache.Subscription, notify <-chan struct{}, out messageWriter, life *streamLife) error {
 	pace := newPacer(s.streams.opts.Coalesce)
 	var pos position
 	for {

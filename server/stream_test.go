@@ -23,6 +23,8 @@ import (
 
 	"github.com/kubeindex/kubeindex/cache"
 	"github.com/kubeindex/kubeindex/cache/cachetest"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func probePod(ns, name, node, app string) []byte {
@@ -393,7 +395,7 @@ func TestShutdownSendsCloseFrames(t *testing.T) {
 
 func TestStreamRequestErrors(t *testing.T) {
 	ss := startStreams(t, Options{Streams: StreamOptions{MaxSubscribers: 1, AllowedOrigins: []string{"https://dash.example.com"}}}, cachetest.PodSpec())
-	get := func(path string, header http.Header) (*http.Response, Status) {
+	get := func(path string, header http.Header) (*http.Response, metav1.Status) {
 		req, _ := http.NewRequest(http.MethodGet, ss.url+path, nil)
 		for k, v := range header {
 			req.Header[k] = v
@@ -403,7 +405,7 @@ func TestStreamRequestErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
-		var st Status
+		var st metav1.Status
 		json.NewDecoder(resp.Body).Decode(&st)
 		return resp, st
 	}
@@ -425,7 +427,7 @@ func TestStreamRequestErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		resp, st := get(tt.path, tt.header)
-		if resp.StatusCode != tt.code || st.Code != tt.code || !strings.Contains(st.Message, tt.mention) {
+		if resp.StatusCode != tt.code || int(st.Code) != tt.code || !strings.Contains(st.Message, tt.mention) {
 			t.Errorf("%s: %d %+v; expect %d mentioning %q", tt.name, resp.StatusCode, st, tt.code, tt.mention)
 		}
 	}
@@ -435,7 +437,7 @@ func TestStreamRequestErrors(t *testing.T) {
 		if err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
 			t.Fatalf("foreign origin: %v %v; expect 403", resp, err)
 		}
-		var st Status
+		var st metav1.Status
 		json.NewDecoder(resp.Body).Decode(&st)
 		if st.Reason != "Forbidden" || !strings.Contains(st.Message, "evil.example.com") {
 			t.Errorf("foreign origin: %+v", st)

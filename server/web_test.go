@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/kubeindex/kubeindex/web"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestDashboardResponses(t *testing.T) {
@@ -46,7 +48,7 @@ func TestDashboardResponses(t *testing.T) {
 			}
 		}
 		if tt.code == 404 {
-			var st Status
+			var st metav1.Status
 			if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil || st.Reason != "NotFound" {
 				t.Errorf("GET %s: body %s; expect a NotFound Status", tt.target, rec.Body)
 			}

@@ -133,7 +133,7 @@ type wsConn struct {
 
 type wsSub struct {
 	id  string
-	sub *cache.Subscription
+	sub cache.Subscription
 	tag []byte   // `{"id":"…",` on the multiplexed socket
 	pos position // where the client would resume
 }
@@ -146,7 +146,7 @@ type clientCmd struct {
 	addresses  *cache.AddressWatchQuery // an address stream's subscribe, authorized
 }
 
-func (w *wsConn) add(id string, sub *cache.Subscription) {
+func (w *wsConn) add(id string, sub cache.Subscription) {
 	ws := &wsSub{id: id, sub: sub}
 	if w.mux {
 		ws.tag = append(jsonscan.AppendString([]byte(`{"id":`), id), ',')

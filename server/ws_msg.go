@@ -151,6 +151,6 @@ func errorMessage(id string, err error) []byte {
 		Message string            `json:"message"`
 		Reason  string            `json:"reason"`
 		Code    int               `json:"code"`
-	}{id, cache.StreamError, st.Message, st.Reason, st.Code})
+	}{id, cache.StreamError, st.Message, string(st.Reason), int(st.Code)})
 	return b
 }

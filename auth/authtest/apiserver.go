@@ -20,8 +20,8 @@ import (
 	"github.com/kubeindex/kubeindex/auth"
 )
 
-// Rule allows User (or any member of Group) Verbs on Resource in the API
-// group APIGroup, in Namespace ("" = every namespace and cluster-scoped
+// Rule allows User (or any member of Group) Verbs on Resource ("pods", or
+// "pods/status" for a subresource) in the API group APIGroup, in Namespace ("" = every namespace and cluster-scoped
 // objects), or on the non-resource URL Path.
 type Rule struct {
 	User, Group string
@@ -151,7 +151,11 @@ func (s *Server) allowed(spec authzv1.SubjectAccessReviewSpec) bool {
 			continue
 		}
 		if ra := spec.ResourceAttributes; ra != nil && r.Path == "" {
-			if slices.Contains(r.Verbs, ra.Verb) && r.APIGroup == ra.Group && r.Resource == ra.Resource &&
+			resource := ra.Resource
+			if ra.Subresource != "" {
+				resource += "/" + ra.Subresource // as RBAC names it
+			}
+			if slices.Contains(r.Verbs, ra.Verb) && r.APIGroup == ra.Group && r.Resource == resource &&
 				(r.Namespace == "" || r.Namespace == ra.Namespace) {
 				return true
 			}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -20,15 +19,12 @@ import (
 	"github.com/kubeindex/kubeindex/server"
 )
 
-// defaultResources is what kubeindex caches when nothing is configured.
-var defaultResources = []string{"pods", "services", "nodes", "deployments.apps", "replicasets.apps", "namespaces"}
-
 // Config is the whole configuration, from flags, environment and the
 // optional YAML file. Validate checks it before anything starts.
 type Config struct {
 	Kubeconfig string        // --kubeconfig, else $KUBECONFIG (a path list), else ~/.kube/config, else in-cluster
 	Context    string        // --context: kubeconfig context to use
-	Listen     string        // --listen: HTTP address; default 127.0.0.1:8080
+	Listen     string        // --listen: HTTP address
 	File       string        // --config: YAML file with resources and indexes
 	Demo       bool          // --demo: serve a simulated cluster, no API server needed
 	StaleAfter time.Duration // --stale-after: watch outage before answers are marked stale
@@ -108,76 +104,15 @@ type fileConfig struct {
 	Resources []ResourceConfig `json:"resources"`
 }
 
-// envNames maps flags to the environment variables that back them.
-var envNames = map[string]string{
-	"kubeconfig":          "KUBECONFIG",
-	"context":             "KUBEINDEX_CONTEXT",
-	"listen":              "KUBEINDEX_LISTEN",
-	"config":              "KUBEINDEX_CONFIG",
-	"demo":                "KUBEINDEX_DEMO",
-	"resources":           "KUBEINDEX_RESOURCES",
-	"stale-after":         "KUBEINDEX_STALE_AFTER",
-	"watch-idle-timeout":  "KUBEINDEX_WATCH_IDLE_TIMEOUT",
-	"api-compression":     "KUBEINDEX_API_COMPRESSION",
-	"api-http2":           "KUBEINDEX_API_HTTP2",
-	"stream-coalesce":     "KUBEINDEX_STREAM_COALESCE",
-	"stream-max-lifetime": "KUBEINDEX_STREAM_MAX_LIFETIME",
-	"ip-history":          "KUBEINDEX_IP_HISTORY",
-	"ip-history-skew":     "KUBEINDEX_IP_HISTORY_SKEW",
-	"ip-history-max":      "KUBEINDEX_IP_HISTORY_MAX",
-	"ip-history-dir":      "KUBEINDEX_IP_HISTORY_DIR",
-	"log-level":           "KUBEINDEX_LOG_LEVEL",
-	"log-format":          "KUBEINDEX_LOG_FORMAT",
-
-	"auth":                         "KUBEINDEX_AUTH",
-	"token-file":                   "KUBEINDEX_TOKEN_FILE",
-	"token-audiences":              "KUBEINDEX_TOKEN_AUDIENCES",
-	"authz":                        "KUBEINDEX_AUTHZ",
-	"namespace-access":             "KUBEINDEX_NAMESPACE_ACCESS",
-	"allow-unauthenticated-remote": "KUBEINDEX_ALLOW_UNAUTHENTICATED_REMOTE",
-	"accept-hosts":                 "KUBEINDEX_ACCEPT_HOSTS",
-	"max-connections":              "KUBEINDEX_MAX_CONNECTIONS",
-	"max-connections-per-address":  "KUBEINDEX_MAX_CONNECTIONS_PER_ADDRESS",
-	"unauthenticated-timeout":      "KUBEINDEX_UNAUTHENTICATED_TIMEOUT",
-	"max-streams-per-client":       "KUBEINDEX_MAX_STREAMS_PER_CLIENT",
-	"token-reviews-per-client":     "KUBEINDEX_TOKEN_REVIEWS_PER_CLIENT",
-	"request-timeout":              "KUBEINDEX_REQUEST_TIMEOUT",
-}
-
 // parseConfig reads flags, falls back to the environment for flags not
 // given, then reads the YAML file. It does not validate; Validate does.
 func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) (*Config, error) {
 	cfg := &Config{}
 	var resources string
 	var extraIndexes multiFlag
-	fs := flag.NewFlagSet("kubeindex", flag.ContinueOnError)
+	fs := cfg.flagSet(&resources, &extraIndexes)
 	fs.SetOutput(usageOut)
-	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "path to a kubeconfig; default $KUBECONFIG, ~/.kube/config, then the in-cluster service account")
-	fs.StringVar(&cfg.Context, "context", "", "kubeconfig context to use (default: the current context)")
-	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:8080", "address for the HTTP API")
-	fs.StringVar(&cfg.File, "config", "", "YAML file listing resources, selectors and indexes (see README)")
-	fs.BoolVar(&cfg.Demo, "demo", false, "serve a simulated cluster generated inside the process (no API server needed)")
-	fs.StringVar(&resources, "resources", strings.Join(defaultResources, ","), "comma-separated resources to cache, as kubectl names them (ignored with --config)")
-	fs.Var(&extraIndexes, "index", "add an index, repeatable: resource:name=type[:arg], e.g. pods:app=label:app or pods:image=path:spec.containers.#.image")
-	fs.DurationVar(&cfg.StaleAfter, "stale-after", 30*time.Second, "how long a watch may be down before answers are marked stale")
-	fs.DurationVar(&cfg.WatchIdle, "watch-idle-timeout", cache.DefaultWatchIdleTimeout, "mark answers stale and restart a watch that sent nothing, not even a bookmark (about one a minute), for this long (detects hung connections)")
-	fs.BoolVar(&cfg.APIHTTP2, "api-http2", false, "speak HTTP/2 to the API server (one connection for every watch) instead of HTTP/1.1 (a connection per watch; far less CPU for large lists)")
-	fs.BoolVar(&cfg.APICompression, "api-compression", false, "ask the API server to gzip list responses: less traffic, much more CPU on both sides (for slow links to a remote cluster)")
-	fs.DurationVar(&cfg.StreamCoalesce, "stream-coalesce", server.DefaultCoalesce, "after writing events to a stream, wait this long so that events arriving meanwhile go out in one write (the first event after a quiet spell is never held); 0 to 1s, 0 writes each at once")
-	fs.DurationVar(&cfg.StreamMaxLifetime, "stream-max-lifetime", server.DefaultMaxLifetime, "a stream (WebSocket, SSE, /k8s watch) ends at random between half this and this, as the API server ends watches after 30 to 60 min; WebSocket and SSE streams end with a BOOKMARK of their position to resume from without loss; at least 1m")
-	fs.DurationVar(&cfg.IPHistory, "ip-history", time.Hour, "how long the history of who held each address (pods, Services, nodes) is kept, for lookups ?at= a moment; 0 turns it off")
-	fs.DurationVar(&cfg.IPHistorySkew, "ip-history-skew", 2*time.Second, "a moment this near a change of owner is answered as a boundary, with the owners on both sides")
-	fs.IntVar(&cfg.IPHistoryMax, "ip-history-max", 1_000_000, "the most ownership intervals kept (about 200 bytes each); beyond it the oldest go and the history starts later")
-	fs.StringVar(&cfg.IPHistoryDir, "ip-history-dir", "", "keep the address history in a file in this directory (bbolt), so that it survives restarts; without it a restart begins the history anew")
-	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
-	fs.StringVar(&cfg.LogFormat, "log-format", "text", "log format: text or json")
-	cfg.Security.flags(fs)
-	fs.Usage = func() {
-		fmt.Fprintf(usageOut, "kubeindex: a read-only, indexed query service for a Kubernetes cluster.\n\nUsage: kubeindex [flags]\n\nFlags (environment variable in brackets):\n")
-		fs.VisitAll(func(f *flag.Flag) {
-			fmt.Fprintf(usageOut, "  --%s [%s]\n    \t%s (default %q)\n", f.Name, envNames[f.Name], f.Usage, f.DefValue)
-		})
-	}
+	fs.Usage = func() { usage(usageOut, fs) }
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -203,30 +138,6 @@ func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 		return nil, err
 	}
 	return cfg, nil
-}
-
-// applyEnv sets every flag not given on the command line from its
-// environment variable, naming the variable when its value is bad.
-func applyEnv(fs *flag.FlagSet, getenv func(string) string) error {
-	var errs []error
-	fs.VisitAll(func(f *flag.Flag) {
-		env, ok := envNames[f.Name]
-		if !ok || isSet(fs, f.Name) {
-			return
-		}
-		if v := getenv(env); v != "" {
-			if err := fs.Set(f.Name, v); err != nil {
-				errs = append(errs, fmt.Errorf("$%s: %w", env, err))
-			}
-		}
-	})
-	return errors.Join(errs...)
-}
-
-func isSet(fs *flag.FlagSet, name string) bool {
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
 }
 
 func (cfg *Config) readFile() error {
@@ -285,8 +196,8 @@ func (cfg *Config) Validate() error {
 	if cfg.IPHistory < 0 {
 		errs = append(errs, fmt.Errorf("--ip-history must be 0 (off) or positive, got %s", cfg.IPHistory))
 	}
-	if cfg.IPHistorySkew <= 0 || cfg.IPHistorySkew > time.Minute {
-		errs = append(errs, fmt.Errorf("--ip-history-skew must be above 0 and at most 1m, got %s", cfg.IPHistorySkew))
+	if cfg.IPHistorySkew <= 0 || cfg.IPHistorySkew > maxIPHistorySkew {
+		errs = append(errs, fmt.Errorf("--ip-history-skew must be above 0 and at most %s, got %s", shortDuration(maxIPHistorySkew), cfg.IPHistorySkew))
 	}
 	if cfg.IPHistoryDir != "" && cfg.IPHistory == 0 {
 		errs = append(errs, errors.New("--ip-history-dir needs the history on (--ip-history above 0)"))
@@ -297,8 +208,8 @@ func (cfg *Config) Validate() error {
 	if cfg.StreamCoalesce < 0 || cfg.StreamCoalesce > server.MaxCoalesce {
 		errs = append(errs, fmt.Errorf("--stream-coalesce must be between 0 and %s, got %s", server.MaxCoalesce, cfg.StreamCoalesce))
 	}
-	if cfg.StreamMaxLifetime < time.Minute {
-		errs = append(errs, fmt.Errorf("--stream-max-lifetime must be at least 1m, got %s", cfg.StreamMaxLifetime))
+	if cfg.StreamMaxLifetime < minStreamLifetime {
+		errs = append(errs, fmt.Errorf("--stream-max-lifetime must be at least %s, got %s", shortDuration(minStreamLifetime), cfg.StreamMaxLifetime))
 	}
 	if cfg.WatchIdle < time.Second {
 		errs = append(errs, fmt.Errorf("--watch-idle-timeout must be at least 1s, got %s", cfg.WatchIdle))

@@ -190,7 +190,7 @@ func TestHelp(t *testing.T) {
 	if !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("--help: %v", err)
 	}
-	for _, want := range []string{"--kubeconfig [KUBECONFIG]", "--demo", "--config [KUBEINDEX_CONFIG]", "--index"} {
+	for _, want := range []string{"--kubeconfig\n", "--demo", "--config [KUBEINDEX_CONFIG]", "--index"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("usage lacks %q:\n%s", want, out.String())
 		}

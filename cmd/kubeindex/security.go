@@ -15,6 +15,10 @@ import (
 	"github.com/kubeindex/kubeindex/server"
 )
 
+// minUnauthenticatedTimeout is the least --unauthenticated-timeout
+// accepted.
+const minUnauthenticatedTimeout = 100 * time.Millisecond
+
 func (sc *SecurityConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&sc.Auth, "auth", "none", "authentication: none, token (--token-file) or tokenreview (Kubernetes TokenReview)")
 	fs.StringVar(&sc.TokenFile, "token-file", "", "static bearer tokens for --auth=token, as kube-apiserver's --token-auth-file: token,user,uid,\"group1,group2\"")
@@ -23,12 +27,16 @@ func (sc *SecurityConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&sc.NamespaceAccess, "namespace-access", "rbac", "with --authz=rbac, which namespaces a restricted caller's list or stream across namespaces asks the API server about: rbac (those where the cluster's RoleBindings grant it, read by watching RBAC objects; falls back to review when kubeindex may not list them) or review (every namespace that could hold an answer)")
 	fs.BoolVar(&sc.AllowUnauthenticatedRemote, "allow-unauthenticated-remote", false, "with --auth=none, serve on an address other hosts can reach")
 	fs.StringVar(&sc.AcceptHosts, "accept-hosts", "", "with --auth=none, comma-separated Host names served besides loopback addresses and localhost (* for any), as kubectl proxy's --accept-hosts: other names are refused, so a web page that rebinds its DNS name to this address reads nothing")
-	fs.IntVar(&sc.MaxConnections, "max-connections", 4096, "open client connections at most; the next is answered 503")
+	fs.IntVar(&sc.MaxConnections, "max-connections", server.DefaultMaxConnections, "open client connections at most; the next is answered 503")
 	fs.IntVar(&sc.MaxConnectionsPerAddress, "max-connections-per-address", 0, "open connections from one client IP address at most (0: a quarter of --max-connections); the next is answered 429. Everyone behind one NAT, proxy or ingress shares it")
-	fs.DurationVar(&sc.UnauthenticatedTimeout, "unauthenticated-timeout", 5*time.Second, "how long a connection on which no request has passed authentication yet may take to send its headers, or stay idle; authenticated connections keep 120s")
-	fs.IntVar(&sc.MaxStreamsPerClient, "max-streams-per-client", 32, "open streams per client (user, or IP address without authentication)")
-	fs.Float64Var(&sc.TokenReviewsPerClient, "token-reviews-per-client", 5, "with --auth=tokenreview, TokenReviews a second one client address may cause (each token not in the cache costs one; bursts of four times as many); beyond, new tokens get 429")
-	fs.DurationVar(&sc.RequestTimeout, "request-timeout", 60*time.Second, "bound on a REST request, writing the response included (streams are exempt)")
+	fs.DurationVar(&sc.UnauthenticatedTimeout, "unauthenticated-timeout", server.DefaultUnauthenticatedTimeout, fmt.Sprintf(
+		"how long a connection on which no request has passed authentication yet may take to send its headers, or stay idle; authenticated connections keep %s for headers and %s idle; at least %s",
+		shortDuration(server.ReadHeaderTimeout), shortDuration(server.DefaultIdleTimeout), shortDuration(minUnauthenticatedTimeout)))
+	fs.IntVar(&sc.MaxStreamsPerClient, "max-streams-per-client", server.DefaultMaxStreamsPerClient, "open streams per client (user, or IP address without authentication)")
+	fs.Float64Var(&sc.TokenReviewsPerClient, "token-reviews-per-client", auth.DefaultReviewsPerSecond, fmt.Sprintf(
+		"with --auth=tokenreview, TokenReviews a second one client address may cause (each token not in the cache costs one; bursts of %d times as many); beyond, new tokens get 429",
+		auth.ReviewBurstSeconds))
+	fs.DurationVar(&sc.RequestTimeout, "request-timeout", server.DefaultRequestTimeout, "bound on a REST request, writing the response included (streams are exempt)")
 }
 
 func (sc *SecurityConfig) validate(listen string, demo bool) []error {
@@ -76,8 +84,8 @@ func (sc *SecurityConfig) validate(listen string, demo bool) []error {
 		errs = append(errs, fmt.Errorf("--max-connections-per-address must be between 0 (a quarter of --max-connections) and --max-connections (%d), got %d",
 			sc.MaxConnections, sc.MaxConnectionsPerAddress))
 	}
-	if sc.UnauthenticatedTimeout < 100*time.Millisecond {
-		errs = append(errs, fmt.Errorf("--unauthenticated-timeout must be at least 100ms, got %s", sc.UnauthenticatedTimeout))
+	if sc.UnauthenticatedTimeout < minUnauthenticatedTimeout {
+		errs = append(errs, fmt.Errorf("--unauthenticated-timeout must be at least %s, got %s", minUnauthenticatedTimeout, sc.UnauthenticatedTimeout))
 	}
 	if sc.MaxStreamsPerClient <= 0 {
 		errs = append(errs, fmt.Errorf("--max-streams-per-client must be positive, got %d", sc.MaxStreamsPerClient))
@@ -115,7 +123,7 @@ func (sc *SecurityConfig) serverAuth(rc *rest.Config) (server.AuthOptions, error
 		o.Authenticator = st
 	case "tokenreview":
 		tr, err := auth.NewTokenReviewerForConfig(rc, auth.TokenReviewOptions{Audiences: splitList(sc.TokenAudiences),
-			ReviewsPerSecond: sc.TokenReviewsPerClient, ReviewBurst: max(1, int(4*sc.TokenReviewsPerClient))})
+			ReviewsPerSecond: sc.TokenReviewsPerClient, ReviewBurst: auth.DefaultReviewBurst(sc.TokenReviewsPerClient)})
 		if err != nil {
 			return o, err
 		}

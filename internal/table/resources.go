@@ -23,6 +23,7 @@ var printers = map[schema.GroupResource]Convertor{
 	{Group: "batch", Resource: "cronjobs"}:                  cronJobPrinter(),
 	{Group: "discovery.k8s.io", Resource: "endpointslices"}: endpointSlicePrinter(),
 	{Group: "networking.k8s.io", Resource: "ingresses"}:     ingressPrinter(),
+	{Group: "autoscaling", Resource: "scales"}:              scalePrinter(),
 }
 
 // ForResource is the table of a built-in resource as the API server prints

@@ -23,8 +23,8 @@ import (
 	"github.com/kubeindex/kubeindex/test/cluster"
 )
 
-// The figures of the Kubernetes API that kubeindex serves under /k8s
-// (issue 14): the API server's load under N informers, a full list, and
+// The figures of the Kubernetes API that kubeindex serves under /k8s:
+// the API server's load under N informers, a full list, and
 // watch delivery, each against the API server itself.
 
 // kubeTarget is a server of the Kubernetes API: the API server itself, or

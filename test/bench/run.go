@@ -510,7 +510,7 @@ func (r *runner) fanOut(ctx context.Context) error {
 			c.out.Frames, c.out.Expected, c.out.Resyncs, ms(c.out.AckP50), ms(c.out.AckP99), c.split.own(), c.split.kubeindex, float64(c.split.perFrame)/float64(time.Microsecond)))
 	}
 	offered := fmt.Sprintf("%d subscribers, %d pod updates/s for %v offered (%d frames/s); ", len(subs), r.o.ChurnRate, r.o.ChurnTime, r.o.ChurnRate*len(subs))
-	// Information since issue 17: with the test API server as the source,
+	// Information, not a target: with the test API server as the source,
 	// the rate follows its writes on the shared cores; the fan-out targets
 	// are the fanfloor figures, against a bare broadcaster.
 	f = absFigure("stream fan-out frames/s", "frames/s", information, fps, func(float64) bool { return true })

@@ -79,7 +79,7 @@ func podActive(p *corev1.Pod) bool {
 }
 
 // expectedMatch classifies an address from the API server's pods, as the
-// README defines "match".
+// docs/ip.md defines "match".
 func expectedMatch(pods []corev1.Pod) string {
 	var owners, hostNet int
 	for i := range pods {

@@ -21,9 +21,9 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// The oracle of issue 15's tests: who holds an address, read from the API
-// server's pods, Services and nodes, with the README's roles, match and port
-// rules; and kubeindex's answers, read into the same shape.
+// The oracle of the IP owner tests: who holds an address, read from the API
+// server's pods, Services and nodes, with the roles, match and port rules
+// of docs/ip.md; and kubeindex's answers, read into the same shape.
 
 // ownersAnswer is kubeindex's answer to GET /api/v1/ip/{ip} (of now).
 type ownersAnswer struct {
@@ -126,7 +126,7 @@ func apiServerHolders(ctx context.Context, cs kubernetes.Interface, ip string) (
 			h.pods = append(h.pods, p)
 		}
 	}
-	// README: active first, pod-network before hostNetwork, then
+	// docs/ip.md: active first, pod-network before hostNetwork, then
 	// namespace/name.
 	slices.SortFunc(h.pods, func(a, b corev1.Pod) int {
 		if podActive(&a) != podActive(&b) {
@@ -193,7 +193,7 @@ func (h heldByAPIServer) empty() bool {
 	return len(h.pods)+len(h.services)+len(h.nodes) == 0
 }
 
-// match is the README's table: one owner (an active pod-network pod or a
+// match is docs/ip.md's table: one owner (an active pod-network pod or a
 // Service) is pod or service, several are ambiguous; then hostNetwork pods,
 // a node alone, and pods that finished.
 func (h heldByAPIServer) match() string {
@@ -251,7 +251,7 @@ func orTCP(p corev1.Protocol) corev1.Protocol {
 	return p
 }
 
-// want is the answer the README promises for the holders, with port (0:
+// want is the answer docs/ip.md promises for the holders, with port (0:
 // none) narrowing an address they share.
 func (h heldByAPIServer) want(port int32, protocol corev1.Protocol) ownersView {
 	protocol = orTCP(protocol)
@@ -298,7 +298,7 @@ func (h heldByAPIServer) want(port int32, protocol corev1.Protocol) ownersView {
 
 // sameOwnersNow is nil when kubeindex's GET /api/v1/ip/{ip} (with port and
 // protocol when port is not 0) names exactly the holders the API server
-// has, with their UIDs and roles, the README's match, and the objects of
+// has, with their UIDs and roles, docs/ip.md's match, and the objects of
 // the summary in its items; a 404 when the API server has none. It returns
 // kubeindex's answer.
 func sameOwnersNow(ctx context.Context, k *kubeindex, cs kubernetes.Interface, ip string, port int32, protocol corev1.Protocol) (ownersAnswer, error) {

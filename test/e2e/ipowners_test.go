@@ -15,7 +15,7 @@ import (
 	"github.com/kubeindex/kubeindex/test/cluster"
 )
 
-// Addresses of issue 15's tests, from the documentation ranges no seed uses
+// Addresses of the IP owner tests, from the documentation ranges no seed uses
 // (seeds take 198.18.0.0/15 and 2001:db8::/32).
 const (
 	ownersNodeInternal = "198.51.100.11"
@@ -118,7 +118,7 @@ func TestIPOwnersServicesAndNodes(t *testing.T) {
 		ip       string
 		port     int32
 		protocol corev1.Protocol
-		// What the README promises here, besides agreeing with the
+		// What docs/ip.md promises here, besides agreeing with the
 		// API server: the match and the roles named.
 		match, via string
 		roles      []string

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -166,8 +167,16 @@ func TestKubectl(t *testing.T) {
 	})
 }
 
-// cachedRows keeps the header and the rows of kubeAPIResources from the
-// cells of `kubectl api-resources` (NAME | SHORTNAMES | APIVERSION | ...).
+// selfReviews are the resources kubeindex serves besides those it caches:
+// the questions a caller asks about itself (kubectl auth can-i, whoami).
+var selfReviews = []struct{ plural, group string }{
+	{"selfsubjectaccessreviews", "authorization.k8s.io"}, {"selfsubjectrulesreviews", "authorization.k8s.io"},
+	{"selfsubjectreviews", "authentication.k8s.io"},
+}
+
+// cachedRows keeps the header and the rows of kubeAPIResources and
+// selfReviews from the cells of `kubectl api-resources` (NAME | SHORTNAMES
+// | APIVERSION | ...).
 func cachedRows(cells string) []string {
 	lines := strings.Split(cells, "\n")
 	out := []string{lines[0]}
@@ -180,7 +189,7 @@ func cachedRows(cells string) []string {
 		if !strings.Contains(f[2], "/") {
 			group = ""
 		}
-		for _, r := range kubeAPIResources {
+		for _, r := range slices.Concat(kubeAPIResources, selfReviews) {
 			if r.plural == f[0] && r.group == group {
 				out = append(out, l)
 			}

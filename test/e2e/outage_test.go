@@ -217,9 +217,9 @@ func TestAPIServerOutage(t *testing.T) {
 
 // TestLongCutHealsFast: the network to the API server is cut for 40s while
 // pods are created and deleted behind kubeindex's back, then heals. It logs
-// how long after the heal kubeindex matched the API server again (issue
-// 16: 23s with client-go's reflector backoff; the retry schedule aims at
-// well under 5s). The figure is reported, not asserted: on a loaded machine
+// how long after the heal kubeindex matched the API server again (with
+// client-go's reflector backoff alone it took tens of seconds; the retry
+// schedule aims at a few). The figure is reported, not asserted: on a loaded machine
 // it is the machine's as much as kubeindex's.
 func TestLongCutHealsFast(t *testing.T) {
 	if testing.Short() {
@@ -246,7 +246,7 @@ func TestLongCutHealsFast(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(40*time.Second - time.Since(cut)) // the fault's length, as in the issue's report
+	time.Sleep(40*time.Second - time.Since(cut)) // the fault's length: long enough for client-go's backoff to grow
 	px.setDown(false)
 	healed := time.Now()
 	eventually(t, 2*converge, "kubeindex to converge after the cut", same)

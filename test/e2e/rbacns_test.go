@@ -23,7 +23,7 @@ import (
 	"github.com/kubeindex/kubeindex/test/cluster"
 )
 
-// Issue 16, item 4, worst case: many namespaces, every one holding pods,
+// The worst case of reviews per list: many namespaces, every one holding pods,
 // and a service account bound in a few. kubeindex (--authz=rbac) answers
 // its list across namespaces with exactly what the API server lets it
 // list namespace by namespace, and with --namespace-access=rbac asks
