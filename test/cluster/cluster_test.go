@@ -166,7 +166,7 @@ func TestSharedCluster(t *testing.T) {
 func TestIPAlloc(t *testing.T) {
 	a := &ipAlloc{block: 3}
 	v4, v6 := a.pod()
-	if v4 != "198.18.48.1" || v6 != "2001:db8::3:0:1" {
+	if v4 != "198.18.24.1" || v6 != "2001:db8::3:0:1" {
 		t.Errorf("first pod IPs %s %s", v4, v6)
 	}
 	if got := a.node(0); got != "198.19.3.1" {

@@ -81,8 +81,13 @@ func (s *Seeded) PodsByIP() map[string][]*corev1.Pod {
 	return m
 }
 
-// MaxIPBlocks is how many seeds with distinct addresses a cluster can hold.
-const MaxIPBlocks = 15
+// MaxIPBlocks is how many seeds with distinct addresses a cluster can hold:
+// each block holds ipBlockSize pod addresses of 198.18.0.0/16 and
+// 198.19.block.0/24 for its nodes.
+const MaxIPBlocks = 31
+
+// ipBlockSize is how many pod addresses one block holds.
+const ipBlockSize = 1 << 11
 
 var lastIPBlock atomic.Int32
 
@@ -107,8 +112,8 @@ func (o SeedOptions) withDefaults() (SeedOptions, error) {
 		return o, fmt.Errorf("seed: IPBlock %d: want 1..%d", o.IPBlock, MaxIPBlocks)
 	case o.Nodes > 250:
 		return o, fmt.Errorf("seed: %d nodes: at most 250", o.Nodes)
-	case o.Namespaces*2*o.Replicas >= 4000:
-		return o, fmt.Errorf("seed: %d pods: at most 4000 per seed", o.Namespaces*2*o.Replicas)
+	case o.Namespaces*2*o.Replicas >= ipBlockSize/2:
+		return o, fmt.Errorf("seed: %d pods: at most %d per seed", o.Namespaces*2*o.Replicas, ipBlockSize/2-1)
 	}
 	return o, nil
 }
@@ -140,11 +145,15 @@ type ipAlloc struct {
 	next  uint64
 }
 
-// pod returns a fresh IPv4 address (198.18.0.0 + block<<12 + k) and an IPv6
-// one (2001:db8::block:0:k).
+// pod returns a fresh IPv4 address (198.18.0.0 + block*ipBlockSize + k) and
+// an IPv6 one (2001:db8::block:0:k). It panics past the block's size, which
+// withDefaults' bound on the pods of a seed keeps far away.
 func (a *ipAlloc) pod() (v4, v6 string) {
 	a.next++
-	return addrAdd(podV4Base, a.block<<12|a.next).String(), addrAdd(podV6Base, a.block<<32|a.next).String()
+	if a.next >= ipBlockSize {
+		panic(fmt.Sprintf("seed: IP block %d is full", a.block))
+	}
+	return addrAdd(podV4Base, a.block*ipBlockSize|a.next).String(), addrAdd(podV6Base, a.block<<32|a.next).String()
 }
 
 // node returns node i's address, 198.19.block.(i+1).
