@@ -37,11 +37,23 @@ func (l *limiter) allCounts() (conns int, refusedConns, refusedAddrConns, refuse
 }
 
 // listener applies MaxConnections and MaxConnectionsPerAddress to ln.
-func (l *limiter) listener(ln net.Listener) net.Listener { return &limitListener{Listener: ln, l: l} }
+// With tlsConfig (the server's, beneath which ln is), a refusal is
+// answered over TLS, or the client would read it as a broken handshake.
+func (l *limiter) listener(ln net.Listener, tlsConfig *tls.Config) net.Listener {
+	ll := &limitListener{Listener: ln, l: l}
+	if tlsConfig != nil {
+		// HTTP/1.1 only: the refusal is an HTTP/1.1 answer.
+		ll.refusalTLS = tlsConfig.Clone()
+		ll.refusalTLS.NextProtos = []string{"http/1.1"}
+		ll.refusalTLS.ClientAuth = tls.NoClientCert
+	}
+	return ll
+}
 
 type limitListener struct {
 	net.Listener
-	l *limiter
+	l          *limiter
+	refusalTLS *tls.Config // nil: plain HTTP
 }
 
 // Accept returns the next connection within the limits; those beyond
@@ -71,6 +83,9 @@ func (ll *limitListener) Accept() (net.Conn, error) {
 		l.mu.Unlock()
 		if refusal == nil {
 			return &limitedConn{Conn: conn, l: l, addr: addr}, nil
+		}
+		if ll.refusalTLS != nil {
+			conn = tls.Server(conn, ll.refusalTLS)
 		}
 		go refuseConn(conn, refusal)
 	}
@@ -117,11 +132,18 @@ var (
 func refuseConn(conn net.Conn, answer []byte) {
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(time.Second))
+	if _, ok := conn.(*tls.Conn); ok {
+		// Over TLS the client sends its request only after the handshake:
+		// an answer before it would be taken for one to no request.
+		if _, err := conn.Read(make([]byte, 4096)); err != nil {
+			return
+		}
+	}
 	if _, err := conn.Write(answer); err != nil {
 		return
 	}
 	if tc, ok := conn.(interface{ CloseWrite() error }); ok {
-		tc.CloseWrite()
+		tc.CloseWrite() // a TLS connection's sends close_notify
 	}
 	buf := make([]byte, 4096)
 	for {

@@ -147,15 +147,16 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		// concern unless debugging.
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
-	ln = s.limits.listener(ln)
 	errc := make(chan error, 1)
-	if s.opts.TLS != nil {
+	if t := s.opts.TLS; t != nil {
+		ln = s.limits.listener(ln, t.config)
 		// ServeTLS offers HTTP/2 (ALPN) besides HTTP/1.1; the certificate
 		// comes from GetCertificate, so no file is named here.
-		srv.TLSConfig = s.opts.TLS.config
-		s.log.Info("serving", "addr", ln.Addr().String(), "tls", true, "clientCertificates", s.opts.TLS.clientCerts())
+		srv.TLSConfig = t.config
+		s.log.Info("serving", "addr", ln.Addr().String(), "tls", true, "clientCertificates", t.clientCerts())
 		go func() { errc <- srv.ServeTLS(ln, "", "") }()
 	} else {
+		ln = s.limits.listener(ln, nil)
 		s.log.Info("serving", "addr", ln.Addr().String())
 		go func() { errc <- srv.Serve(ln) }()
 	}

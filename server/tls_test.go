@@ -400,3 +400,19 @@ func staticTokens(t *testing.T) *auth.StaticTokens {
 	}
 	return st
 }
+
+func TestConnectionBeyondTheLimitIsRefusedOverTLS(t *testing.T) {
+	e := startTLS(t, Options{Limits: LimitOptions{MaxConnections: 1}})
+	held, err := tls.Dial("tcp", e.addr, &tls.Config{RootCAs: e.roots})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	cachetest.Eventually(t, "the first connection holds the slot", func() bool { conns, _, _ := e.s.limits.counts(); return conns == 1 })
+	// A verifying HTTP/2 client reads the refusal as an answer, not as a
+	// broken handshake.
+	resp, body := e.get(t, e.client(), "/healthz", "")
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "maximum of connections") {
+		t.Fatalf("beyond the limit: %s %s, want 503", resp.Status, body)
+	}
+}
