@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
+
 	"github.com/kubeindex/kubeindex/auth"
 	"github.com/kubeindex/kubeindex/auth/authtest"
 	"github.com/kubeindex/kubeindex/cache/cachetest"
@@ -414,5 +416,19 @@ func TestConnectionBeyondTheLimitIsRefusedOverTLS(t *testing.T) {
 	resp, body := e.get(t, e.client(), "/healthz", "")
 	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "maximum of connections") {
 		t.Fatalf("beyond the limit: %s %s, want 503", resp.Status, body)
+	}
+}
+
+func TestWebSocketOverTLSWithAClientCertificate(t *testing.T) {
+	e := startTLS(t, Options{})
+	d := websocket.Dialer{TLSClientConfig: &tls.Config{RootCAs: e.roots, Certificates: []tls.Certificate{e.ca.clientCert(t, "alice")}}}
+	conn, resp, err := d.Dial("wss://"+e.addr+"/api/v1/pods?watch=true", nil)
+	if err != nil {
+		t.Fatalf("wss: %v (%v)", err, resp)
+	}
+	defer conn.Close()
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, msg, err := conn.ReadMessage(); err != nil || !strings.Contains(string(msg), `"type"`) {
+		t.Fatalf("first message: %s, %v", msg, err)
 	}
 }
