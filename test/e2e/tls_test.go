@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -13,9 +14,11 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -192,8 +195,6 @@ func TestTLSKubectl(t *testing.T) {
 			{"the team may not list tls-b", team, []string{"get", "pods", "-n", "tls-b"}, "Forbidden"},
 			{"the user without the group may not list tls-a", kubectl(ca.pem, loneCrt, loneKey), []string{"get", "pods", "-n", "tls-a"}, "Forbidden"},
 			{"a certificate of another CA", kubectl(ca.pem, strangerCrt, strangerKey), []string{"get", "pods", "-n", "tls-a"}, unauthorized},
-			// kubectl without credentials meets a 401 by asking for some.
-			{"no certificate", kubectl(ca.pem, nil, nil), []string{"get", "pods", "-n", "tls-a"}, "Please enter Username"},
 			{"a kubeconfig without the CA", kubectl(nil, teamCrt, teamKey), []string{"get", "pods", "-n", "tls-a"}, "certificate signed by unknown authority"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
@@ -202,6 +203,19 @@ func TestTLSKubectl(t *testing.T) {
 					t.Fatalf("kubectl %v: err %v\nstdout %s\nstderr %s\nwant a failure saying %q", tc.args, err, out, stderr, tc.want)
 				}
 			})
+		}
+		// Without credentials (kubectl would ask for a password before
+		// sending anything): 401.
+		roots := x509.NewCertPool()
+		roots.AddCert(ca.cert)
+		client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+		resp, err := client.Get(base + k8sPrefix + "/api/v1/namespaces/tls-a/pods")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("no certificate: %s, want 401", resp.Status)
 		}
 		// A watch over HTTP/2 with the certificate: its first event is the
 		// pod; kubectl ends it at --request-timeout.
@@ -238,4 +252,114 @@ func TestTLSPlainHTTPRefused(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), "in clear text") || !strings.Contains(string(out), "--allow-plain-http-remote") {
 		t.Fatalf("kubeindex with tokens in plain HTTP on 0.0.0.0: %v\n%s\nwant a refusal to start naming --allow-plain-http-remote", err, out)
 	}
+}
+
+// TestTLSRotationKeepsKubectlWatching: new certificate files are served to
+// new connections while a kubectl watch opened before goes on receiving
+// events (kubectl get --watch ends when its watch does; it does not
+// reconnect).
+func TestTLSRotationKeepsKubectlWatching(t *testing.T) {
+	c := cluster.StartForTest(t)
+	cs, _ := c.Clients(t)
+	ctx := t.Context()
+	const ns = "tls-rotation"
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	ca := newE2ECA(t, "kubeindex-rotation-ca")
+	dir := t.TempDir()
+	crtPath, keyPath := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	rotate := func() *big.Int {
+		t.Helper()
+		crt, key := ca.issue(t, true, "kubeindex")
+		// As a Secret volume changes: each file replaced whole.
+		for path, data := range map[string][]byte{keyPath: key, crtPath: crt} {
+			if err := os.WriteFile(path+".new", data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(path+".new", path); err != nil {
+				t.Fatal(err)
+			}
+		}
+		block, _ := pem.Decode(crt)
+		cert, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cert.SerialNumber
+	}
+	first := rotate()
+	k := launchKubeindex(t, "--kubeconfig", c.Kubeconfig, "--resources", "pods,namespaces", "--tls-cert-file", crtPath, "--tls-private-key-file", keyPath,
+		"--client-ca-file", writeFile(t, "ca.crt", string(ca.pem)))
+	addr := strings.TrimPrefix(k.URL, "http://")
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.cert)
+	servedSerial := func() (*big.Int, error) {
+		conn, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: roots})
+		if err != nil {
+			return nil, err
+		}
+		defer conn.Close()
+		return conn.ConnectionState().PeerCertificates[0].SerialNumber, nil
+	}
+	crt, key := ca.issue(t, false, "rotation-reader")
+	kubectl := newKubectl(t, "kubeindex", tlsKubeconfig(t, "https://"+addr+k8sPrefix, ca.pem, crt, key))
+	eventually(t, readyTimeout, "kubectl to list over HTTPS", func() error {
+		_, _, err := kubectl.run("get", "pods", "-n", ns)
+		return err
+	})
+
+	watchCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	watch := kubectl.command(watchCtx, "get", "pods", "-n", ns, "-o", "name", "--watch")
+	var out lockedBuffer
+	watch.Stdout, watch.Stderr = &out, &out
+	if err := watch.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Wait()
+	defer cancel()
+
+	second := rotate()
+	eventually(t, converge, "a new connection to get the new certificate", func() error {
+		got, err := servedSerial()
+		if err != nil {
+			return err
+		}
+		if got.Cmp(second) != 0 {
+			return fmt.Errorf("serial %v; the first was %v, the new one %v", got, first, second)
+		}
+		return nil
+	})
+	if _, err := cs.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "after-rotation"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "tls:1"}}}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	eventually(t, converge, "the watch opened before the rotation to print the pod created after it", func() error {
+		if s := out.String(); !strings.Contains(s, "pod/after-rotation") {
+			return fmt.Errorf("the watch printed %q", s)
+		}
+		return nil
+	})
+}
+
+// lockedBuffer is a bytes.Buffer a process writes while the test reads.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
