@@ -18,8 +18,9 @@ import (
 // AuthOptions decides who may read what. The zero value serves every
 // request; see docs/security.md.
 type AuthOptions struct {
-	// Authenticator checks bearer tokens. nil: no authentication, every
-	// request is served.
+	// Authenticator checks bearer tokens. nil: no bearer tokens; without
+	// client certificates as identities (Options.TLS) either, no
+	// authentication: every request is served.
 	Authenticator auth.Authenticator
 	// Authorizer decides what an authenticated caller may read, resource
 	// by resource and namespace by namespace. nil: an authenticated caller
@@ -67,12 +68,18 @@ func userOf(c echo.Context) *auth.User {
 	return u
 }
 
-func (s *Server) authenticating() bool { return s.opts.Auth.Authenticator != nil }
+// authenticating: callers must say who they are, with a bearer token or
+// a client certificate.
+func (s *Server) authenticating() bool {
+	return s.opts.Auth.Authenticator != nil || s.opts.TLS.clientCerts()
+}
 
-// authenticate admits a request with a valid bearer token, and remembers
-// its user for authorization. Public routes pass without one. Tokens
-// travelling outside the Authorization header are removed from the
-// request, so that nothing downstream sees, logs or echoes them.
+// authenticate admits a request with a valid client certificate or bearer
+// token, and remembers its user for authorization. Public routes pass
+// without one. A verified client certificate counts first, as in the API
+// server; a token is then not reviewed. Tokens travelling outside the
+// Authorization header are removed from the request either way, so that
+// nothing downstream sees, logs or echoes them.
 func (s *Server) authenticate(c echo.Context, rt *route, stream bool) error {
 	if !s.authenticating() || rt.authz == public {
 		return nil
@@ -81,8 +88,36 @@ func (s *Server) authenticate(c echo.Context, rt *route, stream bool) error {
 	if err != nil {
 		return s.unauthorized(c, err.Error())
 	}
-	if token == "" {
-		return s.unauthorized(c, "this server requires a bearer token: send the header Authorization: Bearer <token>")
+	u, certErr := s.certUser(c.Request())
+	if u == nil {
+		if u, err = s.authenticateToken(c, token, certErr); err != nil {
+			return err
+		}
+		if stream {
+			c.Set(tokenKey, token) // reviewed again while the stream is open (stream_life.go)
+		}
+	}
+	c.Set(userKey, u)
+	if rt.authz == nonResourceURL {
+		return s.accessFor(c).allowPath(auth.VerbGet, rt.path)
+	}
+	return nil
+}
+
+// authenticateToken reviews a bearer token; certErr is why a client
+// certificate presented did not count, said when there is no token.
+func (s *Server) authenticateToken(c echo.Context, token string, certErr error) (*auth.User, error) {
+	switch {
+	case token == "" && certErr != nil:
+		return nil, s.unauthorized(c, certErr.Error())
+	case token == "" && s.opts.Auth.Authenticator == nil:
+		return nil, s.unauthorized(c, "this server requires a client certificate signed by its client CA")
+	case token == "" && s.opts.TLS.clientCerts():
+		return nil, s.unauthorized(c, "this server requires a bearer token (send the header Authorization: Bearer <token>) or a client certificate")
+	case token == "":
+		return nil, s.unauthorized(c, "this server requires a bearer token: send the header Authorization: Bearer <token>")
+	case s.opts.Auth.Authenticator == nil:
+		return nil, s.unauthorized(c, "this server takes no bearer tokens: present a client certificate signed by its client CA")
 	}
 	ctx, cancel := context.WithTimeout(auth.WithClientAddr(c.Request().Context(), remoteHost(c.Request())), s.opts.Auth.Timeout)
 	u, ok, err := s.opts.Auth.Authenticator.AuthenticateToken(ctx, token)
@@ -90,22 +125,15 @@ func (s *Server) authenticate(c echo.Context, rt *route, stream bool) error {
 	switch {
 	case errors.Is(err, auth.ErrTooManyReviews):
 		c.Response().Header().Set("Retry-After", "1")
-		return echo.NewHTTPError(http.StatusTooManyRequests,
+		return nil, echo.NewHTTPError(http.StatusTooManyRequests,
 			"too many unknown bearer tokens from this address; known tokens are still answered, new ones later")
 	case err != nil:
 		s.log.Warn("authentication failed", "err", err)
-		return retryLater("the bearer token could not be checked (the API server did not answer); try again")
+		return nil, retryLater("the bearer token could not be checked (the API server did not answer); try again")
 	case !ok:
-		return s.unauthorized(c, "the bearer token is not valid")
+		return nil, s.unauthorized(c, "the bearer token is not valid")
 	}
-	c.Set(userKey, u)
-	if stream {
-		c.Set(tokenKey, token) // reviewed again while the stream is open (stream_life.go)
-	}
-	if rt.authz == nonResourceURL {
-		return s.accessFor(c).allowPath(auth.VerbGet, rt.path)
-	}
-	return nil
+	return u, nil
 }
 
 func (s *Server) unauthorized(c echo.Context, msg string) error {

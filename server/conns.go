@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -36,11 +37,23 @@ func (l *limiter) allCounts() (conns int, refusedConns, refusedAddrConns, refuse
 }
 
 // listener applies MaxConnections and MaxConnectionsPerAddress to ln.
-func (l *limiter) listener(ln net.Listener) net.Listener { return &limitListener{Listener: ln, l: l} }
+// With tlsConfig (the server's, beneath which ln is), a refusal is
+// answered over TLS, or the client would read it as a broken handshake.
+func (l *limiter) listener(ln net.Listener, tlsConfig *tls.Config) net.Listener {
+	ll := &limitListener{Listener: ln, l: l}
+	if tlsConfig != nil {
+		// HTTP/1.1 only: the refusal is an HTTP/1.1 answer.
+		ll.refusalTLS = tlsConfig.Clone()
+		ll.refusalTLS.NextProtos = []string{"http/1.1"}
+		ll.refusalTLS.ClientAuth = tls.NoClientCert
+	}
+	return ll
+}
 
 type limitListener struct {
 	net.Listener
-	l *limiter
+	l          *limiter
+	refusalTLS *tls.Config // nil: plain HTTP
 }
 
 // Accept returns the next connection within the limits; those beyond
@@ -70,6 +83,9 @@ func (ll *limitListener) Accept() (net.Conn, error) {
 		l.mu.Unlock()
 		if refusal == nil {
 			return &limitedConn{Conn: conn, l: l, addr: addr}, nil
+		}
+		if ll.refusalTLS != nil {
+			conn = tls.Server(conn, ll.refusalTLS)
 		}
 		go refuseConn(conn, refusal)
 	}
@@ -116,11 +132,18 @@ var (
 func refuseConn(conn net.Conn, answer []byte) {
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(time.Second))
+	if _, ok := conn.(*tls.Conn); ok {
+		// Over TLS the client sends its request only after the handshake:
+		// an answer before it would be taken for one to no request.
+		if _, err := conn.Read(make([]byte, 4096)); err != nil {
+			return
+		}
+	}
 	if _, err := conn.Write(answer); err != nil {
 		return
 	}
 	if tc, ok := conn.(interface{ CloseWrite() error }); ok {
-		tc.CloseWrite()
+		tc.CloseWrite() // a TLS connection's sends close_notify
 	}
 	buf := make([]byte, 4096)
 	for {
@@ -143,14 +166,19 @@ type limitedConn struct {
 	// deadlines of its own).
 	authenticated atomic.Bool
 	once          sync.Once
+	// certID is what its client certificate was found to be (tls.go).
+	certID atomic.Pointer[certIdentity]
+	// unauthIdle (under wmu) closes an HTTP/2 connection left idle before
+	// any request on it passed authentication (connState).
+	unauthIdle *time.Timer
 
 	// Between hold and release (one answer being written), writes are
 	// kept and then sent in one write. net/http sends an answer through a
 	// 4 KiB buffer, so an answer of 4 to 64 KiB would otherwise leave in
 	// two or more writes; on loopback a write is the largest single cost
-	// of a lookup. The writes of a connection come from the goroutine
-	// serving its current request (HTTP/1.x; kubeindex serves no TLS);
-	// the mutex covers anything else.
+	// of a lookup. Only HTTP/1.x answers hold (limitRequests), whose
+	// writes come from the goroutine serving the current request (through
+	// TLS's records when serving TLS); the mutex covers anything else.
 	wmu  sync.Mutex
 	held *[]byte // what was written while holding; nil when not holding
 	werr error   // a failed send of what was held: later writes fail too
@@ -263,9 +291,18 @@ func (c *limitedConn) Close() error {
 
 type connKey struct{}
 
+// limitedOf finds the limitedConn under conn, a TLS connection's included.
+func limitedOf(conn net.Conn) *limitedConn {
+	if tc, ok := conn.(*tls.Conn); ok {
+		conn = tc.NetConn()
+	}
+	lc, _ := conn.(*limitedConn)
+	return lc
+}
+
 // connContext lets a request find its connection (http.Server.ConnContext).
 func connContext(ctx context.Context, conn net.Conn) context.Context {
-	if lc, ok := conn.(*limitedConn); ok {
+	if lc := limitedOf(conn); lc != nil {
 		return context.WithValue(ctx, connKey{}, lc)
 	}
 	return ctx
@@ -273,11 +310,36 @@ func connContext(ctx context.Context, conn net.Conn) context.Context {
 
 // connState exempts hijacked connections from the short timeout
 // (http.Server.ConnState): they are streams, which passed authentication
-// and keep deadlines of their own.
+// and keep deadlines of their own. An HTTP/2 connection sets no read
+// deadline while idle: until a request on it passes authentication, it is
+// closed once idle for UnauthenticatedTimeout instead (HTTP/2 reports
+// StateIdle when it starts and whenever its last request ends).
 func connState(conn net.Conn, state http.ConnState) {
-	if lc, ok := conn.(*limitedConn); ok && state == http.StateHijacked {
+	lc := limitedOf(conn)
+	if lc == nil {
+		return
+	}
+	switch state {
+	case http.StateHijacked:
 		lc.authenticated.Store(true)
 		lc.release() // the new owner writes for itself; an error is its to meet
+	case http.StateIdle, http.StateActive:
+		tc, ok := conn.(*tls.Conn)
+		if !ok || tc.ConnectionState().NegotiatedProtocol != "h2" {
+			return
+		}
+		lc.wmu.Lock()
+		defer lc.wmu.Unlock()
+		if lc.unauthIdle != nil {
+			lc.unauthIdle.Stop()
+		}
+		if state == http.StateIdle && !lc.authenticated.Load() {
+			lc.unauthIdle = time.AfterFunc(lc.l.opts.UnauthenticatedTimeout, func() {
+				if !lc.authenticated.Load() {
+					conn.Close()
+				}
+			})
+		}
 	}
 }
 

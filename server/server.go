@@ -76,6 +76,9 @@ type Options struct {
 	Hosts HostOptions
 	// Limits bounds connections, streams per client and REST requests.
 	Limits LimitOptions
+	// TLS, when set, serves HTTPS and may take client certificates as
+	// identities (NewTLS). nil: plain HTTP.
+	TLS *TLS
 	// KubeVersion is what the Kubernetes API's /version reports: the
 	// upstream API server's, as discovery found it at start. nil: a
 	// version naming kubeindex only.
@@ -119,7 +122,7 @@ func New(r Reader, opts Options) *Server {
 		streams: newStreamHub(opts.Streams)}
 	s.echo.HideBanner, s.echo.HidePort = true, true
 	s.echo.HTTPErrorHandler = s.handleError
-	s.limits, s.headers = newLimiter(opts.Limits), newSecurityHeaders(opts.Auth.Authenticator != nil)
+	s.limits, s.headers = newLimiter(opts.Limits), newSecurityHeaders(opts.Auth.Authenticator != nil || opts.TLS.clientCerts())
 	s.metrics.registry.MustRegister(&securityCollector{s: s})
 	s.echo.Use(s.edge) // recovery, metrics, freshness, security headers, no body, authentication, limits
 	s.routes()
@@ -139,11 +142,24 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		MaxHeaderBytes:    s.opts.MaxHeaderBytes,
 		ConnContext:       connContext, // the short timeout of unauthenticated connections (conns.go)
 		ConnState:         connState,
+		// What net/http logs itself is about clients (failed handshakes,
+		// a client speaking HTTP to the TLS port): not an operator's
+		// concern unless debugging.
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
-	ln = s.limits.listener(ln)
-	s.log.Info("serving", "addr", ln.Addr().String())
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	if t := s.opts.TLS; t != nil {
+		ln = s.limits.listener(ln, t.config)
+		// ServeTLS offers HTTP/2 (ALPN) besides HTTP/1.1; the certificate
+		// comes from GetCertificate, so no file is named here.
+		srv.TLSConfig = t.config
+		s.log.Info("serving", "addr", ln.Addr().String(), "tls", true, "clientCertificates", t.clientCerts())
+		go func() { errc <- srv.ServeTLS(ln, "", "") }()
+	} else {
+		ln = s.limits.listener(ln, nil)
+		s.log.Info("serving", "addr", ln.Addr().String())
+		go func() { errc <- srv.Serve(ln) }()
+	}
 	select {
 	case err := <-errc:
 		s.streams.stop()

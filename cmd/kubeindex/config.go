@@ -79,6 +79,7 @@ type SecurityConfig struct {
 	MaxStreamsPerClient        int           // --max-streams-per-client
 	TokenReviewsPerClient      float64       // --token-reviews-per-client: TokenReviews a second per client address
 	RequestTimeout             time.Duration // --request-timeout
+	TLS                        TLSConfig     // --tls-*, --client-ca-file (tls.go)
 }
 
 // ResourceConfig is one resource entry of the YAML file.

@@ -62,6 +62,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return err
 	}
+	serverTLS, err := cfg.Security.TLS.serverTLS(log)
+	if err != nil {
+		return err
+	}
 	cfg.Security.warn(log, cfg.Listen)
 	authOpts.Namespaces = cfg.Security.namespaceFinder(ctx, restCfg, log)
 	c, err := cache.New(restCfg, resources, cache.Options{StaleAfter: cfg.StaleAfter, WatchIdleTimeout: cfg.WatchIdle,
@@ -72,7 +76,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	srv := server.New(c, server.Options{Simulated: cfg.Demo, Logger: log,
 		Auth: authOpts, Hosts: cfg.Security.hosts(cfg.Demo), Limits: cfg.Security.limits(), Streams: server.StreamOptions{Coalesce: cfg.StreamCoalesce, MaxLifetime: cfg.StreamMaxLifetime},
-		KubeVersion: kubeVersion})
+		KubeVersion: kubeVersion, TLS: serverTLS})
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", cfg.Listen, err)

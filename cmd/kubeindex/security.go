@@ -37,6 +37,13 @@ func (sc *SecurityConfig) flags(fs *flag.FlagSet) {
 		"with --auth=tokenreview, TokenReviews a second one client address may cause (each token not in the cache costs one; bursts of %d times as many); beyond, new tokens get 429",
 		auth.ReviewBurstSeconds))
 	fs.DurationVar(&sc.RequestTimeout, "request-timeout", server.DefaultRequestTimeout, "bound on a REST request, writing the response included (streams are exempt)")
+	sc.TLS.flags(fs)
+}
+
+// authenticating: callers say who they are, with a bearer token or a
+// client certificate.
+func (sc *SecurityConfig) authenticating() bool {
+	return sc.Auth != "none" || sc.TLS.ClientCAFile != ""
 }
 
 func (sc *SecurityConfig) validate(listen string, demo bool) []error {
@@ -50,8 +57,8 @@ func (sc *SecurityConfig) validate(listen string, demo bool) []error {
 	if !oneOf(sc.NamespaceAccess, "rbac", "review") {
 		errs = append(errs, fmt.Errorf("--namespace-access %q: want rbac or review", sc.NamespaceAccess))
 	}
-	if sc.Authz == "rbac" && sc.Auth == "none" {
-		errs = append(errs, fmt.Errorf("--authz=rbac needs to know who asks: add --auth=tokenreview (or token)"))
+	if sc.Authz == "rbac" && !sc.authenticating() {
+		errs = append(errs, fmt.Errorf("--authz=rbac needs to know who asks: add --auth=tokenreview (or token, or --client-ca-file)"))
 	}
 	if (sc.Auth == "token") != (sc.TokenFile != "") {
 		errs = append(errs, fmt.Errorf("--token-file goes with --auth=token, and --auth=token needs it"))
@@ -65,12 +72,12 @@ func (sc *SecurityConfig) validate(listen string, demo bool) []error {
 	if demo && (sc.Auth == "tokenreview" || sc.Authz == "rbac") {
 		errs = append(errs, fmt.Errorf("--demo: the simulated cluster reviews no tokens or access; use --auth=token with --authz=none"))
 	}
-	if sc.Auth == "none" && !isLoopback(listen) && !sc.AllowUnauthenticatedRemote && !demo {
+	if !sc.authenticating() && !isLoopback(listen) && !sc.AllowUnauthenticatedRemote && !demo {
 		errs = append(errs, fmt.Errorf("--listen %q can be reached from other hosts, and with --auth=none anyone there reads everything cached: "+
 			"use --auth=tokenreview, listen on 127.0.0.1, or pass --allow-unauthenticated-remote", listen))
 	}
-	if sc.AcceptHosts != "" && sc.Auth != "none" {
-		errs = append(errs, fmt.Errorf("--accept-hosts applies to --auth=none only: authenticated callers are served under any name"))
+	if sc.AcceptHosts != "" && sc.authenticating() {
+		errs = append(errs, fmt.Errorf("--accept-hosts applies without authentication only (--auth=none, no --client-ca-file): authenticated callers are served under any name"))
 	}
 	for _, h := range splitList(sc.AcceptHosts) {
 		if h != "*" && strings.ContainsAny(h, "/:@ ") {
@@ -93,7 +100,7 @@ func (sc *SecurityConfig) validate(listen string, demo bool) []error {
 	if sc.RequestTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--request-timeout must be positive, got %s", sc.RequestTimeout))
 	}
-	return errs
+	return append(errs, sc.TLS.validate(listen, demo, sc.authenticating())...)
 }
 
 // isLoopback: only an address no other host can reach counts. A host name
@@ -184,17 +191,15 @@ func (sc *SecurityConfig) limits() server.LimitOptions {
 // warn says loudly what the security settings leave open.
 func (sc *SecurityConfig) warn(log *slog.Logger, listen string) {
 	switch {
-	case sc.Auth == "none" && !isLoopback(listen):
+	case !sc.authenticating() && !isLoopback(listen):
 		log.Warn("AUTHENTICATION IS OFF and kubeindex listens on an address other hosts can reach: "+
 			"anyone who can connect reads everything cached (use --auth=tokenreview --authz=rbac)", "listen", listen)
-	case sc.Auth == "none":
+	case !sc.authenticating():
 		log.Info("authentication is off; kubeindex listens on loopback only", "listen", listen)
 	case sc.Authz == "none":
-		log.Warn("authorization is off: every authenticated caller reads everything cached (use --authz=rbac)", "auth", sc.Auth)
+		log.Warn("authorization is off: every authenticated caller reads everything cached (use --authz=rbac)", "auth", sc.Auth, "clientCertificates", sc.TLS.ClientCAFile != "")
 	default:
-		log.Info("callers are authenticated and see what their RBAC allows", "auth", sc.Auth, "authz", sc.Authz)
+		log.Info("callers are authenticated and see what their RBAC allows", "auth", sc.Auth, "clientCertificates", sc.TLS.ClientCAFile != "", "authz", sc.Authz)
 	}
-	if strings.HasPrefix(listen, ":") || strings.HasPrefix(listen, "0.0.0.0:") || strings.HasPrefix(listen, "[::]:") {
-		log.Info("serving plain HTTP on every interface: put TLS in front (a mesh, an ingress) when tokens cross a network", "listen", listen)
-	}
+	sc.TLS.warnPlain(log, listen, sc.authenticating())
 }

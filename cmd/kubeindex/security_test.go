@@ -33,8 +33,25 @@ func TestSecurityFlags(t *testing.T) {
 		{"every interface without auth, allowed", []string{"--listen=:8080", "--allow-unauthenticated-remote"}, nil, ""},
 		{"allowed through the environment", []string{"--listen=0.0.0.0:8080"}, map[string]string{"KUBEINDEX_ALLOW_UNAUTHENTICATED_REMOTE": "true"}, ""},
 		{"the demo on every interface", []string{"--listen=:8080", "--demo"}, nil, ""},
-		{"tokenreview and rbac remote", []string{"--listen=:8080", "--auth=tokenreview", "--authz=rbac"}, nil, ""},
-		{"through the environment", []string{"--listen=:8080"}, map[string]string{"KUBEINDEX_AUTH": "tokenreview", "KUBEINDEX_AUTHZ": "rbac"}, ""},
+		{"tokenreview and rbac remote over TLS", []string{"--listen=:8080", "--auth=tokenreview", "--authz=rbac", "--tls-cert-file=c", "--tls-private-key-file=k"}, nil, ""},
+		{"through the environment", []string{"--listen=:8080"}, map[string]string{"KUBEINDEX_AUTH": "tokenreview", "KUBEINDEX_AUTHZ": "rbac",
+			"KUBEINDEX_TLS_CERT_FILE": "c", "KUBEINDEX_TLS_PRIVATE_KEY_FILE": "k"}, ""},
+		{"tokens in plain HTTP remote", []string{"--listen=:8080", "--auth=tokenreview"}, nil, "in clear text"},
+		{"tokens in plain HTTP on a host name", []string{"--listen=kubeindex.example:8080", "--auth=token", "--token-file=" + tokens}, nil, "in clear text"},
+		{"tokens in plain HTTP remote, allowed", []string{"--listen=:8080", "--auth=tokenreview", "--allow-plain-http-remote"}, nil, ""},
+		{"tokens in plain HTTP on loopback", []string{"--auth=token", "--token-file=" + tokens}, nil, ""},
+		{"plain HTTP allowed with TLS", []string{"--tls-cert-file=c", "--tls-private-key-file=k", "--allow-plain-http-remote"}, nil, "applies without TLS only"},
+		{"a certificate without its key", []string{"--tls-cert-file=c"}, nil, "go together"},
+		{"a key without its certificate", []string{"--tls-private-key-file=k"}, nil, "go together"},
+		{"a client CA without TLS", []string{"--client-ca-file=ca"}, nil, "need TLS"},
+		{"a minimum version without TLS", []string{"--tls-min-version=VersionTLS13"}, nil, "need TLS"},
+		{"TLS 1.3 at least", []string{"--tls-cert-file=c", "--tls-private-key-file=k", "--tls-min-version=VersionTLS13"}, nil, ""},
+		{"a version spelt otherwise", []string{"--tls-cert-file=c", "--tls-private-key-file=k", "--tls-min-version=1.3"}, nil, `--tls-min-version "1.3"`},
+		{"cipher suites", []string{"--tls-cert-file=c", "--tls-private-key-file=k",
+			"--tls-cipher-suites=TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384"}, nil, ""},
+		{"an unknown cipher suite", []string{"--tls-cert-file=c", "--tls-private-key-file=k", "--tls-cipher-suites=TLS_NOPE"}, nil, `"TLS_NOPE" is not a cipher suite`},
+		{"client certificates only, remote, with rbac", []string{"--listen=:8080", "--tls-cert-file=c", "--tls-private-key-file=k", "--client-ca-file=ca", "--authz=rbac"}, nil, ""},
+		{"client certificates and accepted hosts", []string{"--tls-cert-file=c", "--tls-private-key-file=k", "--client-ca-file=ca", "--accept-hosts=a.example"}, nil, "--accept-hosts applies without authentication only"},
 		{"static tokens", []string{"--auth=token", "--token-file=" + tokens}, nil, ""},
 		{"rbac without auth", []string{"--authz=rbac"}, nil, "--authz=rbac needs to know who asks"},
 		{"token without a file", []string{"--auth=token"}, nil, "--token-file goes with --auth=token"},
@@ -47,7 +64,7 @@ func TestSecurityFlags(t *testing.T) {
 		{"tokenreview in the demo", []string{"--demo", "--auth=tokenreview"}, nil, "the simulated cluster reviews no tokens"},
 		{"accepted hosts", []string{"--accept-hosts=kubeindex.kube-system.svc, kubeindex.example"}, nil, ""},
 		{"accepted hosts through the environment", nil, map[string]string{"KUBEINDEX_ACCEPT_HOSTS": "*"}, ""},
-		{"accepted hosts with auth", []string{"--accept-hosts=a.example", "--auth=token", "--token-file=" + tokens}, nil, "--accept-hosts applies to --auth=none only"},
+		{"accepted hosts with auth", []string{"--accept-hosts=a.example", "--auth=token", "--token-file=" + tokens}, nil, "--accept-hosts applies without authentication only"},
 		{"an accepted host with a port", []string{"--accept-hosts=a.example:8080"}, nil, `--accept-hosts "a.example:8080"`},
 		{"an accepted host as a URL", []string{"--accept-hosts=http://a.example"}, nil, `--accept-hosts "http://a.example"`},
 		{"no connections", []string{"--max-connections=0"}, nil, "--max-connections must be positive"},
@@ -122,5 +139,16 @@ func TestNamespaceAccessFallsBackToReviewWhenRBACCannotBeRead(t *testing.T) {
 	before := reads.Load()
 	if f := sc.namespaceFinder(t.Context(), &rest.Config{Host: api.URL}, log); f != nil || reads.Load() != before {
 		t.Errorf("--namespace-access=review: finder %v, %d requests; expect none", f, reads.Load()-before)
+	}
+}
+
+func TestTLSFilesAreReadBeforeServing(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing.crt")
+	tc := &TLSConfig{CertFile: missing, KeyFile: missing}
+	if _, err := tc.serverTLS(slog.New(slog.NewTextHandler(io.Discard, nil))); err == nil || !strings.Contains(err.Error(), "--tls-cert-file") {
+		t.Fatalf("a missing certificate: %v, want an error naming the flags", err)
+	}
+	if st, err := (&TLSConfig{}).serverTLS(nil); st != nil || err != nil {
+		t.Fatalf("without TLS: %v, %v", st, err)
 	}
 }
