@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kubeindex/kubeindex/indexers"
 	"github.com/kubeindex/kubeindex/internal/replay"
+	"github.com/kubeindex/kubeindex/ipowner"
 )
 
 // AddressStream is the name of the address-ownership stream (the mirror
@@ -26,13 +26,13 @@ const AddressStream = "ip:watch"
 // them), a Service (clusterIP, externalIP, loadBalancer) or a Node
 // (nodeInternal, nodeExternal). NodeName is a pod's node.
 type AddressOwner struct {
-	Kind        string        `json:"kind"`
-	Namespace   string        `json:"namespace,omitempty"`
-	Name        string        `json:"name"`
-	UID         string        `json:"uid"`
-	Role        indexers.Role `json:"role"`
-	HostNetwork bool          `json:"hostNetwork,omitempty"`
-	NodeName    string        `json:"nodeName,omitempty"`
+	Kind        string       `json:"kind"`
+	Namespace   string       `json:"namespace,omitempty"`
+	Name        string       `json:"name"`
+	UID         string       `json:"uid"`
+	Role        ipowner.Role `json:"role"`
+	HostNetwork bool         `json:"hostNetwork,omitempty"`
+	NodeName    string       `json:"nodeName,omitempty"`
 }
 
 // addrEvent is one change of an address's owner set, as the mirror
@@ -66,7 +66,7 @@ type addrMirror struct {
 
 	mu     sync.Mutex
 	owners map[string][]AddressOwner // ip → owners, ordered (sortOwners)
-	holds  map[string][]heldKey      // uid → what it holds
+	holds  map[string][]ipowner.Held // uid → what it holds
 	// log is the history for resuming; its positions are the sequence
 	// (the head is the last event's).
 	log  *replay.Log[*addrEvent]
@@ -78,7 +78,7 @@ func newAddrMirror(now func() time.Time, opts StreamOptions) *addrMirror {
 	rand.Read(b[:]) // never fails (crypto/rand)
 	opts = opts.withDefaults()
 	return &addrMirror{now: now, opts: opts, epoch: hex.EncodeToString(b[:]),
-		owners: map[string][]AddressOwner{}, holds: map[string][]heldKey{},
+		owners: map[string][]AddressOwner{}, holds: map[string][]ipowner.Held{},
 		log: replay.NewLog[*addrEvent](opts.HistorySize, opts.HistoryAge)}
 }
 
@@ -119,12 +119,12 @@ func sortOwners(owners []AddressOwner) {
 
 // observe records that the object h describes now holds h.held (nothing,
 // when deleted), and publishes each address whose owner set changed.
-func (m *addrMirror) observe(h holding) {
-	uid := h.who.uid
-	owner := AddressOwner{Kind: h.who.kind, Namespace: h.who.namespace, Name: h.who.name, UID: uid,
-		HostNetwork: h.who.hostNetwork, NodeName: h.node}
-	var held []heldKey
-	for _, e := range h.held {
+func (m *addrMirror) observe(h ipowner.Holding) {
+	uid := h.Owner.UID
+	owner := AddressOwner{Kind: h.Owner.Kind.String(), Namespace: h.Owner.Namespace, Name: h.Owner.Name, UID: uid,
+		HostNetwork: h.Owner.HostNetwork, NodeName: h.Owner.NodeName}
+	var held []ipowner.Held
+	for _, e := range h.Held {
 		if !slices.Contains(held, e) {
 			held = append(held, e)
 		}

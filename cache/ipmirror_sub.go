@@ -8,9 +8,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/kubeindex/kubeindex/indexers"
 	"github.com/kubeindex/kubeindex/internal/jsonscan"
 	"github.com/kubeindex/kubeindex/internal/replay"
+	"github.com/kubeindex/kubeindex/ipowner"
 )
 
 // Messages of the address stream (see WatchAddresses).
@@ -73,7 +73,7 @@ func (c *Cache) WatchAddresses(q AddressWatchQuery, notify chan<- struct{}) (Sub
 		}
 	}
 	for _, r := range c.resources {
-		if ownerKind(r.res) != "" && !r.synced() {
+		if _, ok := ownerKind(r.res); ok && !r.synced() {
 			return nil, fmt.Errorf("%s: %w", r.res.Name, ErrNotSynced)
 		}
 	}
@@ -91,9 +91,9 @@ func (c *Cache) WatchAddresses(q AddressWatchQuery, notify chan<- struct{}) (Sub
 func (c *Cache) addrFilter(q AddressWatchQuery) (addrFilter, error) {
 	f := addrFilter{kinds: map[string]bool{}, node: q.Node, namespaces: map[string]map[string]bool{}}
 	cached := []string{}
-	for _, kind := range []string{"pods", "services", "nodes"} {
+	for _, kind := range ipowner.Kinds {
 		if c.ownerResource(kind) != nil {
-			cached = append(cached, kind)
+			cached = append(cached, kind.Plural())
 		}
 	}
 	kinds := q.Kinds
@@ -102,27 +102,29 @@ func (c *Cache) addrFilter(q AddressWatchQuery) (addrFilter, error) {
 	}
 	for _, k := range kinds {
 		if !slices.Contains(cached, k) {
-			if kindNames[k] == "" {
+			if _, ok := ipowner.KindOf(k); !ok {
 				return f, fmt.Errorf("%w: kind %q: the kinds that hold addresses are pods, services and nodes", ErrInvalid, k)
 			}
 			return f, fmt.Errorf("%w: kind %q is not cached here (cached: %s)", ErrInvalid, k, strings.Join(cached, ", "))
 		}
-		f.kinds[kindNames[k]] = true
+		kind, _ := ipowner.KindOf(k)
+		f.kinds[kind.String()] = true
 	}
 	if q.Node != "" {
 		if errs := validation.IsDNS1123Subdomain(q.Node); len(errs) > 0 {
 			return f, fmt.Errorf("%w: node %q is not a node name: %s", ErrInvalid, q.Node, strings.Join(errs, "; "))
 		}
 	}
-	for kind, nss := range q.Namespaces {
-		if kindNames[kind] == "" {
-			return f, fmt.Errorf("%w: namespaces of kind %q", ErrInvalid, kind)
+	for plural, nss := range q.Namespaces {
+		kind, ok := ipowner.KindOf(plural)
+		if !ok {
+			return f, fmt.Errorf("%w: namespaces of kind %q", ErrInvalid, plural)
 		}
 		set := map[string]bool{}
 		for _, ns := range nss {
 			set[ns] = true
 		}
-		f.namespaces[kindNames[kind]] = set
+		f.namespaces[kind.String()] = set
 	}
 	return f, nil
 }
@@ -368,7 +370,7 @@ func appendAddressOwner(b []byte, o AddressOwner) []byte {
 // the order and with the omissions of their JSON tags (IPOwner,
 // AddressOwner), after an opening '{': kind, namespace when set, name,
 // uid, role, hostNetwork when true.
-func AppendOwnerFields(b []byte, kind, namespace, name, uid string, role indexers.Role, hostNetwork bool) []byte {
+func AppendOwnerFields(b []byte, kind, namespace, name, uid string, role ipowner.Role, hostNetwork bool) []byte {
 	b = append(b, `"kind":`...)
 	b = jsonscan.AppendString(b, kind)
 	if namespace != "" {

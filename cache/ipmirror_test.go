@@ -14,6 +14,7 @@ import (
 
 	"github.com/kubeindex/kubeindex/cache"
 	"github.com/kubeindex/kubeindex/cache/cachetest"
+	"github.com/kubeindex/kubeindex/ipowner"
 )
 
 // addrReader drains an address subscription into what an agent keeps.
@@ -128,13 +129,13 @@ func TestAddressStreamSnapshotIsTheLookups(t *testing.T) {
 	}
 	kinds := map[string]int{}
 	for ip, got := range r.owners {
-		l, err := f.Cache.LookupAddress(cache.IPQuery{IP: ip})
+		l, err := f.Cache.LookupAddress(ipowner.Query{IP: ip})
 		if err != nil {
 			t.Fatalf("%s is in the snapshot but its lookup fails: %v", ip, err)
 		}
 		var want []string
 		for _, p := range l.Pods {
-			if p.Active {
+			if p.Active() {
 				want = append(want, fmt.Sprintf("Pod %s/%s podIP", p.Namespace, p.Name))
 			}
 		}
