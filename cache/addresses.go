@@ -103,8 +103,10 @@ func (c *Cache) IPResources() []Resource {
 // then (the history). Which kinds answer follows the configuration. Safe
 // for concurrent use.
 func (c *Cache) LookupAddress(q ipowner.Query) (IPLookup, error) {
+	var a AddressLookups // not allocated: it lives as long as this call
+	c.prepareLookups(&a)
 	var out IPLookup
-	err := c.AddressLookups().LookupInto(q, &out)
+	err := a.LookupInto(q, &out)
 	return out, err
 }
 
@@ -121,7 +123,13 @@ type AddressLookups struct {
 
 // AddressLookups prepares lookups for one batch (see AddressLookups).
 func (c *Cache) AddressLookups() *AddressLookups {
-	a := &AddressLookups{c: c}
+	a := &AddressLookups{}
+	c.prepareLookups(a)
+	return a
+}
+
+func (c *Cache) prepareLookups(a *AddressLookups) {
+	a.c = c
 	a.pods, a.services, a.nodes = c.answering(ipowner.Pod), c.answering(ipowner.Service), c.answering(ipowner.Node)
 	var first *resourceCache
 	for _, r := range []*resourceCache{a.pods, a.services, a.nodes} {
@@ -132,18 +140,17 @@ func (c *Cache) AddressLookups() *AddressLookups {
 			a.notSynced = fmt.Errorf("%s: %w", r.res.Name, ErrNotSynced)
 		}
 	}
-	if first == nil {
-		a.noneErr = fmt.Errorf("%w: IP lookups need pods with an index of type podIP, services or nodes", ErrUnknownIndex)
-		return a
-	}
-	a.out = IPLookup{Resource: first.res, Freshness: first.freshness()}
 	if a.services != nil {
 		a.out.ServiceResource = a.services.res
 	}
 	if a.nodes != nil {
 		a.out.NodeResource = a.nodes.res
 	}
-	return a
+	if first == nil {
+		a.noneErr = fmt.Errorf("%w: IP lookups need pods with an index of type podIP, services or nodes", ErrUnknownIndex)
+		return
+	}
+	a.out.Resource, a.out.Freshness = first.res, first.freshness()
 }
 
 // LookupInto is LookupAddress answering in *out, which it overwrites
@@ -177,15 +184,9 @@ func (a *AddressLookups) LookupInto(q ipowner.Query, out *IPLookup) error {
 // lookupAt answers q from the history, with the resources that answer
 // (the pods resource's freshness, if any) whatever the outcome.
 func (a *AddressLookups) lookupAt(q ipowner.Query, out *IPLookup) error {
-	*out = IPLookup{}
-	if a.pods != nil {
-		out.Resource, out.Freshness = a.pods.res, a.pods.freshness()
-	}
-	if a.services != nil {
-		out.ServiceResource = a.services.res
-	}
-	if a.nodes != nil {
-		out.NodeResource = a.nodes.res
+	*out = a.out
+	if a.pods == nil { // an answer at a moment names the pods resource only
+		out.Resource, out.Freshness = Resource{}, Freshness{}
 	}
 	return ipowner.LookupAt(a.c.history, q, &out.Answer)
 }

@@ -40,19 +40,18 @@ func LookupAt[O any](x *History, q Query, out *Answer[O]) error {
 // classifyOwners is classify over owners from the history, where every
 // pod held the address while it was active.
 func classifyOwners(owners []Interval) Match {
-	var pods []Owner
-	var services, nodes int
-	for _, o := range owners {
-		switch o.Kind {
+	var c census
+	for i := range owners {
+		switch o := &owners[i]; o.Kind {
 		case Pod:
-			pods = append(pods, Owner{Kind: Pod, HostNetwork: o.HostNetwork})
+			c.pod(o.HostNetwork, true)
 		case Service:
-			services++
+			c.services++
 		case Node:
-			nodes++
+			c.nodes++
 		}
 	}
-	return classify(pods, services, nodes)
+	return c.match()
 }
 
 // narrowHistory is narrowByPort over intervals: the one owner declaring

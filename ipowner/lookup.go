@@ -158,29 +158,40 @@ func (l *Answer[O]) finish(q Query, podsOnly bool) error {
 // counts as active in an answer at a moment (the history holds pods while
 // they are).
 func classify(pods []Owner, services, nodes int) Match {
-	var pod, host int
+	c := census{services: services, nodes: nodes}
 	for i := range pods {
-		p := &pods[i]
-		switch {
-		case !p.Active():
-		case p.HostNetwork:
-			host++
-		default:
-			pod++
-		}
+		c.pod(pods[i].HostNetwork, pods[i].Active())
 	}
+	return c.match()
+}
+
+// census counts an address's holders as classify weighs them.
+type census struct{ pods, hostNetwork, completed, services, nodes int }
+
+func (c *census) pod(hostNetwork, active bool) {
 	switch {
-	case pod+services > 1:
+	case !active:
+		c.completed++
+	case hostNetwork:
+		c.hostNetwork++
+	default:
+		c.pods++
+	}
+}
+
+func (c *census) match() Match {
+	switch {
+	case c.pods+c.services > 1:
 		return MatchAmbiguous
-	case pod == 1:
+	case c.pods == 1:
 		return MatchPod
-	case services == 1:
+	case c.services == 1:
 		return MatchService
-	case host > 0:
+	case c.hostNetwork > 0:
 		return MatchHostNetwork
-	case nodes > 0:
+	case c.nodes > 0:
 		return MatchNode
-	case len(pods) > 0:
+	case c.completed > 0:
 		return MatchCompleted
 	}
 	return ""
