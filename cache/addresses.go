@@ -100,7 +100,10 @@ func (c *Cache) IPResources() []Resource {
 
 // LookupAddress answers q: every object that holds the address now (pods,
 // Services, Nodes, as far as they are cached), or, with q.At, who held it
-// then (the history). Which kinds answer follows the configuration. Safe
+// then (the history). Which kinds answer follows the configuration. The
+// answer's own errors are ipowner's (ErrNotFound, ErrInvalid,
+// ErrBeforeHistory); the cache adds ErrUnknownIndex when nothing that
+// holds addresses is cached and ErrNotSynced before it has synced. Safe
 // for concurrent use.
 func (c *Cache) LookupAddress(q ipowner.Query) (IPLookup, error) {
 	var a AddressLookups // not allocated: it lives as long as this call
