@@ -62,7 +62,7 @@ func BenchmarkOwnerTableFeed(b *testing.B) {
 		}
 	}
 	feed := func(table *ipowner.Table[*Object]) {
-		f := &ipFeed{kind: ipowner.Pod, mirror: newAddrMirror(time.Now, StreamOptions{}), owners: table}
+		f := &ipFeed{kind: ipowner.Pod, mirror: ipowner.NewMirror(time.Now, ipowner.MirrorOptions{HistorySize: 4096, HistoryAge: time.Minute, BookmarkInterval: time.Minute}), owners: table}
 		for i, o := range objs {
 			if i < n {
 				f.add(o, true)

@@ -17,7 +17,7 @@ import (
 type ipFeed struct {
 	kind    ipowner.Kind
 	history *ipowner.History // nil: no history
-	mirror  *addrMirror
+	mirror  *ipowner.Mirror
 	// owners is the lookups' owner table, nil unless this resource is the
 	// one they answer with (Cache.attachOwnerTable).
 	owners *ipowner.Table[*Object]
@@ -35,7 +35,7 @@ func (f *ipFeed) observe(h ipowner.Holding) {
 	if f.history != nil {
 		f.history.Observe(h)
 	}
-	f.mirror.observe(h)
+	f.mirror.Observe(h)
 }
 
 func (f *ipFeed) add(obj any, initial bool) {

@@ -36,7 +36,7 @@ type Cache struct {
 	history   *ipowner.History // nil when ipowner.HistoryOptions.Off
 	// mirror serves the address stream; nil when no pods, Services or
 	// nodes are cached.
-	mirror *addrMirror
+	mirror *ipowner.Mirror
 	// owners answers the lookups of now (attachOwnerTable).
 	owners *ipowner.Table[*Object]
 	// asks are the slots for costly questions (ask.go).
@@ -129,7 +129,9 @@ func New(cfg *rest.Config, resources []Configured, opts Options) (*Cache, error)
 	}
 	for _, rc := range resources {
 		if _, ok := ownerKind(rc.Resource); ok && c.mirror == nil {
-			c.mirror = newAddrMirror(opts.Now, opts.Streams)
+			st := opts.Streams.withDefaults()
+			c.mirror = ipowner.NewMirror(opts.Now, ipowner.MirrorOptions{HistorySize: st.HistorySize, HistoryAge: st.HistoryAge,
+				BookmarkInterval: st.BookmarkInterval})
 		}
 	}
 	for _, rc := range resources {
@@ -213,7 +215,7 @@ func (c *Cache) Start(ctx context.Context) error {
 		})
 	}
 	if c.mirror != nil {
-		wg.Go(func() { c.mirror.run(ctx) })
+		wg.Go(func() { c.mirror.Run(ctx) })
 	}
 	for _, r := range c.resources {
 		wg.Go(func() { r.broker.run(ctx) })
