@@ -2,8 +2,6 @@ package cache
 
 import (
 	"slices"
-
-	"github.com/kubeindex/kubeindex/indexers"
 )
 
 // What the HTTP layer needs to restrict answers to what a caller may read.
@@ -73,78 +71,4 @@ func (c *Cache) NamespacesOf(resource string) ([]string, error) {
 		out = out[1:]
 	}
 	return out, nil
-}
-
-// IPResources returns the resources that answer IP lookups (see
-// LookupAddress), as configured: pods with a podIP index, Services,
-// Nodes.
-func (c *Cache) IPResources() []Resource {
-	var out []Resource
-	if pods, _, err := c.podIPIndex(); err == nil {
-		out = append(out, pods.res)
-	}
-	for _, kind := range []string{"services", "nodes"} {
-		if r := c.ownerResource(kind); r != nil {
-			out = append(out, r.res)
-		}
-	}
-	return out
-}
-
-// keepVisible keeps the holders visible accepts (see IPQuery.Visible). The
-// lists may be shared (IPLookup): a list with a hidden holder is copied,
-// never filtered in place.
-func (l *IPLookup) keepVisible(visible func(res Resource, namespace string) bool) {
-	pods, services, nodes := len(l.Pods), len(l.Services), len(l.Nodes)
-	l.Pods, l.Items, l.podPorts = keepIf(l.Pods, l.Items, l.podPorts, func(p IPPod) bool { return visible(l.Resource, p.Namespace) })
-	l.Services, l.ServiceItems, l.servicePorts = keepIf(l.Services, l.ServiceItems, l.servicePorts,
-		func(s IPService) bool { return visible(l.ServiceResource, s.Namespace) })
-	if len(l.Nodes) > 0 && !visible(l.NodeResource, "") {
-		l.Nodes, l.NodeItems = nil, nil
-	}
-	if len(l.Pods) != pods || len(l.Services) != services || len(l.Nodes) != nodes {
-		l.encoded = nil
-	}
-}
-
-// keepIf returns the holders keep accepts with their objects and ports
-// (ports may be nil), the same slices when it accepts all, nil when none.
-func keepIf[T any](xs []T, items []*Object, ports [][]indexers.Port, keep func(T) bool) ([]T, []*Object, [][]indexers.Port) {
-	first := slices.IndexFunc(xs, func(x T) bool { return !keep(x) })
-	if first < 0 {
-		return xs, items, ports
-	}
-	outX, outItems := slices.Clone(xs[:first:first]), slices.Clone(items[:first:first])
-	var outPorts [][]indexers.Port
-	if ports != nil {
-		outPorts = slices.Clone(ports[:first:first])
-	}
-	for i := first + 1; i < len(xs); i++ {
-		if keep(xs[i]) {
-			outX, outItems = append(outX, xs[i]), append(outItems, items[i])
-			if ports != nil {
-				outPorts = append(outPorts, ports[i])
-			}
-		}
-	}
-	return nilIfEmpty(outX), nilIfEmpty(outItems), nilIfEmpty(outPorts)
-}
-
-// nilIfEmpty keeps an answer without holders of a kind as one that never
-// had any (an encoder tells nil from empty).
-func nilIfEmpty[T any](s []T) []T {
-	if len(s) == 0 {
-		return nil
-	}
-	return s
-}
-
-func (l IPLookup) kindResource(kind string) Resource {
-	switch kind {
-	case "Service":
-		return l.ServiceResource
-	case "Node":
-		return l.NodeResource
-	}
-	return l.Resource
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kubeindex/kubeindex/cache"
 	"github.com/kubeindex/kubeindex/cache/cachetest"
+	"github.com/kubeindex/kubeindex/ipowner"
 )
 
 func keysOf(items []*cache.Object) []string {
@@ -108,7 +109,7 @@ func TestIPLookupVisible(t *testing.T) {
 		}
 		checked++
 		keep := full.Pods[len(full.Pods)-1].Namespace
-		part, err := c.LookupAddress(cache.IPQuery{IP: v.Value, Visible: func(_ cache.Resource, ns string) bool { return ns == keep }})
+		part, err := c.LookupAddress(ipowner.Query{IP: v.Value, Visible: func(_ ipowner.Kind, ns string) bool { return ns == keep }})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,12 +118,12 @@ func TestIPLookupVisible(t *testing.T) {
 				t.Fatalf("%s: kept %s/%s (item %s)", v.Value, p.Namespace, p.Name, part.Items[i].Name())
 			}
 		}
-		if len(part.Pods) == 1 && part.Pods[0].Active && !part.Pods[0].HostNetwork && part.Match != cache.MatchPod {
+		if len(part.Pods) == 1 && part.Pods[0].Active() && !part.Pods[0].HostNetwork && part.Match != ipowner.MatchPod {
 			t.Errorf("%s: one active pod left, match %s; expect pod", v.Value, part.Match)
 		}
-		_, err = c.LookupAddress(cache.IPQuery{IP: v.Value, Visible: func(cache.Resource, string) bool { return false }})
+		_, err = c.LookupAddress(ipowner.Query{IP: v.Value, Visible: func(ipowner.Kind, string) bool { return false }})
 		_, unused := c.LookupIP("10.255.255.254")
-		if !errors.Is(err, cache.ErrNotFound) || err.Error() != strings.Replace(unused.Error(), "10.255.255.254", v.Value, 1) {
+		if !errors.Is(err, ipowner.ErrNotFound) || err.Error() != strings.Replace(unused.Error(), "10.255.255.254", v.Value, 1) {
 			t.Errorf("%s restricted to nothing: %v; expect the not-found of an unused address (%v)", v.Value, err, unused)
 		}
 	}

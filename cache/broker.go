@@ -64,7 +64,7 @@ func (c *Cache) StreamStats() []StreamStats {
 		out[i].Resource = r.res.Name
 	}
 	if c.mirror != nil {
-		out = append(out, c.mirror.stats())
+		out = append(out, c.addressStreamStats())
 	}
 	return out
 }

@@ -67,7 +67,7 @@ type Subscription interface {
 
 var (
 	_ Subscription = (*eventSub)(nil)
-	_ Subscription = (*addrSub)(nil)
+	_ Subscription = addrSub{}
 )
 
 // eventSub is a resource's Subscription.

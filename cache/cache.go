@@ -18,6 +18,7 @@ import (
 	"github.com/kubeindex/kubeindex/indexers"
 	"github.com/kubeindex/kubeindex/internal/jsonscan"
 	"github.com/kubeindex/kubeindex/internal/text"
+	"github.com/kubeindex/kubeindex/ipowner"
 )
 
 // nsIndex is the internal namespace index. Its name cannot collide with a
@@ -32,12 +33,12 @@ type Cache struct {
 	resources []*resourceCache
 	byName    map[string]*resourceCache
 	started   atomic.Bool
-	history   *ipHistory // nil when IPHistoryOptions.Off
+	history   *ipowner.History // nil when ipowner.HistoryOptions.Off
 	// mirror serves the address stream; nil when no pods, Services or
 	// nodes are cached.
-	mirror *addrMirror
-	// owners answers the lookups of now (ipowners_table.go).
-	owners *ownerTable
+	mirror *ipowner.Mirror
+	// owners answers the lookups of now (attachOwnerTable).
+	owners *ipowner.Table[*Object]
 	// asks are the slots for costly questions (ask.go).
 	asks askSlots
 	// walks keep the answers questions are paged through (ask_pages.go).
@@ -62,7 +63,7 @@ type shard struct {
 	informer  informer
 	conn      *connState
 	lastEvent atomic.Int64 // unix nanoseconds; 0 = never
-	// ips feeds the address history; nil for resources that hold none.
+	// ips feeds ipowner; nil for resources that hold no addresses.
 	ips *ipFeed
 
 	added, modified, deleted atomic.Int64
@@ -122,16 +123,15 @@ func New(cfg *rest.Config, resources []Configured, opts Options) (*Cache, error)
 	}
 	c := &Cache{opts: opts, byName: map[string]*resourceCache{}, asks: newAskSlots(), walks: newWalks(opts.Now)}
 	if !opts.IPHistory.Off {
-		c.history = newIPHistory(opts.IPHistory, opts.Now)
-		if dir := opts.IPHistory.Dir; dir != "" {
-			if err := c.history.openStore(dir); err != nil {
-				return nil, err
-			}
+		if c.history, err = ipowner.NewHistory(opts.IPHistory, opts.Now); err != nil {
+			return nil, err
 		}
 	}
 	for _, rc := range resources {
-		if ownerKind(rc.Resource) != "" && c.mirror == nil {
-			c.mirror = newAddrMirror(opts.Now, opts.Streams)
+		if _, ok := ownerKind(rc.Resource); ok && c.mirror == nil {
+			st := opts.Streams.withDefaults()
+			c.mirror = ipowner.NewMirror(opts.Now, ipowner.MirrorOptions{HistorySize: st.HistorySize, HistoryAge: st.HistoryAge,
+				BookmarkInterval: st.BookmarkInterval})
 		}
 	}
 	for _, rc := range resources {
@@ -206,16 +206,16 @@ func (c *Cache) Start(ctx context.Context) error {
 		return nil
 	}
 	var wg sync.WaitGroup
-	if c.history != nil && c.history.db != nil {
-		wg.Go(func() { c.history.run(ctx) })
+	if c.history != nil && c.history.Persistent() {
+		wg.Go(func() { c.history.Run(ctx) })
 		wg.Go(func() {
 			if c.WaitForSync(ctx) {
-				c.history.reconcile()
+				c.history.Reconcile()
 			}
 		})
 	}
 	if c.mirror != nil {
-		wg.Go(func() { c.mirror.run(ctx) })
+		wg.Go(func() { c.mirror.Run(ctx) })
 	}
 	for _, r := range c.resources {
 		wg.Go(func() { r.broker.run(ctx) })

@@ -3,6 +3,7 @@ package cache_test
 import (
 	"github.com/kubeindex/kubeindex/cache"
 	"github.com/kubeindex/kubeindex/cache/cachetest"
+	"github.com/kubeindex/kubeindex/ipowner"
 
 	"errors"
 	"fmt"
@@ -86,7 +87,7 @@ func TestAddUpdateDeleteReachIndexes(t *testing.T) {
 	}
 	cachetest.Eventually(t, "the new pod is found by IP", func() bool {
 		res, err := c.LookupIP("10.200.0.1")
-		return err == nil && len(res.Items) == 1 && res.Items[0].Key() == "team-a/probe" && res.Match == cache.MatchPod
+		return err == nil && len(res.Items) == 1 && res.Items[0].Key() == "team-a/probe" && res.Match == ipowner.MatchPod
 	})
 	for _, spelling := range []string{"fd00:200::1", "FD00:200:0:0:0:0:0:1", "fd00:0200::0001"} {
 		if res, err := c.LookupIP(spelling); err != nil || res.Items[0].Key() != "team-a/probe" {
@@ -106,7 +107,7 @@ func TestAddUpdateDeleteReachIndexes(t *testing.T) {
 	cachetest.Eventually(t, "the index follows the update", func() bool {
 		_, errOld := c.LookupIP("10.200.0.1")
 		res, errNew := c.LookupIP("10.200.0.2")
-		return errors.Is(errOld, cache.ErrNotFound) && errNew == nil && len(res.Items) == 1
+		return errors.Is(errOld, ipowner.ErrNotFound) && errNew == nil && len(res.Items) == 1
 	})
 
 	if err := f.Sim.Delete("pods", "team-a", "probe"); err != nil {
@@ -116,7 +117,7 @@ func TestAddUpdateDeleteReachIndexes(t *testing.T) {
 		_, errIP := c.LookupIP("10.200.0.2")
 		_, _, errGet := c.Get("pods", "team-a", "probe")
 		byNode, _ := c.List("pods", cache.ListQuery{Index: "node", Value: "node-9"})
-		return errors.Is(errIP, cache.ErrNotFound) && errors.Is(errGet, cache.ErrNotFound) && len(byNode.Items) == 0
+		return errors.Is(errIP, ipowner.ErrNotFound) && errors.Is(errGet, cache.ErrNotFound) && len(byNode.Items) == 0
 	})
 }
 

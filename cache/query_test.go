@@ -3,6 +3,7 @@ package cache_test
 import (
 	"github.com/kubeindex/kubeindex/cache"
 	"github.com/kubeindex/kubeindex/cache/cachetest"
+	"github.com/kubeindex/kubeindex/ipowner"
 
 	"errors"
 	"slices"
@@ -16,7 +17,7 @@ func TestLookupIPKinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seen := map[cache.Match]int{}
+	seen := map[ipowner.Match]int{}
 	for _, v := range values.Values {
 		res, err := c.LookupIP(v.Value)
 		if err != nil {
@@ -32,26 +33,26 @@ func TestLookupIPKinds(t *testing.T) {
 		}
 		seen[res.Match]++
 		switch res.Match {
-		case cache.MatchHostNetwork:
+		case ipowner.MatchHostNetwork:
 			for _, p := range res.Pods {
-				if p.Active && !p.HostNetwork {
+				if p.Active() && !p.HostNetwork {
 					t.Errorf("%s: hostNetwork match includes a pod network pod %s", v.Value, p.Name)
 				}
 			}
 			if v.Count < 2 {
 				t.Errorf("%s: hostNetwork IP shared by only %d pod", v.Value, v.Count)
 			}
-		case cache.MatchPod:
-			if !res.Pods[0].Active || res.Pods[0].HostNetwork {
+		case ipowner.MatchPod:
+			if !res.Pods[0].Active() || res.Pods[0].HostNetwork {
 				t.Errorf("%s: the owning pod must come first: %+v", v.Value, res.Pods)
 			}
-			if len(res.Pods) > 1 && res.Pods[1].Active && !res.Pods[1].HostNetwork {
+			if len(res.Pods) > 1 && res.Pods[1].Active() && !res.Pods[1].HostNetwork {
 				t.Errorf("%s: two active pods but match is pod", v.Value)
 			}
 		}
 	}
 	// The demo generates every case; a lookup table missing one proves less.
-	for _, m := range []cache.Match{cache.MatchPod, cache.MatchHostNetwork} {
+	for _, m := range []ipowner.Match{ipowner.MatchPod, ipowner.MatchHostNetwork} {
 		if seen[m] == 0 {
 			t.Errorf("no IP classified %q among %d values", m, len(values.Values))
 		}
@@ -59,7 +60,7 @@ func TestLookupIPKinds(t *testing.T) {
 	reused := false
 	for _, v := range values.Values {
 		res, _ := c.LookupIP(v.Value)
-		if res.Match == cache.MatchPod && len(res.Pods) == 2 && !res.Pods[1].Active {
+		if res.Match == ipowner.MatchPod && len(res.Pods) == 2 && !res.Pods[1].Active() {
 			reused = true
 		}
 	}
@@ -70,12 +71,12 @@ func TestLookupIPKinds(t *testing.T) {
 
 func TestLookupIPErrors(t *testing.T) {
 	f := cachetest.Start(t, cachetest.PodSpec())
-	if _, err := f.Cache.LookupIP("10.255.255.254"); !errors.Is(err, cache.ErrNotFound) {
-		t.Errorf("unknown IP: %v; expect cache.ErrNotFound", err)
+	if _, err := f.Cache.LookupIP("10.255.255.254"); !errors.Is(err, ipowner.ErrNotFound) {
+		t.Errorf("unknown IP: %v; expect ipowner.ErrNotFound", err)
 	}
 	for _, bad := range []string{"web-0", "10.1.2", "", "1.2.3.4.5"} {
-		if _, err := f.Cache.LookupIP(bad); !errors.Is(err, cache.ErrInvalid) {
-			t.Errorf("LookupIP(%q): %v; expect cache.ErrInvalid", bad, err)
+		if _, err := f.Cache.LookupIP(bad); !errors.Is(err, ipowner.ErrInvalid) {
+			t.Errorf("LookupIP(%q): %v; expect ipowner.ErrInvalid", bad, err)
 		}
 	}
 	g := cachetest.Start(t, cache.Spec{Resource: "pods"})

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/kubeindex/kubeindex/indexers"
+	"github.com/kubeindex/kubeindex/ipowner"
 )
 
 // Resource is a resolved API resource: what discovery says about a name the
@@ -94,7 +95,7 @@ type Options struct {
 	// Simulated marks every status as coming from the --demo cluster.
 	Simulated bool
 	// IPHistory bounds the history of who held which address.
-	IPHistory IPHistoryOptions
+	IPHistory ipowner.HistoryOptions
 	// Now is the clock; default time.Now. Tests replace it.
 	Now func() time.Time
 }

@@ -104,6 +104,9 @@ func NormalizeIP(v string) (string, bool) {
 // (podIP is podIPs[0]); values are deduplicated after normalisation.
 func podIPs(raw []byte) []string { return podIPsIn(doc(jsonscan.Member(raw, "status"))) }
 
+// PodIPsOf is the podIP index function over a pod's status.
+func PodIPsOf(status jsonscan.Doc) []string { return podIPsIn(status) }
+
 func podIPsIn(status jsonscan.Doc) []string {
 	if status.Raw == nil {
 		return nil

@@ -15,6 +15,7 @@ import (
 	"github.com/kubeindex/kubeindex/auth"
 	"github.com/kubeindex/kubeindex/cache"
 	"github.com/kubeindex/kubeindex/internal/text"
+	"github.com/kubeindex/kubeindex/ipowner"
 )
 
 // The authorization policy (README "Security"):
@@ -229,7 +230,7 @@ func (s *Server) authorizeClusterList(c echo.Context, resource string) error {
 // see cost the same reviews and get the same answer: 404, or 503 when the
 // authorizer cannot answer. A caller who may list none of them anywhere
 // is refused (403) whatever the address. nil when not authorizing.
-func (a access) ipVisibility() (func(cache.Resource, string) bool, error) {
+func (a access) ipVisibility() (func(ipowner.Kind, string) bool, error) {
 	if !a.s.authorizing() {
 		return nil, nil
 	}
@@ -238,7 +239,7 @@ func (a access) ipVisibility() (func(cache.Resource, string) bool, error) {
 		namespaces []string // sorted
 	}
 	kinds := a.s.r.IPResources()
-	decided := make(map[string]kindAccess, len(kinds))
+	decided := make(map[ipowner.Kind]kindAccess, len(kinds))
 	var known []string
 	some := len(kinds) == 0 // no kind answers: the cache says why
 	for _, res := range kinds {
@@ -256,14 +257,15 @@ func (a access) ipVisibility() (func(cache.Resource, string) bool, error) {
 				return nil, err
 			}
 		}
-		decided[res.Name] = k
+		kind, _ := ipowner.KindOf(res.Plural) // the resources IP lookups answer from: pods, services, nodes
+		decided[kind] = k
 		some = some || all || len(k.namespaces) > 0
 	}
 	if !some {
 		return nil, a.forbidden(auth.VerbList, kinds[0], "")
 	}
-	return func(res cache.Resource, namespace string) bool {
-		k, ok := decided[res.Name]
+	return func(kind ipowner.Kind, namespace string) bool {
+		k, ok := decided[kind]
 		if !ok || k.all {
 			return ok
 		}

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubeindex/kubeindex/cache"
 	"github.com/kubeindex/kubeindex/cache/cachetest"
+	"github.com/kubeindex/kubeindex/ipowner"
 )
 
 // BenchmarkIPFigures measures, side by side in one run and in-process
@@ -59,7 +59,7 @@ func BenchmarkIPFigures(b *testing.B) {
 			i := 0
 			for b.Loop() {
 				for range lookups {
-					if _, err := f.Cache.LookupAddress(cache.IPQuery{IP: ips[i%len(ips)], At: moment}); err != nil {
+					if _, err := f.Cache.LookupAddress(ipowner.Query{IP: ips[i%len(ips)], At: moment}); err != nil {
 						b.Fatal(err)
 					}
 					i++

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kubeindex/kubeindex/cache"
 	"github.com/kubeindex/kubeindex/internal/text"
+	"github.com/kubeindex/kubeindex/ipowner"
 	"github.com/kubeindex/kubeindex/query"
 )
 
@@ -45,9 +46,9 @@ func errorStatus(err error) metav1.Status {
 		if he == errTooManyAccessReviews {
 			st.Details = &metav1.StatusDetails{RetryAfterSeconds: retryAfterSeconds}
 		}
-	case errors.Is(err, cache.ErrUnknownResource), errors.Is(err, cache.ErrNotFound):
+	case errors.Is(err, cache.ErrUnknownResource), errors.Is(err, cache.ErrNotFound), errors.Is(err, ipowner.ErrNotFound):
 		st.Code, st.Reason = http.StatusNotFound, "NotFound"
-	case errors.Is(err, cache.ErrUnknownIndex), errors.Is(err, cache.ErrInvalid), errors.Is(err, errBadRequest),
+	case errors.Is(err, cache.ErrUnknownIndex), errors.Is(err, cache.ErrInvalid), errors.Is(err, ipowner.ErrInvalid), errors.Is(err, errBadRequest),
 		errors.As(err, new(*query.Error)):
 		st.Code, st.Reason = http.StatusBadRequest, "BadRequest"
 	case errors.Is(err, cache.ErrTooCostly):
@@ -57,7 +58,7 @@ func errorStatus(err error) metav1.Status {
 		st.Details = &metav1.StatusDetails{RetryAfterSeconds: retryAfterSeconds}
 	case errors.Is(err, cache.ErrExpired):
 		st.Code, st.Reason = http.StatusGone, "Expired"
-	case errors.Is(err, cache.ErrBeforeHistory):
+	case errors.Is(err, ipowner.ErrBeforeHistory):
 		st.Code, st.Reason = http.StatusGone, "BeforeHistory"
 	case errors.Is(err, cache.ErrNotSynced), errors.As(err, new(retryLater)):
 		st.Code, st.Reason = http.StatusServiceUnavailable, "ServiceUnavailable"

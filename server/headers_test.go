@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubeindex/kubeindex/cache"
 	"github.com/kubeindex/kubeindex/cache/cachetest"
+	"github.com/kubeindex/kubeindex/ipowner"
 )
 
 // TestHeadersOfEveryAnswer sends requests to the real server and reads the
@@ -155,6 +156,46 @@ func TestMetricsByRoute(t *testing.T) {
 	}
 }
 
+// The members of the owners of a lookup of now, as encoding/json encoded
+// the types they once were: the wire format the hand-written encoders
+// (ipowner/encode.go) keep.
+type (
+	wirePod struct {
+		Namespace   string `json:"namespace"`
+		Name        string `json:"name"`
+		UID         string `json:"uid"`
+		Phase       string `json:"phase"`
+		NodeName    string `json:"nodeName,omitempty"`
+		HostNetwork bool   `json:"hostNetwork"`
+		Active      bool   `json:"active"`
+	}
+	wireService struct {
+		Namespace string       `json:"namespace"`
+		Name      string       `json:"name"`
+		UID       string       `json:"uid"`
+		Role      ipowner.Role `json:"role"`
+	}
+	wireNode struct {
+		Name string       `json:"name"`
+		UID  string       `json:"uid"`
+		Role ipowner.Role `json:"role"`
+	}
+)
+
+func wireOwners(res cache.IPLookup) (pods []wirePod, services []wireService, nodes []wireNode) {
+	pods = []wirePod{} // never null: only Services or Nodes may hold the address
+	for _, p := range res.Pods {
+		pods = append(pods, wirePod{p.Namespace, p.Name, p.UID, p.Phase, p.NodeName, p.HostNetwork, p.Active()})
+	}
+	for _, s := range res.Services {
+		services = append(services, wireService{s.Namespace, s.Name, s.UID, s.Role})
+	}
+	for _, n := range res.Nodes {
+		nodes = append(nodes, wireNode{n.Name, n.UID, n.Role})
+	}
+	return pods, services, nodes
+}
+
 // TestIPLookupEncoding pins the hand-written encoding of IP lookups to what
 // encoding/json makes of the same values.
 func TestIPLookupEncoding(t *testing.T) {
@@ -162,26 +203,28 @@ func TestIPLookupEncoding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain := cache.IPPod{Namespace: "shop", Name: "web-0", UID: "0c0a9a4e-6d5c-4e0e-9d7b-1a2b3c4d5e6f",
-		Phase: "Running", NodeName: "node-1", Active: true}
+	plain := ipowner.Owner{Kind: ipowner.Pod, Namespace: "shop", Name: "web-0", UID: "0c0a9a4e-6d5c-4e0e-9d7b-1a2b3c4d5e6f",
+		Phase: "Running", NodeName: "node-1"}
+	lookup := func(a ipowner.Answer[*cache.Object], rv string) cache.IPLookup {
+		return cache.IPLookup{Answer: a, Freshness: cache.Freshness{ResourceVersion: rv}}
+	}
 	tests := []struct {
 		name string
 		res  cache.IPLookup
 	}{
-		{"one pod", cache.IPLookup{IP: "10.244.1.7", Match: cache.MatchPod, Pods: []cache.IPPod{plain},
-			Items: []*cache.Object{pod}, Freshness: cache.Freshness{ResourceVersion: "4711"}}},
-		{"two pods, no node", cache.IPLookup{IP: "fd00::7", Match: cache.MatchHostNetwork,
-			Pods:  []cache.IPPod{plain, {Namespace: "kube-system", Name: "proxy", HostNetwork: true, Phase: "Pending"}},
-			Items: []*cache.Object{pod, pod}}},
-		{"nothing", cache.IPLookup{IP: "10.0.0.1"}},
-		{"a service and a node by port", cache.IPLookup{IP: "10.0.0.2", Match: cache.MatchService, Via: "port",
-			Port:     &cache.PortAnswer{Number: 443, Protocol: "TCP", Declared: true},
-			Services: []cache.IPService{{Namespace: "edge", Name: "tls", UID: "u1", Role: "externalIP"}}, ServiceItems: []*cache.Object{pod},
-			Nodes: []cache.IPNode{{Name: "n<1>", UID: "u2", Role: "nodeInternal"}}, NodeItems: []*cache.Object{pod}}},
-		{"characters to escape", cache.IPLookup{IP: `<a href="x">&</a>`, Match: "\u2028\u2029",
-			Pods: []cache.IPPod{{Namespace: "tab\there", Name: "quote\"back\\slash", UID: "\x00\x1f\x7f",
-				Phase: "héllo wörld", NodeName: "bad \xff utf-8"}},
-			Freshness: cache.Freshness{ResourceVersion: "\n"}}},
+		{"one pod", lookup(ipowner.Answer[*cache.Object]{IP: "10.244.1.7", Match: ipowner.MatchPod, Pods: []ipowner.Owner{plain},
+			Items: []*cache.Object{pod}}, "4711")},
+		{"two pods, no node", lookup(ipowner.Answer[*cache.Object]{IP: "fd00::7", Match: ipowner.MatchHostNetwork,
+			Pods:  []ipowner.Owner{plain, {Kind: ipowner.Pod, Namespace: "kube-system", Name: "proxy", HostNetwork: true, Phase: "Succeeded"}},
+			Items: []*cache.Object{pod, pod}}, "")},
+		{"nothing", lookup(ipowner.Answer[*cache.Object]{IP: "10.0.0.1"}, "")},
+		{"a service and a node by port", lookup(ipowner.Answer[*cache.Object]{IP: "10.0.0.2", Match: ipowner.MatchService, Via: "port",
+			Port:     &ipowner.PortAnswer{Number: 443, Protocol: "TCP", Declared: true},
+			Services: []ipowner.Owner{{Kind: ipowner.Service, Namespace: "edge", Name: "tls", UID: "u1", Role: "externalIP"}}, ServiceItems: []*cache.Object{pod},
+			Nodes: []ipowner.Owner{{Kind: ipowner.Node, Name: "n<1>", UID: "u2", Role: "nodeInternal"}}, NodeItems: []*cache.Object{pod}}, "")},
+		{"characters to escape", lookup(ipowner.Answer[*cache.Object]{IP: `<a href="x">&</a>`, Match: "\u2028\u2029",
+			Pods: []ipowner.Owner{{Kind: ipowner.Pod, Namespace: "tab\there", Name: "quote\"back\\slash", UID: "\x00\x1f\x7f",
+				Phase: "héllo wörld", NodeName: "bad \xff utf-8"}}}, "\n")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -193,11 +236,10 @@ func TestIPLookupEncoding(t *testing.T) {
 func FuzzIPLookupEncoding(f *testing.F) {
 	f.Add("10.0.0.1", "pod", "12", "ns", "name", "uid", "Running", "node", true, false)
 	f.Add("<>&", "\u2028", "\"\\", "\x00", "\xff\xfe", "é", "\t\n", "", false, true)
-	f.Fuzz(func(t *testing.T, ip, match, rv, ns, name, uid, phase, node string, host, active bool) {
-		checkIPLookupEncoding(t, cache.IPLookup{IP: ip, Match: cache.Match(match),
-			Freshness: cache.Freshness{ResourceVersion: rv},
-			Pods: []cache.IPPod{{Namespace: ns, Name: name, UID: uid, Phase: phase, NodeName: node,
-				HostNetwork: host, Active: active}}})
+	f.Fuzz(func(t *testing.T, ip, match, rv, ns, name, uid, phase, node string, host, _ bool) {
+		checkIPLookupEncoding(t, cache.IPLookup{Answer: ipowner.Answer[*cache.Object]{IP: ip, Match: ipowner.Match(match),
+			Pods: []ipowner.Owner{{Kind: ipowner.Pod, Namespace: ns, Name: name, UID: uid, Phase: phase, NodeName: node,
+				HostNetwork: host}}}, Freshness: cache.Freshness{ResourceVersion: rv}})
 	})
 }
 
@@ -205,23 +247,20 @@ func FuzzIPLookupEncoding(f *testing.F) {
 // encoding it replaced.
 func checkIPLookupEncoding(t *testing.T, res cache.IPLookup) {
 	t.Helper()
-	pods := res.Pods
-	if pods == nil {
-		pods = []cache.IPPod{} // never null: only Services or Nodes may hold the address
-	}
+	pods, services, nodes := wireOwners(res)
 	head, err := json.Marshal(struct {
-		Kind       string            `json:"kind"`
-		APIVersion string            `json:"apiVersion"`
-		IP         string            `json:"ip"`
-		Match      cache.Match       `json:"match"`
-		Via        string            `json:"via,omitempty"`
-		Port       *cache.PortAnswer `json:"port,omitempty"`
-		Metadata   ListMeta          `json:"metadata"`
-		Pods       []cache.IPPod     `json:"pods"`
-		Services   []cache.IPService `json:"services,omitempty"`
-		Nodes      []cache.IPNode    `json:"nodes,omitempty"`
+		Kind       string              `json:"kind"`
+		APIVersion string              `json:"apiVersion"`
+		IP         string              `json:"ip"`
+		Match      ipowner.Match       `json:"match"`
+		Via        string              `json:"via,omitempty"`
+		Port       *ipowner.PortAnswer `json:"port,omitempty"`
+		Metadata   ListMeta            `json:"metadata"`
+		Pods       []wirePod           `json:"pods"`
+		Services   []wireService       `json:"services,omitempty"`
+		Nodes      []wireNode          `json:"nodes,omitempty"`
 	}{"PodIPLookup", "kubeindex/v1", res.IP, res.Match, res.Via, res.Port,
-		ListMeta{ResourceVersion: res.Freshness.ResourceVersion}, pods, res.Services, res.Nodes})
+		ListMeta{ResourceVersion: res.Freshness.ResourceVersion}, pods, services, nodes})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,9 +9,9 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/kubeindex/kubeindex/cache"
-	"github.com/kubeindex/kubeindex/indexers"
 	"github.com/kubeindex/kubeindex/internal/jsonscan"
 	"github.com/kubeindex/kubeindex/internal/text"
+	"github.com/kubeindex/kubeindex/ipowner"
 )
 
 // ipQueryParams are the query parameters of an IP lookup.
@@ -48,8 +48,8 @@ func (s *Server) lookupIP(c echo.Context) error {
 
 // parseIPQuery checks an IP query's moment and port; the address itself is
 // checked by the cache.
-func parseIPQuery(ip, at, port, protocol string) (cache.IPQuery, error) {
-	q := cache.IPQuery{IP: ip}
+func parseIPQuery(ip, at, port, protocol string) (ipowner.Query, error) {
+	q := ipowner.Query{IP: ip}
 	if at != "" {
 		t, err := parseAt(at)
 		if err != nil {
@@ -61,7 +61,7 @@ func parseIPQuery(ip, at, port, protocol string) (cache.IPQuery, error) {
 		return q, fmt.Errorf("%w: protocol needs a port", errBadRequest)
 	}
 	if port != "" {
-		p, ok := indexers.ParsePort(port, protocol)
+		p, ok := ipowner.ParsePort(port, protocol)
 		if !ok {
 			return q, fmt.Errorf("%w: port must be 1-65535 and protocol TCP, UDP or SCTP; got port %q protocol %q",
 				errBadRequest, text.Truncate(port, 16), text.Truncate(protocol, 16))
@@ -129,7 +129,7 @@ func appendIPSummary(b []byte, res *cache.IPLookup, meta bool) []byte {
 	return res.AppendHolders(b)
 }
 
-func appendPort(b []byte, p *cache.PortAnswer) []byte {
+func appendPort(b []byte, p *ipowner.PortAnswer) []byte {
 	b = append(b, `,"port":{"number":`...)
 	b = strconv.AppendInt(b, int64(p.Number), 10)
 	b = append(b, `,"protocol":`...)
@@ -169,28 +169,13 @@ func appendIPHistoryBody(b []byte, res cache.IPLookup) []byte {
 		b = appendPort(b, res.Port)
 	}
 	b = append(b, `,"owners":[`...)
-	for i, o := range h.Owners {
+	for i := range h.Owners {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendIPOwner(b, o)
+		b = ipowner.AppendInterval(b, &h.Owners[i])
 	}
 	return append(b, "]}"...)
-}
-
-func appendIPOwner(b []byte, o cache.IPOwner) []byte {
-	b = cache.AppendOwnerFields(append(b, '{'), o.Kind, o.Namespace, o.Name, o.UID, o.Role, o.HostNetwork)
-	b = append(b, `,"from":`...)
-	b = appendTime(b, o.From)
-	if !o.To.IsZero() {
-		b = append(b, `,"to":`...)
-		b = appendTime(b, o.To)
-	}
-	if o.Since != "" {
-		b = append(b, `,"since":`...)
-		b = jsonscan.AppendString(b, o.Since)
-	}
-	return append(b, '}')
 }
 
 func appendTime(b []byte, t time.Time) []byte {

@@ -16,6 +16,7 @@ import (
 	"github.com/kubeindex/kubeindex/cache"
 	"github.com/kubeindex/kubeindex/internal/jsonscan"
 	"github.com/kubeindex/kubeindex/internal/text"
+	"github.com/kubeindex/kubeindex/ipowner"
 )
 
 // Batches of IP lookups (POST /api/v1/ip:lookup): read-only despite the
@@ -91,20 +92,20 @@ func scalar(v json.RawMessage) (string, bool) {
 
 // toIPQuery checks one query of a batch as the GET route checks its
 // parameters.
-func (q batchQuery) toIPQuery() (cache.IPQuery, error) {
+func (q batchQuery) toIPQuery() (ipowner.Query, error) {
 	if len(q.At) == 0 && len(q.Port) == 0 && q.Protocol == "" && q.IP != "" {
-		return cache.IPQuery{IP: q.IP}, nil // the common query: an address alone
+		return ipowner.Query{IP: q.IP}, nil // the common query: an address alone
 	}
 	at, ok := scalar(q.At)
 	if !ok {
-		return cache.IPQuery{}, fmt.Errorf("%w: at must be a string or a number", errBadRequest)
+		return ipowner.Query{}, fmt.Errorf("%w: at must be a string or a number", errBadRequest)
 	}
 	port, ok := scalar(q.Port)
 	if !ok {
-		return cache.IPQuery{}, fmt.Errorf("%w: port must be a number", errBadRequest)
+		return ipowner.Query{}, fmt.Errorf("%w: port must be a number", errBadRequest)
 	}
 	if q.IP == "" {
-		return cache.IPQuery{}, fmt.Errorf("%w: ip is required", errBadRequest)
+		return ipowner.Query{}, fmt.Errorf("%w: ip is required", errBadRequest)
 	}
 	return parseIPQuery(q.IP, at, port, q.Protocol)
 }
@@ -273,7 +274,7 @@ func readBatchBody(c echo.Context, buf *bytes.Buffer) ([]byte, error) {
 // answerOne appends one query's answer: the lookup's summary (no objects),
 // or {"ip":…,"error":Status}. res is where the lookup answers, reused from
 // one query to the next.
-func (s *Server) answerOne(b []byte, lookups *cache.AddressLookups, visible func(cache.Resource, string) bool, bq batchQuery, res *cache.IPLookup) []byte {
+func (s *Server) answerOne(b []byte, lookups *cache.AddressLookups, visible func(ipowner.Kind, string) bool, bq batchQuery, res *cache.IPLookup) []byte {
 	if err := s.lookupOne(lookups, visible, bq, res); err != nil {
 		st := errorStatus(err)
 		if st.Code == http.StatusInternalServerError {
@@ -295,7 +296,7 @@ func (s *Server) answerOne(b []byte, lookups *cache.AddressLookups, visible func
 	return append(appendIPSummary(append(b, '{'), res, false), '}')
 }
 
-func (s *Server) lookupOne(lookups *cache.AddressLookups, visible func(cache.Resource, string) bool, bq batchQuery, res *cache.IPLookup) error {
+func (s *Server) lookupOne(lookups *cache.AddressLookups, visible func(ipowner.Kind, string) bool, bq batchQuery, res *cache.IPLookup) error {
 	q, err := bq.toIPQuery()
 	if err != nil {
 		return err

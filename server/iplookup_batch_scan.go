@@ -7,21 +7,17 @@ import (
 	"github.com/kubeindex/kubeindex/internal/jsonscan"
 )
 
-// scanBatch reads a batch body in its common spelling without reflection:
+// scanBatchInto reads a batch body in its common spelling without
+// reflection, appending to buf[:0] (a pooled slice):
 // {"queries":[{"ip":…,"at":…,"port":…,"protocol":…},…]} with the members
 // spelled in lower case, each at most once, strings of printable ASCII
 // without escapes, at and port strings or numbers, and nothing after the
 // object but space. ok is false for anything else, valid or not, and
-// parseBatch then decodes with encoding/json, which alone words errors.
-// Where ok, the queries are those encoding/json decodes
+// parseBatch then decodes with encoding/json, which alone words errors;
+// buf is then left cleared: it keeps no strings of body. Where ok, the
+// queries are those encoding/json decodes
 // (FuzzScanBatchAgreesWithEncodingJSON); strings and raw values share the
 // memory of one copy of body.
-func scanBatch(body []byte) (queries []batchQuery, ok bool) {
-	return scanBatchInto(body, nil)
-}
-
-// scanBatchInto is scanBatch appending to buf[:0] (a pooled slice). When
-// it declines, buf is left cleared: it keeps no strings of body.
 func scanBatchInto(body []byte, buf []batchQuery) (queries []batchQuery, ok bool) {
 	defer func() {
 		if !ok {

@@ -63,3 +63,8 @@ func FuzzScanBatchAgreesWithEncodingJSON(f *testing.F) {
 		checkScanAgrees(t, body)
 	})
 }
+
+// scanBatch is scanBatchInto without a pooled slice.
+func scanBatch(body []byte) (queries []batchQuery, ok bool) {
+	return scanBatchInto(body, nil)
+}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/version"
 
 	"github.com/kubeindex/kubeindex/cache"
+	"github.com/kubeindex/kubeindex/ipowner"
 	"github.com/kubeindex/kubeindex/query"
 )
 
@@ -33,11 +34,11 @@ type Reader interface {
 	Count(resource string, q cache.ListQuery, groupBy []query.Key) (cache.CountResult, error)
 	IndexValues(resource, index string, limit int, after string) (cache.IndexValues, error)
 	// LookupAddress answers who holds an address, now or at a moment.
-	LookupAddress(q cache.IPQuery) (cache.IPLookup, error)
+	LookupAddress(q ipowner.Query) (cache.IPLookup, error)
 	// AddressLookups answers a batch of them (see cache.AddressLookups).
 	AddressLookups() *cache.AddressLookups
 	// IPHistoryStats describes the address history; false when it is off.
-	IPHistoryStats() (cache.IPHistoryStats, bool)
+	IPHistoryStats() (ipowner.HistoryStats, bool)
 	// Watch subscribes to a resource's events (see cache.Cache.Watch).
 	Watch(resource string, q cache.WatchQuery, notify chan<- struct{}) (cache.Subscription, error)
 	// WatchAddresses subscribes to the address stream (see

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubeindex/kubeindex/cache"
 	"github.com/kubeindex/kubeindex/cache/cachetest"
+	"github.com/kubeindex/kubeindex/ipowner"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -174,7 +175,7 @@ func TestCountsMatchLists(t *testing.T) {
 // panicky makes every read panic, to prove a panic costs one request only.
 type panicky struct{ Reader }
 
-func (panicky) LookupAddress(cache.IPQuery) (cache.IPLookup, error) { panic("boom") }
+func (panicky) LookupAddress(ipowner.Query) (cache.IPLookup, error) { panic("boom") }
 
 func TestPanicIsA500AndServingContinues(t *testing.T) {
 	f := cachetest.Start(t, cachetest.PodSpec())

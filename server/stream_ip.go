@@ -11,6 +11,7 @@ import (
 
 	"github.com/kubeindex/kubeindex/auth"
 	"github.com/kubeindex/kubeindex/cache"
+	"github.com/kubeindex/kubeindex/ipowner"
 )
 
 // The address stream (docs/ip.md, "A mirror of address ownership"): who holds
@@ -123,7 +124,9 @@ func (a access) restrictAddresses(q *cache.AddressWatchQuery) error {
 	}
 	asked := q.Kinds
 	if len(asked) == 0 {
-		asked = []string{"pods", "services", "nodes"}
+		for _, k := range ipowner.Kinds {
+			asked = append(asked, k.Plural())
+		}
 	}
 	var kinds []string
 	for _, kind := range asked {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubeindex/kubeindex/cache"
 	"github.com/kubeindex/kubeindex/cache/cachetest"
+	"github.com/kubeindex/kubeindex/ipowner"
 )
 
 // addrClient is an agent's map of the address stream, over any transport:
@@ -232,12 +233,12 @@ func TestAddressStreamNodeFilter(t *testing.T) {
 		t.Fatalf("node-1's stream: %d addresses, 10.0.0.11 %q", len(c.owners), c.owners["10.0.0.11"])
 	}
 	for ip, owners := range c.owners {
-		l, err := ss.f.Cache.LookupAddress(cache.IPQuery{IP: ip})
+		l, err := ss.f.Cache.LookupAddress(ipowner.Query{IP: ip})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, p := range l.Pods {
-			if p.Active && p.NodeName != "node-1" && strings.Contains(owners, p.Namespace+"/"+p.Name+" ") {
+			if p.Active() && p.NodeName != "node-1" && strings.Contains(owners, p.Namespace+"/"+p.Name+" ") {
 				t.Errorf("%s: pod %s/%s of %s in node-1's stream", ip, p.Namespace, p.Name, p.NodeName)
 			}
 		}

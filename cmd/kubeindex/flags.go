@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kubeindex/kubeindex/cache"
+	"github.com/kubeindex/kubeindex/ipowner"
 	"github.com/kubeindex/kubeindex/server"
 )
 
@@ -79,10 +80,10 @@ func (cfg *Config) flagSet(resources *string, indexes *multiFlag) *flag.FlagSet 
 	fs.DurationVar(&cfg.StreamMaxLifetime, "stream-max-lifetime", server.DefaultMaxLifetime, fmt.Sprintf(
 		"a stream (WebSocket, SSE, /k8s watch) ends at random between half this and this, as the API server ends watches after 30 to 60 min; WebSocket and SSE streams end with a BOOKMARK of their position to resume from without loss; at least %s",
 		shortDuration(minStreamLifetime)))
-	fs.DurationVar(&cfg.IPHistory, "ip-history", cache.DefaultIPHistoryRetention, "how long the history of who held each address (pods, Services, nodes) is kept, for lookups ?at= a moment; 0 turns it off")
-	fs.DurationVar(&cfg.IPHistorySkew, "ip-history-skew", cache.DefaultIPHistorySkew, fmt.Sprintf(
+	fs.DurationVar(&cfg.IPHistory, "ip-history", ipowner.DefaultHistoryRetention, "how long the history of who held each address (pods, Services, nodes) is kept, for lookups ?at= a moment; 0 turns it off")
+	fs.DurationVar(&cfg.IPHistorySkew, "ip-history-skew", ipowner.DefaultHistorySkew, fmt.Sprintf(
 		"a moment this near a change of owner is answered as a boundary, with the owners on both sides; at most %s", shortDuration(maxIPHistorySkew)))
-	fs.IntVar(&cfg.IPHistoryMax, "ip-history-max", cache.DefaultIPHistoryMaxIntervals, "the most ownership intervals kept (about 200 bytes each); beyond it the oldest go and the history starts later")
+	fs.IntVar(&cfg.IPHistoryMax, "ip-history-max", ipowner.DefaultHistoryMaxIntervals, "the most ownership intervals kept (about 200 bytes each); beyond it the oldest go and the history starts later")
 	fs.StringVar(&cfg.IPHistoryDir, "ip-history-dir", "", "keep the address history in a file in this directory (bbolt), so that it survives restarts; without it a restart begins the history anew")
 	fs.StringVar(&cfg.LogLevel, "log-level", defaultLogLevel, "log level: debug, info, warn or error")
 	fs.StringVar(&cfg.LogFormat, "log-format", defaultLogFormat, "log format: text or json")

@@ -20,6 +20,7 @@ import (
 
 	"github.com/kubeindex/kubeindex/cache"
 	"github.com/kubeindex/kubeindex/demo"
+	"github.com/kubeindex/kubeindex/ipowner"
 	"github.com/kubeindex/kubeindex/server"
 )
 
@@ -70,7 +71,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	authOpts.Namespaces = cfg.Security.namespaceFinder(ctx, restCfg, log)
 	c, err := cache.New(restCfg, resources, cache.Options{StaleAfter: cfg.StaleAfter, WatchIdleTimeout: cfg.WatchIdle,
 		Compression: cfg.APICompression, HTTP2: cfg.APIHTTP2, Simulated: cfg.Demo,
-		IPHistory: cache.IPHistoryOptions{Off: cfg.IPHistory == 0, Retention: cfg.IPHistory, Skew: cfg.IPHistorySkew, MaxIntervals: cfg.IPHistoryMax, Dir: cfg.IPHistoryDir}})
+		IPHistory: ipowner.HistoryOptions{Off: cfg.IPHistory == 0, Retention: cfg.IPHistory, Skew: cfg.IPHistorySkew, MaxIntervals: cfg.IPHistoryMax, Dir: cfg.IPHistoryDir}})
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/kubeindex/kubeindex/cache"
 	"github.com/kubeindex/kubeindex/cache/cachetest"
-	"github.com/kubeindex/kubeindex/indexers"
+	"github.com/kubeindex/kubeindex/ipowner"
 )
 
 func names(l cache.IPLookup) string {
@@ -52,23 +52,23 @@ func TestOwnersOfEveryKind(t *testing.T) {
 	podIP := firstPodIP(t, f.Cache)
 	tests := []struct {
 		name     string
-		q        cache.IPQuery
-		match    cache.Match
+		q        ipowner.Query
+		match    ipowner.Match
 		via      string
 		holders  string // a prefix of names(...)
 		declared string // "", "true", "false": the port answer
 	}{
-		{"a ClusterIP", cache.IPQuery{IP: "10.96.0.1"}, cache.MatchService, "", "svc:default/kubernetes:clusterIP", ""},
-		{"a load balancer address", cache.IPQuery{IP: "203.0.113.5"}, cache.MatchService, "", "svc:edge/web:loadBalancer", ""},
-		{"an external IP two Services share", cache.IPQuery{IP: "192.0.2.10"}, cache.MatchAmbiguous, "", "svc:edge/tls:externalIP svc:edge/web:externalIP", ""},
-		{"the shared external IP by port", cache.IPQuery{IP: "192.0.2.10", Port: indexers.Port{Number: 443, Protocol: "TCP"}}, cache.MatchService, "port", "svc:edge/tls:externalIP", "true"},
-		{"a port no Service declares", cache.IPQuery{IP: "192.0.2.10", Port: indexers.Port{Number: 8443, Protocol: "TCP"}}, cache.MatchAmbiguous, "", "svc:edge/tls:externalIP svc:edge/web:externalIP", "false"},
-		{"the protocol counts", cache.IPQuery{IP: "10.96.200.3", Port: indexers.Port{Number: 53, Protocol: "TCP"}}, cache.MatchService, "", "svc:edge/dns:clusterIP", "false"},
-		{"a node address", cache.IPQuery{IP: "10.0.0.12"}, cache.MatchHostNetwork, "", "pod:kube-system/kube-proxy", ""},
-		{"a node address by a port one pod declares", cache.IPQuery{IP: "10.0.0.12", Port: indexers.Port{Number: 9100, Protocol: "TCP"}}, cache.MatchPod, "port", "pod:kube-system/node-exporter-b9jgt node:node-2:nodeInternal", "true"},
-		{"a port both hostNetwork pods declare", cache.IPQuery{IP: "10.0.0.12", Port: indexers.Port{Number: 9090, Protocol: "TCP"}}, cache.MatchHostNetwork, "", "pod:kube-system/kube-proxy", "true"},
-		{"a port nobody declares", cache.IPQuery{IP: "10.0.0.12", Port: indexers.Port{Number: 1, Protocol: "TCP"}}, cache.MatchHostNetwork, "", "pod:kube-system/kube-proxy", "false"},
-		{"a pod's own address ignores the port", cache.IPQuery{IP: podIP, Port: indexers.Port{Number: 1, Protocol: "TCP"}}, cache.MatchPod, "", "pod:", ""},
+		{"a ClusterIP", ipowner.Query{IP: "10.96.0.1"}, ipowner.MatchService, "", "svc:default/kubernetes:clusterIP", ""},
+		{"a load balancer address", ipowner.Query{IP: "203.0.113.5"}, ipowner.MatchService, "", "svc:edge/web:loadBalancer", ""},
+		{"an external IP two Services share", ipowner.Query{IP: "192.0.2.10"}, ipowner.MatchAmbiguous, "", "svc:edge/tls:externalIP svc:edge/web:externalIP", ""},
+		{"the shared external IP by port", ipowner.Query{IP: "192.0.2.10", Port: ipowner.Port{Number: 443, Protocol: "TCP"}}, ipowner.MatchService, "port", "svc:edge/tls:externalIP", "true"},
+		{"a port no Service declares", ipowner.Query{IP: "192.0.2.10", Port: ipowner.Port{Number: 8443, Protocol: "TCP"}}, ipowner.MatchAmbiguous, "", "svc:edge/tls:externalIP svc:edge/web:externalIP", "false"},
+		{"the protocol counts", ipowner.Query{IP: "10.96.200.3", Port: ipowner.Port{Number: 53, Protocol: "TCP"}}, ipowner.MatchService, "", "svc:edge/dns:clusterIP", "false"},
+		{"a node address", ipowner.Query{IP: "10.0.0.12"}, ipowner.MatchHostNetwork, "", "pod:kube-system/kube-proxy", ""},
+		{"a node address by a port one pod declares", ipowner.Query{IP: "10.0.0.12", Port: ipowner.Port{Number: 9100, Protocol: "TCP"}}, ipowner.MatchPod, "port", "pod:kube-system/node-exporter-b9jgt node:node-2:nodeInternal", "true"},
+		{"a port both hostNetwork pods declare", ipowner.Query{IP: "10.0.0.12", Port: ipowner.Port{Number: 9090, Protocol: "TCP"}}, ipowner.MatchHostNetwork, "", "pod:kube-system/kube-proxy", "true"},
+		{"a port nobody declares", ipowner.Query{IP: "10.0.0.12", Port: ipowner.Port{Number: 1, Protocol: "TCP"}}, ipowner.MatchHostNetwork, "", "pod:kube-system/kube-proxy", "false"},
+		{"a pod's own address ignores the port", ipowner.Query{IP: podIP, Port: ipowner.Port{Number: 1, Protocol: "TCP"}}, ipowner.MatchPod, "", "pod:", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -100,11 +100,11 @@ func TestOwnersOfEveryKind(t *testing.T) {
 func TestOnlyPodsAnswerAsBefore(t *testing.T) {
 	f := cachetest.Start(t, cachetest.PodSpec())
 	_, err := f.Cache.LookupIP("10.96.0.1")
-	if !errors.Is(err, cache.ErrNotFound) || !strings.HasPrefix(err.Error(), "no pod has IP") {
+	if !errors.Is(err, ipowner.ErrNotFound) || !strings.HasPrefix(err.Error(), "no pod has IP") {
 		t.Errorf("a ClusterIP with only pods cached: %v; expect the pods-only not-found", err)
 	}
 	l, err := f.Cache.LookupIP("10.0.0.12")
-	if err != nil || l.Match != cache.MatchHostNetwork || len(l.Nodes) != 0 || len(l.Services) != 0 {
+	if err != nil || l.Match != ipowner.MatchHostNetwork || len(l.Nodes) != 0 || len(l.Services) != 0 {
 		t.Errorf("a node address with only pods cached: %s %q, %v", l.Match, names(l), err)
 	}
 }
@@ -116,7 +116,7 @@ func firstPodIP(t *testing.T, c *cache.Cache) string {
 		t.Fatal(err)
 	}
 	for _, v := range values.Values {
-		if l, err := c.LookupIP(v.Value); err == nil && l.Match == cache.MatchPod && len(l.Pods) == 1 {
+		if l, err := c.LookupIP(v.Value); err == nil && l.Match == ipowner.MatchPod && len(l.Pods) == 1 {
 			return v.Value
 		}
 	}
@@ -130,7 +130,7 @@ func firstPodIP(t *testing.T, c *cache.Cache) string {
 // history narrows as a lookup of now does, and keeps the node.
 func TestPortNarrowsAtAMomentAsNow(t *testing.T) {
 	f := cachetest.Start(t, cachetest.DefaultSpecs()...)
-	q := cache.IPQuery{IP: "10.0.0.12", Port: indexers.Port{Number: 9100, Protocol: "TCP"}}
+	q := ipowner.Query{IP: "10.0.0.12", Port: ipowner.Port{Number: 9100, Protocol: "TCP"}}
 	now, err := f.Cache.LookupAddress(q)
 	if err != nil {
 		t.Fatal(err)
@@ -142,7 +142,7 @@ func TestPortNarrowsAtAMomentAsNow(t *testing.T) {
 	}
 	var owners []string
 	for _, o := range then.History.Owners {
-		owners = append(owners, o.Kind+":"+o.Namespace+"/"+o.Name)
+		owners = append(owners, o.Kind.String()+":"+o.Namespace+"/"+o.Name)
 	}
 	slices.Sort(owners)
 	want := []string{"Node:/node-2", "Pod:kube-system/node-exporter-b9jgt"}
@@ -213,7 +213,7 @@ func TestOwnerTableAgreesWithStores(t *testing.T) {
 	cachetest.Eventually(t, "every address answers what the stores hold", func() bool {
 		ips := slices.Concat(pool, f.Cache.StoreAddresses(), f.Cache.OwnerTableAddresses())
 		for _, ip := range ips {
-			for _, q := range []cache.IPQuery{{IP: ip}, {IP: ip, Port: indexers.Port{Number: 9100, Protocol: "TCP"}}} {
+			for _, q := range []ipowner.Query{{IP: ip}, {IP: ip, Port: ipowner.Port{Number: 9100, Protocol: "TCP"}}} {
 				got, gotErr := f.Cache.LookupAddress(q)
 				want, wantErr := f.Cache.ScanAddress(q)
 				if d := cache.DiffAnswers(got, want); d != "" || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {

@@ -1,7 +1,6 @@
-package cache
+package ipowner
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -9,51 +8,43 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
-
-	"github.com/kubeindex/kubeindex/indexers"
 )
 
-// ErrBeforeHistory: the moment asked about is earlier than what the
-// address history holds (410, as Kubernetes answers a resourceVersion too
-// old). It is never answered with a guess.
-var ErrBeforeHistory = errors.New("before the retained IP history")
-
-// IPHistoryOptions bounds the history of address ownership. The zero value
+// HistoryOptions bounds the history of address ownership. The zero value
 // takes the documented defaults.
-type IPHistoryOptions struct {
+type HistoryOptions struct {
 	// Off disables the history: answers at a moment are refused.
 	Off bool
-	// Retention is how long a closed interval is kept. Default
-	// DefaultIPHistoryRetention.
+	// Retention is how long a closed interval is kept. Default DefaultHistoryRetention.
 	Retention time.Duration
 	// Skew is how near a change a moment must be to be answered as a
-	// boundary, with the owners on both sides. Default DefaultIPHistorySkew.
+	// boundary, with the owners on both sides. Default DefaultHistorySkew.
 	Skew time.Duration
 	// Dir, when set, keeps the history in a file there (bbolt), so that
 	// it survives a restart; the time kubeindex was down is a gap.
 	Dir string
 	// MaxIntervals caps the intervals kept (about 200 bytes each); the
 	// oldest closed ones go first, and the history then starts later.
-	// Default DefaultIPHistoryMaxIntervals.
+	// Default DefaultHistoryMaxIntervals.
 	MaxIntervals int
 }
 
-// IPHistoryOptions' defaults.
+// HistoryOptions' defaults.
 const (
-	DefaultIPHistoryRetention    = time.Hour
-	DefaultIPHistorySkew         = 2 * time.Second
-	DefaultIPHistoryMaxIntervals = 1_000_000
+	DefaultHistoryRetention    = time.Hour
+	DefaultHistorySkew         = 2 * time.Second
+	DefaultHistoryMaxIntervals = 1_000_000
 )
 
-func (o IPHistoryOptions) withDefaults() IPHistoryOptions {
+func (o HistoryOptions) withDefaults() HistoryOptions {
 	if o.Retention <= 0 {
-		o.Retention = DefaultIPHistoryRetention
+		o.Retention = DefaultHistoryRetention
 	}
 	if o.Skew <= 0 {
-		o.Skew = DefaultIPHistorySkew
+		o.Skew = DefaultHistorySkew
 	}
 	if o.MaxIntervals <= 0 {
-		o.MaxIntervals = DefaultIPHistoryMaxIntervals
+		o.MaxIntervals = DefaultHistoryMaxIntervals
 	}
 	return o
 }
@@ -68,36 +59,31 @@ const (
 	CertaintyBoundary = "boundary"
 )
 
-// IPOwner is one interval during which an object held an address.
-type IPOwner struct {
-	Kind        string        `json:"kind"`
-	Namespace   string        `json:"namespace,omitempty"`
-	Name        string        `json:"name"`
-	UID         string        `json:"uid"`
-	Role        indexers.Role `json:"role"`
-	HostNetwork bool          `json:"hostNetwork,omitempty"`
-	From        time.Time     `json:"from"`
-	// To is zero while the object still holds the address.
-	To time.Time `json:"to,omitzero"`
+// Interval is one interval during which an owner held an address.
+type Interval struct {
+	Owner
+	From time.Time
+	// To is zero while the owner still holds the address.
+	To time.Time
 	// Since is "creation" or "start" for an owner present when the
 	// history began: From is then its metadata.creationTimestamp or
 	// status.startTime, not an observed change; "restart" when a restored
 	// history found it holding the address after a restart: From is then
 	// when the last run stopped observing.
-	Since string `json:"since,omitempty"`
+	Since string
 }
 
-// IPHistoryAnswer is who held an address at a moment.
-type IPHistoryAnswer struct {
+// HistoryAnswer is who held an address at a moment.
+type HistoryAnswer struct {
 	At        time.Time
 	Certainty string
 	// Since is the earliest moment the history can answer for.
 	Since  time.Time
-	Owners []IPOwner
+	Owners []Interval
 }
 
-// IPHistoryStats are the history's figures, for metrics.
-type IPHistoryStats struct {
+// HistoryStats are the history's figures, for metrics.
+type HistoryStats struct {
 	Addresses, Intervals, Open int
 	// Evicted counts intervals dropped by retention or by the cap.
 	Evicted, EvictedByCap uint64
@@ -108,10 +94,14 @@ type IPHistoryStats struct {
 	WriteErrors uint64
 }
 
-// ipOwner is what the history keeps of an object: shared by its intervals.
-type ipOwner struct {
-	kind, namespace, name, uid string
-	hostNetwork                bool
+// who is what the history keeps of an owner, shared by its intervals:
+// the members of an Owner an answer at a moment gives besides the role,
+// packed (there is one per object that ever held an address in the
+// retention; BenchmarkIPHistoryMemory).
+type who struct {
+	kind                 Kind
+	hostNetwork          bool
+	namespace, name, uid string
 }
 
 // interval: owner held ip in role from from to to (unix nanoseconds,
@@ -119,18 +109,15 @@ type ipOwner struct {
 type interval struct {
 	id    uint64 // its key in the store
 	ip    string
-	who   *ipOwner
-	role  indexers.Role
+	who   *who
+	role  Role
 	from  int64
 	to    int64
 	since string
-	ports []indexers.Port // of hostNetwork pods and Services, for ?port
+	ports []Port // of hostNetwork pods and Services, for ?port
 }
 
-// heldKey is an address an owner claims, in a role.
-type heldKey = indexers.Held
-
-// ipHistory records, from the informer events, which object held which
+// History records, from the informer events, which object held which
 // address when. Each object is known by its UID: an event about one UID
 // opens and closes that UID's intervals only, so a late delete of an old
 // owner never ends a newer owner's interval, and a pod recreated under the
@@ -139,8 +126,8 @@ type heldKey = indexers.Held
 // before: two cannot hold it at once, so the older owner's release has
 // simply not been seen yet. Safe for concurrent use; observe does a few
 // map operations under the lock.
-type ipHistory struct {
-	opts IPHistoryOptions
+type History struct {
+	opts HistoryOptions
 	now  func() time.Time
 
 	mu      sync.RWMutex
@@ -157,7 +144,7 @@ type ipHistory struct {
 	evicted  atomic.Uint64
 	capEvict atomic.Uint64
 
-	// Persistence (iphistory_store.go); db is nil without a Dir.
+	// Persistence (history_store.go); db is nil without a Dir.
 	db      *bolt.DB
 	nextID  uint64
 	pending map[*interval]bool // to write at the next flush (true: to delete)
@@ -168,8 +155,21 @@ type ipHistory struct {
 	writeErrors atomic.Uint64
 }
 
-func newIPHistory(opts IPHistoryOptions, now func() time.Time) *ipHistory {
-	return &ipHistory{opts: opts.withDefaults(), now: now, started: now().UnixNano(),
+// NewHistory makes a history; with opts.Dir it opens (or creates) its
+// file there and loads what it holds. Run keeps the file; it is closed
+// when Run's context ends.
+func NewHistory(opts HistoryOptions, now func() time.Time) (*History, error) {
+	x := newHistory(opts, now)
+	if opts.Dir != "" {
+		if err := x.openStore(opts.Dir); err != nil {
+			return nil, err
+		}
+	}
+	return x, nil
+}
+
+func newHistory(opts HistoryOptions, now func() time.Time) *History {
+	return &History{opts: opts.withDefaults(), now: now, started: now().UnixNano(),
 		byIP: map[string][]*interval{}, open: map[string][]claim{}}
 }
 
@@ -177,77 +177,26 @@ func newIPHistory(opts IPHistoryOptions, now func() time.Time) *ipHistory {
 // superseded). An owner claims one or two addresses: a slice of them
 // costs a tenth of a map per owner, and a scan of two is no slower.
 type claim struct {
-	key heldKey
+	key Held
 	iv  *interval
 }
 
 // claimIndex is the position of k in claims, -1 when it is not there.
-func claimIndex(claims []claim, k heldKey) int {
+func claimIndex(claims []claim, k Held) int {
 	return slices.IndexFunc(claims, func(c claim) bool { return c.key == k })
 }
 
-// holding is what one event says an object holds, computed before the
-// lock is taken.
-type holding struct {
-	who   ipOwner
-	held  []indexers.Held
-	ports []indexers.Port
-	// begin is, for an object of the initial list, when it began holding
-	// its addresses (creation or start), and since says which.
-	begin int64
-	since string
-	// node is a pod's node, for the address stream's node filter.
-	node string
-	// pod and podIPs are a pod's summary and all its podIPs, completed or
-	// not, for the owner table.
-	pod    IPPod
-	podIPs []string
-}
-
-// holdingOf reads what o holds: a pod its podIPs while it has not
-// completed, a Service and a Node their addresses.
-func holdingOf(kind string, o *Object, initial bool) holding {
-	h := holding{who: ipOwner{kind: kindNames[kind], namespace: o.namespace, name: o.name, uid: o.uid}}
-	switch kind {
-	case "pods":
-		p := summarisePod(o)
-		h.who.hostNetwork, h.node = p.HostNetwork, p.NodeName
-		h.pod, h.podIPs = p, indexers.PodIPsOf(o.doc("status"))
-		if p.Active {
-			for _, ip := range h.podIPs {
-				h.held = append(h.held, indexers.Held{IP: ip, Role: indexers.RolePodIP})
-			}
-		}
-		if p.HostNetwork && len(h.held) > 0 {
-			h.ports = declaredPorts(kind, o)
-		}
-	case "services":
-		h.held = heldBy(kind, o)
-		if len(h.held) > 0 {
-			h.ports = declaredPorts(kind, o)
-		}
-	default:
-		h.held = heldBy(kind, o)
-	}
-	if initial && len(h.held) > 0 {
-		h.begin, h.since = o.startedAt(kind)
-	}
-	return h
-}
-
-var kindNames = map[string]string{"pods": "Pod", "services": "Service", "nodes": "Node"}
-
-// observe records that the object h describes now holds h.held (nothing,
+// Observe records that the object h describes now holds h.Held (nothing,
 // when deleted).
-func (x *ipHistory) observe(h holding) {
+func (x *History) Observe(h Holding) {
 	now := x.now().UnixNano()
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.unseen != nil {
-		delete(x.unseen, h.who.uid)
+		delete(x.unseen, h.Owner.UID)
 	}
-	cur := slices.DeleteFunc(x.open[h.who.uid], func(c claim) bool {
-		if slices.Contains(h.held, c.key) {
+	cur := slices.DeleteFunc(x.open[h.Owner.UID], func(c claim) bool {
+		if slices.Contains(h.Held, c.key) {
 			return false
 		}
 		if c.iv != nil {
@@ -255,29 +204,29 @@ func (x *ipHistory) observe(h holding) {
 		}
 		return true
 	})
-	var who *ipOwner
-	for _, e := range h.held {
+	var w *who
+	for _, e := range h.Held {
 		k := e
 		if i := claimIndex(cur, k); i >= 0 {
-			if iv := cur[i].iv; iv != nil && h.ports != nil && !slices.Equal(iv.ports, h.ports) {
-				iv.ports = h.ports
+			if iv := cur[i].iv; iv != nil && h.Ports != nil && !slices.Equal(iv.ports, h.Ports) {
+				iv.ports = h.Ports
 				x.dirtyLocked(iv, false)
 			}
 			continue
 		}
-		if who == nil {
-			w := h.who
-			who = &w
+		if w == nil {
+			o := &h.Owner
+			w = &who{kind: o.Kind, hostNetwork: o.HostNetwork, namespace: o.Namespace, name: o.Name, uid: o.UID}
 		}
 		from, since := now, ""
-		if h.since != "" && h.begin != 0 && h.begin < now {
-			from, since = h.begin, h.since
+		if h.Since != "" && h.Begin != 0 && h.Begin < now {
+			from, since = h.Begin, h.Since
 			if g := x.lastGapStart(); from < g { // restored: it was not holding this when the last run ended
 				from, since = g, "restart"
 			}
 		}
-		x.supersedeLocked(k, who, now)
-		iv := &interval{id: x.nextID, ip: e.IP, who: who, role: e.Role, from: from, since: since, ports: h.ports}
+		x.supersedeLocked(k, w, now)
+		iv := &interval{id: x.nextID, ip: e.IP, who: w, role: e.Role, from: from, since: since, ports: h.Ports}
 		x.nextID++
 		x.dirtyLocked(iv, false)
 		x.byIP[e.IP] = append(x.byIP[e.IP], iv)
@@ -285,14 +234,14 @@ func (x *ipHistory) observe(h holding) {
 		cur = append(cur, claim{key: k, iv: iv})
 	}
 	if len(cur) == 0 {
-		delete(x.open, h.who.uid)
+		delete(x.open, h.Owner.UID)
 	} else {
-		x.open[h.who.uid] = cur
+		x.open[h.Owner.UID] = cur
 	}
 	x.evictLocked(now)
 }
 
-func (x *ipHistory) lastGapStart() int64 {
+func (x *History) lastGapStart() int64 {
 	if len(x.gaps) == 0 {
 		return 0
 	}
@@ -301,26 +250,26 @@ func (x *ipHistory) lastGapStart() int64 {
 
 // exclusive reports whether an owner in this role excludes every other
 // exclusive owner of the address.
-func exclusive(who *ipOwner, role indexers.Role) bool {
-	return role == indexers.RoleClusterIP || role == indexers.RolePodIP && !who.hostNetwork
+func exclusive(w *who, role Role) bool {
+	return role == RoleClusterIP || role == RolePodIP && !w.hostNetwork
 }
 
-func (x *ipHistory) supersedeLocked(k heldKey, who *ipOwner, now int64) {
-	if !exclusive(who, k.Role) {
+func (x *History) supersedeLocked(k Held, w *who, now int64) {
+	if !exclusive(w, k.Role) {
 		return
 	}
 	for _, iv := range x.byIP[k.IP] {
-		if iv.to == 0 && iv.who.uid != who.uid && exclusive(iv.who, iv.role) {
+		if iv.to == 0 && iv.who.uid != w.uid && exclusive(iv.who, iv.role) {
 			x.closeLocked(iv, now)
 			claims := x.open[iv.who.uid]
-			if i := claimIndex(claims, heldKey{IP: iv.ip, Role: iv.role}); i >= 0 {
+			if i := claimIndex(claims, Held{IP: iv.ip, Role: iv.role}); i >= 0 {
 				claims[i].iv = nil
 			}
 		}
 	}
 }
 
-func (x *ipHistory) closeLocked(iv *interval, now int64) {
+func (x *History) closeLocked(iv *interval, now int64) {
 	iv.to = max(now, iv.from+1) // never empty: it was observed
 	x.closed = append(x.closed, iv)
 	x.dirtyLocked(iv, false)
@@ -328,7 +277,7 @@ func (x *ipHistory) closeLocked(iv *interval, now int64) {
 
 // evictLocked drops the intervals that ended before the retention, and
 // the oldest closed ones beyond the cap.
-func (x *ipHistory) evictLocked(now int64) {
+func (x *History) evictLocked(now int64) {
 	limit := now - int64(x.opts.Retention)
 	for x.head < len(x.closed) {
 		iv := x.closed[x.head]
@@ -349,7 +298,7 @@ func (x *ipHistory) evictLocked(now int64) {
 	}
 }
 
-func (x *ipHistory) removeLocked(iv *interval) {
+func (x *History) removeLocked(iv *interval) {
 	line := x.byIP[iv.ip]
 	if i := slices.Index(line, iv); i >= 0 {
 		line = slices.Delete(line, i, i+1)
@@ -366,19 +315,19 @@ func (x *ipHistory) removeLocked(iv *interval) {
 
 // sinceLocked is the earliest moment answered: when the history began,
 // the retention's reach, and the end of what the cap evicted.
-func (x *ipHistory) sinceLocked(now int64) int64 {
+func (x *History) sinceLocked(now int64) int64 {
 	return max(x.started, now-int64(x.opts.Retention), x.horizon)
 }
 
 // at answers who held ip (normalised) at t. Intervals are half-open: at
 // the instant of a change the new owner holds the address. visible, when
 // set, keeps only the owners it accepts, before the certainty is decided.
-func (x *ipHistory) at(ip string, t time.Time, visible func(kind, namespace string) bool) (IPHistoryAnswer, []*interval, error) {
+func (x *History) at(ip string, t time.Time, visible func(Kind, string) bool) (HistoryAnswer, []*interval, error) {
 	now := x.now().UnixNano()
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	since := x.sinceLocked(now)
-	ans := IPHistoryAnswer{At: t, Since: time.Unix(0, since).UTC()}
+	ans := HistoryAnswer{At: t, Since: time.Unix(0, since).UTC()}
 	at, skew := t.UnixNano(), int64(x.opts.Skew)
 	if at < since {
 		return ans, nil, fmt.Errorf("%w: %s is before %s, the earliest moment the IP history holds", ErrBeforeHistory,
@@ -422,16 +371,18 @@ func (x *ipHistory) at(ip string, t time.Time, visible func(kind, namespace stri
 	return ans, found, nil
 }
 
-func (iv *interval) owner() IPOwner {
-	o := IPOwner{Kind: iv.who.kind, Namespace: iv.who.namespace, Name: iv.who.name, UID: iv.who.uid,
-		Role: iv.role, HostNetwork: iv.who.hostNetwork, From: time.Unix(0, iv.from).UTC(), Since: iv.since}
+func (iv *interval) owner() Interval {
+	w := iv.who
+	o := Interval{Owner: Owner{Kind: w.kind, Namespace: w.namespace, Name: w.name, UID: w.uid, Role: iv.role,
+		HostNetwork: w.hostNetwork, Ports: iv.ports}, From: time.Unix(0, iv.from).UTC(), Since: iv.since}
 	if iv.to != 0 {
 		o.To = time.Unix(0, iv.to).UTC()
 	}
 	return o
 }
 
-func (x *ipHistory) stats() IPHistoryStats {
+// Stats are the history's figures, for metrics. Safe for concurrent use.
+func (x *History) Stats() HistoryStats {
 	now := x.now().UnixNano()
 	x.mu.RLock()
 	defer x.mu.RUnlock()
@@ -439,7 +390,7 @@ func (x *ipHistory) stats() IPHistoryStats {
 	for _, held := range x.open {
 		open += len(held)
 	}
-	return IPHistoryStats{Addresses: len(x.byIP), Intervals: x.count, Open: open,
+	return HistoryStats{Addresses: len(x.byIP), Intervals: x.count, Open: open,
 		Evicted: x.evicted.Load(), EvictedByCap: x.capEvict.Load(), Since: time.Unix(0, x.sinceLocked(now)).UTC(),
 		Persistent: x.db != nil, WriteErrors: x.writeErrors.Load()}
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/kubeindex/kubeindex/ipowner"
 )
 
 // BenchmarkIPHistorySync is the informer path's cost of the address
@@ -25,7 +27,7 @@ func BenchmarkIPHistorySync(b *testing.B) {
 		for range rounds {
 			for i, off := range []bool{true, false} {
 				before := processCPU()
-				syncPods(b, cfg, Spec{Resource: "pods", Indexes: benchIndexes()}, Options{IPHistory: IPHistoryOptions{Off: off}}, n)
+				syncPods(b, cfg, Spec{Resource: "pods", Indexes: benchIndexes()}, Options{IPHistory: ipowner.HistoryOptions{Off: off}}, n)
 				cpu[i] += processCPU() - before
 			}
 		}
@@ -34,33 +36,6 @@ func BenchmarkIPHistorySync(b *testing.B) {
 	b.ReportMetric(per(cpu[0]), "cpu-ns/pod-off")
 	b.ReportMetric(per(cpu[1]), "cpu-ns/pod-on")
 	b.ReportMetric(per(cpu[1])/per(cpu[0]), "on/off")
-}
-
-// BenchmarkIPHistoryMemory is the heap one change of owner costs: a new
-// pod takes one of 10,000 addresses, ending its previous holder's
-// interval, 200,000 times.
-//
-//	go test -run XXX -bench IPHistoryMemory -benchtime 1x ./cache
-func BenchmarkIPHistoryMemory(b *testing.B) {
-	const changes, addresses = 200_000, 10_000
-	for b.Loop() {
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		clk := &handClock{t: t0}
-		x := newIPHistory(IPHistoryOptions{Retention: 24 * time.Hour, MaxIntervals: 10 * changes}, clk.now)
-		for i := range changes {
-			clk.t = clk.t.Add(time.Millisecond)
-			h := podHolding(fmt.Sprintf("%08d-0000-0000-0000-000000000000", i), false, fmt.Sprintf("10.%d.%d.%d", 64+i%addresses>>16, i%addresses>>8&255, i%addresses&255))
-			h.who.namespace, h.who.name = "shop", fmt.Sprintf("web-%d", i)
-			x.observe(h)
-		}
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		st := x.stats()
-		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(st.Intervals), "bytes/change")
-		runtime.KeepAlive(x)
-	}
 }
 
 // BenchmarkOwnerTableFeed is the informer path's cost of the owner table:
@@ -86,8 +61,8 @@ func BenchmarkOwnerTableFeed(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	feed := func(table *ownerTable) {
-		f := &ipFeed{kind: "pods", mirror: newAddrMirror(time.Now, StreamOptions{}), owners: table}
+	feed := func(table *ipowner.Table[*Object]) {
+		f := &ipFeed{kind: ipowner.Pod, mirror: ipowner.NewMirror(time.Now, ipowner.MirrorOptions{HistorySize: 4096, HistoryAge: time.Minute, BookmarkInterval: time.Minute}), owners: table}
 		for i, o := range objs {
 			if i < n {
 				f.add(o, true)
@@ -101,9 +76,9 @@ func BenchmarkOwnerTableFeed(b *testing.B) {
 	for b.Loop() {
 		for range rounds {
 			for i, on := range []bool{false, true} {
-				var table *ownerTable
+				var table *ipowner.Table[*Object]
 				if on {
-					table = newOwnerTable()
+					table = ipowner.NewTable[*Object](ipowner.Pod)
 				}
 				before := processCPU()
 				feed(table)
@@ -113,13 +88,13 @@ func BenchmarkOwnerTableFeed(b *testing.B) {
 		var m0, m1 runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&m0)
-		table := newOwnerTable() // the objects are kept by objs: only the table counts
+		table := ipowner.NewTable[*Object](ipowner.Pod) // the objects are kept by objs: only the table counts
 		for _, o := range objs[:n] {
-			table.set(idOf("pods", o), recordOf("pods", o, holdingOf("pods", o, true)))
+			table.Set(holdingOf(ipowner.Pod, o, true), o)
 		}
 		runtime.GC()
 		runtime.ReadMemStats(&m1)
-		perAddress = float64(m1.HeapAlloc-m0.HeapAlloc) / float64(len(table.byIP))
+		perAddress = float64(m1.HeapAlloc-m0.HeapAlloc) / float64(len(table.Addresses()))
 		runtime.KeepAlive(table)
 	}
 	per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(b.N*rounds*2*n) }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kubeindex/kubeindex/cache"
 	"github.com/kubeindex/kubeindex/cache/cachetest"
+	"github.com/kubeindex/kubeindex/ipowner"
 )
 
 // movingClock is a clock the test sets; safe for the informers' goroutines.
@@ -71,12 +72,12 @@ func TestHistoryThroughTheInformers(t *testing.T) {
 		{55 * time.Second, "exact " + uidB2},
 	}
 	for _, tt := range tests {
-		l, err := f.Cache.LookupAddress(cache.IPQuery{IP: x, At: start.Add(tt.at)})
+		l, err := f.Cache.LookupAddress(ipowner.Query{IP: x, At: start.Add(tt.at)})
 		got := ""
 		switch {
-		case errors.Is(err, cache.ErrBeforeHistory):
+		case errors.Is(err, ipowner.ErrBeforeHistory):
 			got = "beforeHistory"
-		case errors.Is(err, cache.ErrNotFound):
+		case errors.Is(err, ipowner.ErrNotFound):
 			got = "nobody"
 		case err != nil:
 			t.Fatal(err)
@@ -95,8 +96,8 @@ func TestHistoryThroughTheInformers(t *testing.T) {
 		t.Error("the recreated pod kept its UID")
 	}
 	// A Service and a Node present at start-up: since their creation.
-	l, err := f.Cache.LookupAddress(cache.IPQuery{IP: "10.96.0.1", At: start.Add(time.Second)})
-	if err != nil || l.Match != cache.MatchService || l.History.Owners[0].Since != "creation" || l.History.Owners[0].Kind != "Service" {
+	l, err := f.Cache.LookupAddress(ipowner.Query{IP: "10.96.0.1", At: start.Add(time.Second)})
+	if err != nil || l.Match != ipowner.MatchService || l.History.Owners[0].Since != "creation" || l.History.Owners[0].Kind != ipowner.Service {
 		t.Errorf("the kubernetes Service at start-up: %+v %v", l.History, err)
 	}
 }

@@ -1,4 +1,4 @@
-package cache
+package ipowner
 
 import (
 	"context"
@@ -13,33 +13,33 @@ import (
 func TestHistorySurvivesARestart(t *testing.T) {
 	dir := t.TempDir()
 	clk := &handClock{t: t0}
-	x := newIPHistory(IPHistoryOptions{Dir: dir}, clk.now)
-	if err := x.openStore(dir); err != nil {
+	x, err := NewHistory(HistoryOptions{Dir: dir}, clk.now)
+	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { x.run(ctx); close(done) }()
+	go func() { x.Run(ctx); close(done) }()
 	const ip, kept = "10.1.0.5", "10.1.0.6"
 	clk.t = sec(10)
-	x.observe(podHolding("A", false, ip))
-	x.observe(podHolding("K", false, kept))
+	x.Observe(podHolding("A", false, ip))
+	x.Observe(podHolding("K", false, kept))
 	clk.t = sec(20)
-	x.observe(gone(podHolding("A", false)))
+	x.Observe(gone(podHolding("A", false)))
 	clk.t = sec(30)
-	x.observe(podHolding("B", false, ip))
+	x.Observe(podHolding("B", false, ip))
 	clk.t = sec(40)
 	cancel() // the last flush, at +40s
 	<-done
 
 	clk.t = sec(100)
-	y := newIPHistory(IPHistoryOptions{Dir: dir}, clk.now)
-	if err := y.openStore(dir); err != nil {
+	y, err := NewHistory(HistoryOptions{Dir: dir}, clk.now)
+	if err != nil {
 		t.Fatal(err)
 	}
 	defer y.db.Close()
-	y.observe(holding{who: podHolding("K", false).who, held: podHolding("K", false, kept).held, begin: sec(5).UnixNano(), since: "start"}) // K is listed again
-	y.reconcile()                                                                                                                          // B is not
+	y.Observe(Holding{Owner: podHolding("K", false).Owner, Held: podHolding("K", false, kept).Held, Begin: sec(5).UnixNano(), Since: "start"}) // K is listed again
+	y.Reconcile()                                                                                                                              // B is not
 	clk.t = sec(110)
 	for _, tt := range []struct {
 		ip   string
@@ -61,7 +61,7 @@ func TestHistorySurvivesARestart(t *testing.T) {
 		t.Errorf("K carries on from %s; expect +10s", ans.Owners[0].From)
 	}
 	// Without a directory a restart begins anew, and says so.
-	z := newIPHistory(IPHistoryOptions{}, clk.now)
+	z := newHistory(HistoryOptions{}, clk.now)
 	if _, _, err := z.at(ip, sec(35), nil); !errors.Is(err, ErrBeforeHistory) {
 		t.Errorf("a fresh history answered for before it began: %v", err)
 	}

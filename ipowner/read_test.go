@@ -1,4 +1,4 @@
-package indexers
+package ipowner
 
 import (
 	"reflect"

@@ -1,4 +1,4 @@
-package cache
+package ipowner
 
 import (
 	"errors"
@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/kubeindex/kubeindex/indexers"
 )
 
 // handClock is a clock tests move by hand.
@@ -21,27 +19,27 @@ var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 func sec(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
 
-func podHolding(uid string, host bool, ips ...string) holding {
-	h := holding{who: ipOwner{kind: "Pod", namespace: "ns", name: "n-" + uid, uid: uid, hostNetwork: host}}
+func podHolding(uid string, host bool, ips ...string) Holding {
+	h := Holding{Owner: Owner{Kind: Pod, Namespace: "ns", Name: "n-" + uid, UID: uid, HostNetwork: host}}
 	for _, ip := range ips {
-		h.held = append(h.held, indexers.Held{IP: ip, Role: indexers.RolePodIP})
+		h.Held = append(h.Held, Held{IP: ip, Role: RolePodIP})
 	}
 	return h
 }
 
-func svcHolding(uid string, role indexers.Role, ips ...string) holding {
-	h := holding{who: ipOwner{kind: "Service", namespace: "ns", name: "s-" + uid, uid: uid}}
+func svcHolding(uid string, role Role, ips ...string) Holding {
+	h := Holding{Owner: Owner{Kind: Service, Namespace: "ns", Name: "s-" + uid, UID: uid}}
 	for _, ip := range ips {
-		h.held = append(h.held, indexers.Held{IP: ip, Role: role})
+		h.Held = append(h.Held, Held{IP: ip, Role: role})
 	}
 	return h
 }
 
 // gone is the delete of uid (a holding of nothing).
-func gone(h holding) holding { h.held = nil; return h }
+func gone(h Holding) Holding { h.Held = nil; return h }
 
 // ownersOf words an answer as "uid uid …" or the error's kind.
-func ownersOf(ans IPHistoryAnswer, err error) string {
+func ownersOf(ans HistoryAnswer, err error) string {
 	switch {
 	case errors.Is(err, ErrBeforeHistory):
 		return "beforeHistory"
@@ -65,7 +63,7 @@ func TestHistoryRules(t *testing.T) {
 	const x, y = "10.1.0.5", "10.96.0.9"
 	type step struct {
 		at float64 // seconds after t0
-		h  holding
+		h  Holding
 	}
 	type ask struct {
 		ip   string
@@ -94,8 +92,8 @@ func TestHistoryRules(t *testing.T) {
 			[]step{{10, podHolding("H1", true, x)}, {11, podHolding("H2", true, x)}, {20, podHolding("P", false, x)}},
 			[]ask{{x, 15, "exact: H1 H2"}, {x, 30, "exact: H1 H2 P"}}},
 		{"a ClusterIP replaces a ClusterIP; an external IP is shared",
-			[]step{{10, svcHolding("S1", indexers.RoleClusterIP, y)}, {20, svcHolding("S2", indexers.RoleClusterIP, y)},
-				{30, svcHolding("E", indexers.RoleExternalIP, y)}},
+			[]step{{10, svcHolding("S1", RoleClusterIP, y)}, {20, svcHolding("S2", RoleClusterIP, y)},
+				{30, svcHolding("E", RoleExternalIP, y)}},
 			[]ask{{y, 15, "exact: S1"}, {y, 25, "exact: S2"}, {y, 35, "exact: S2 E"}}},
 		{"an address dropped by an update ends, the others stay",
 			[]step{{10, podHolding("D", false, x, "fd00::5")}, {20, podHolding("D", false, "fd00::5")}},
@@ -104,10 +102,10 @@ func TestHistoryRules(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clk := &handClock{t0}
-			x := newIPHistory(IPHistoryOptions{}, clk.now)
+			x := newHistory(HistoryOptions{}, clk.now)
 			for _, s := range tt.steps {
 				clk.t = sec(s.at)
-				x.observe(s.h)
+				x.Observe(s.h)
 			}
 			clk.t = sec(50)
 			for _, a := range tt.asks {
@@ -125,10 +123,10 @@ func TestHistoryRules(t *testing.T) {
 // began are refused, never guessed.
 func TestHistoryStartUp(t *testing.T) {
 	clk := &handClock{sec(100)}
-	x := newIPHistory(IPHistoryOptions{}, clk.now)
+	x := newHistory(HistoryOptions{}, clk.now)
 	h := podHolding("A", false, "10.1.0.1")
-	h.begin, h.since = sec(50).UnixNano(), "start"
-	x.observe(h)
+	h.Begin, h.Since = sec(50).UnixNano(), "start"
+	x.Observe(h)
 	clk.t = sec(120)
 	ans, _, err := x.at("10.1.0.1", sec(110), nil)
 	if ownersOf(ans, err) != "exact: A" || !ans.Owners[0].From.Equal(sec(50)) || ans.Owners[0].Since != "start" || !ans.Since.Equal(sec(100)) {
@@ -143,14 +141,14 @@ func TestHistoryStartUp(t *testing.T) {
 // intervals, count them, and move historySince.
 func TestHistoryBounds(t *testing.T) {
 	clk := &handClock{t0}
-	x := newIPHistory(IPHistoryOptions{Retention: 100 * time.Second, MaxIntervals: 3}, clk.now)
+	x := newHistory(HistoryOptions{Retention: 100 * time.Second, MaxIntervals: 3}, clk.now)
 	for i := range 6 {
 		clk.t = sec(float64(10 * (i + 1)))
-		x.observe(podHolding(fmt.Sprint("P", i), false, fmt.Sprint("10.1.0.", i)))
+		x.Observe(podHolding(fmt.Sprint("P", i), false, fmt.Sprint("10.1.0.", i)))
 		clk.t = sec(float64(10*(i+1) + 5))
-		x.observe(gone(podHolding(fmt.Sprint("P", i), false)))
+		x.Observe(gone(podHolding(fmt.Sprint("P", i), false)))
 	}
-	st := x.stats()
+	st := x.Stats()
 	if st.Intervals != 3 || st.EvictedByCap != 3 || st.Evicted != 3 || !st.Since.Equal(sec(35)) {
 		t.Errorf("after the cap: %+v; expect 3 kept, 3 evicted by the cap, since +35s", st)
 	}
@@ -161,8 +159,8 @@ func TestHistoryBounds(t *testing.T) {
 		t.Errorf("a kept moment: %s", ownersOf(ans, err))
 	}
 	clk.t = sec(200)
-	x.observe(podHolding("Q", false, "10.1.0.9"))
-	if st := x.stats(); st.Intervals != 1 || st.Evicted != 6 || !st.Since.Equal(sec(100)) {
+	x.Observe(podHolding("Q", false, "10.1.0.9"))
+	if st := x.Stats(); st.Intervals != 1 || st.Evicted != 6 || !st.Since.Equal(sec(100)) {
 		t.Errorf("after the retention: %+v; expect only Q's open interval, since +100s", st)
 	}
 }
@@ -170,28 +168,28 @@ func TestHistoryBounds(t *testing.T) {
 // model is the brute force the history is held to: it replays the events
 // up to a moment and reads who holds what then.
 type model struct {
-	claims map[string]map[indexers.Held]bool // uid → claim → active (false: superseded)
-	who    map[string]ipOwner
+	claims map[string]map[Held]bool // uid → claim → active (false: superseded)
+	who    map[string]who
 }
 
-func (m *model) apply(h holding) {
-	uid := h.who.uid
-	m.who[uid] = h.who
+func (m *model) apply(h Holding) {
+	uid := h.Owner.UID
+	m.who[uid] = who{kind: h.Owner.Kind, hostNetwork: h.Owner.HostNetwork, uid: uid}
 	cur := m.claims[uid]
 	if cur == nil {
-		cur = map[indexers.Held]bool{}
+		cur = map[Held]bool{}
 		m.claims[uid] = cur
 	}
 	for k := range cur {
-		if !slices.Contains(h.held, k) {
+		if !slices.Contains(h.Held, k) {
 			delete(cur, k)
 		}
 	}
-	for _, k := range h.held {
+	for _, k := range h.Held {
 		if _, ok := cur[k]; ok {
 			continue
 		}
-		w := h.who
+		w := m.who[uid]
 		if exclusive(&w, k.Role) {
 			for other, claims := range m.claims {
 				o := m.who[other]
@@ -221,12 +219,12 @@ func (m *model) holders(ip string) []string {
 
 type histEvent struct {
 	at int64
-	h  holding
+	h  Holding
 }
 
 // modelAt is the model after every event up to and including at.
 func modelAt(events []histEvent, at int64) *model {
-	m := &model{claims: map[string]map[indexers.Held]bool{}, who: map[string]ipOwner{}}
+	m := &model{claims: map[string]map[Held]bool{}, who: map[string]who{}}
 	for _, e := range events {
 		if e.at > at {
 			break
@@ -274,14 +272,14 @@ func TestHistoryAgreesWithBruteForce(t *testing.T) {
 	ips := []string{"10.1.0.1", "10.1.0.2", "10.1.0.3"}
 	type kind struct {
 		host bool
-		svc  indexers.Role
+		svc  Role
 	}
-	kinds := []kind{{}, {}, {}, {host: true}, {svc: indexers.RoleClusterIP}, {svc: indexers.RoleExternalIP}}
+	kinds := []kind{{}, {}, {}, {host: true}, {svc: RoleClusterIP}, {svc: RoleExternalIP}}
 	const skew = int64(2 * time.Second)
 	for seed := range uint64(150) {
 		rng := rand.New(rand.NewPCG(seed, 15))
 		clk := &handClock{t0}
-		x := newIPHistory(IPHistoryOptions{Skew: time.Duration(skew)}, clk.now)
+		x := newHistory(HistoryOptions{Skew: time.Duration(skew)}, clk.now)
 		var events []histEvent
 		at := t0.UnixNano()
 		for range 5 + rng.IntN(30) {
@@ -302,7 +300,7 @@ func TestHistoryAgreesWithBruteForce(t *testing.T) {
 			}
 			events = append(events, histEvent{at, h})
 			clk.t = time.Unix(0, at)
-			x.observe(h)
+			x.Observe(h)
 		}
 		clk.t = time.Unix(0, at).Add(10 * time.Second)
 		for range 40 {
@@ -331,11 +329,11 @@ func TestHistoryAgreesWithBruteForce(t *testing.T) {
 			}
 			if err != nil || ans.Certainty != wantCert || !slices.Equal(got, want) {
 				for _, e := range events {
-					t.Logf("+%d %s %v", e.at-t0.UnixNano(), e.h.who.uid, e.h.held)
+					t.Logf("+%d %s %v", e.at-t0.UnixNano(), e.h.Owner.UID, e.h.Held)
 				}
 				t.Fatalf("seed %d: %s at +%dns: %s %v (%v); expect %s %v", seed, ip, q-t0.UnixNano(), ans.Certainty, got, err, wantCert, want)
 			}
-			if !slices.IsSortedFunc(ans.Owners, func(a, b IPOwner) int { return a.From.Compare(b.From) }) {
+			if !slices.IsSortedFunc(ans.Owners, func(a, b Interval) int { return a.From.Compare(b.From) }) {
 				t.Fatalf("seed %d: owners not ordered by from: %+v", seed, ans.Owners)
 			}
 		}

@@ -1,4 +1,4 @@
-package cache
+package ipowner
 
 import (
 	"context"
@@ -11,11 +11,9 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
-
-	"github.com/kubeindex/kubeindex/indexers"
 )
 
-// The address history persists in a bbolt file when IPHistoryOptions.Dir
+// The address history persists in a bbolt file when HistoryOptions.Dir
 // is set: every interval under its id, and a little metadata. Changes are
 // marked under the history's lock (a map insert) and written once a
 // second by the history's own goroutine, in one transaction: the informer
@@ -33,17 +31,17 @@ var (
 const flushEvery = time.Second
 
 type storedInterval struct {
-	IP          string          `json:"ip"`
-	Kind        string          `json:"k"`
-	Namespace   string          `json:"ns,omitempty"`
-	Name        string          `json:"n"`
-	UID         string          `json:"u"`
-	HostNetwork bool            `json:"h,omitempty"`
-	Role        indexers.Role   `json:"r"`
-	From        int64           `json:"f"`
-	To          int64           `json:"t,omitempty"`
-	Since       string          `json:"s,omitempty"`
-	Ports       []indexers.Port `json:"p,omitempty"`
+	IP          string `json:"ip"`
+	Kind        string `json:"k"`
+	Namespace   string `json:"ns,omitempty"`
+	Name        string `json:"n"`
+	UID         string `json:"u"`
+	HostNetwork bool   `json:"h,omitempty"`
+	Role        Role   `json:"r"`
+	From        int64  `json:"f"`
+	To          int64  `json:"t,omitempty"`
+	Since       string `json:"s,omitempty"`
+	Ports       []Port `json:"p,omitempty"`
 }
 
 func idKey(id uint64) []byte { return binary.BigEndian.AppendUint64(nil, id) }
@@ -63,7 +61,7 @@ func putInt(b *bolt.Bucket, key []byte, v int64) error {
 // openStore opens (or creates) the history file in dir and loads what it
 // holds into x. The time since the last write is a gap: nobody observed
 // it, and moments in it are refused.
-func (x *ipHistory) openStore(dir string) error {
+func (x *History) openStore(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("--ip-history-dir: %w", err)
 	}
@@ -121,7 +119,7 @@ func (x *ipHistory) openStore(dir string) error {
 }
 
 // restore puts one stored interval back. Owners are shared by UID.
-func (x *ipHistory) restore(id uint64, s storedInterval) {
+func (x *History) restore(id uint64, s storedInterval) {
 	who := x.restoredOwner(s)
 	iv := &interval{id: id, ip: s.IP, who: who, role: s.Role, from: s.From, to: s.To, since: s.Since, ports: s.Ports}
 	x.byIP[s.IP] = append(x.byIP[s.IP], iv)
@@ -131,7 +129,7 @@ func (x *ipHistory) restore(id uint64, s storedInterval) {
 		x.closed = append(x.closed, iv)
 		return
 	}
-	k := heldKey{IP: s.IP, Role: s.Role}
+	k := Held{IP: s.IP, Role: s.Role}
 	claims := x.open[s.UID]
 	if i := claimIndex(claims, k); i >= 0 {
 		claims[i].iv = iv // the file holds one open interval per claim; keep the last
@@ -140,19 +138,20 @@ func (x *ipHistory) restore(id uint64, s storedInterval) {
 	x.open[s.UID] = append(claims, claim{key: k, iv: iv})
 }
 
-func (x *ipHistory) restoredOwner(s storedInterval) *ipOwner {
+func (x *History) restoredOwner(s storedInterval) *who {
 	for _, c := range x.open[s.UID] {
 		if c.iv != nil {
 			return c.iv.who
 		}
 	}
-	return &ipOwner{kind: s.Kind, namespace: s.Namespace, name: s.Name, uid: s.UID, hostNetwork: s.HostNetwork}
+	kind, _ := kindNamed(s.Kind) // an unknown kind (a file of a later version) is kept, unnamed
+	return &who{kind: kind, namespace: s.Namespace, name: s.Name, uid: s.UID, hostNetwork: s.HostNetwork}
 }
 
-// reconcile ends, once every informer has listed, the restored intervals
+// Reconcile ends, once every informer has listed, the restored intervals
 // of owners the lists no longer hold: they released their addresses while
 // nobody was watching, at the latest now.
-func (x *ipHistory) reconcile() {
+func (x *History) Reconcile() {
 	now := x.now().UnixNano()
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -169,15 +168,19 @@ func (x *ipHistory) reconcile() {
 
 // dirtyLocked marks an interval to be written (or deleted) with the next
 // flush. x.mu must be held.
-func (x *ipHistory) dirtyLocked(iv *interval, deleted bool) {
+func (x *History) dirtyLocked(iv *interval, deleted bool) {
 	if x.pending != nil {
 		x.pending[iv] = deleted
 	}
 }
 
-// run flushes the changes every flushEvery until ctx ends, then flushes
-// the last and closes the file.
-func (x *ipHistory) run(ctx context.Context) {
+// Persistent reports whether the history is kept in a file (Run must
+// then run).
+func (x *History) Persistent() bool { return x.db != nil }
+
+// Run flushes the changes every flushEvery until ctx ends, then flushes
+// the last and closes the file. Without a file it returns at once.
+func (x *History) Run(ctx context.Context) {
 	if x.db == nil {
 		return
 	}
@@ -198,7 +201,7 @@ func (x *ipHistory) run(ctx context.Context) {
 // flush writes what changed since the last flush in one transaction.
 // Records are encoded under the lock (intervals change under it), the
 // disk is written after it is released.
-func (x *ipHistory) flush() error {
+func (x *History) flush() error {
 	type change struct {
 		key []byte
 		val []byte // nil: delete
@@ -208,7 +211,7 @@ func (x *ipHistory) flush() error {
 	for iv, deleted := range x.pending {
 		c := change{key: idKey(iv.id)}
 		if !deleted {
-			c.val, _ = json.Marshal(storedInterval{IP: iv.ip, Kind: iv.who.kind, Namespace: iv.who.namespace, Name: iv.who.name,
+			c.val, _ = json.Marshal(storedInterval{IP: iv.ip, Kind: iv.who.kind.String(), Namespace: iv.who.namespace, Name: iv.who.name,
 				UID: iv.who.uid, HostNetwork: iv.who.hostNetwork, Role: iv.role, From: iv.from, To: iv.to, Since: iv.since, Ports: iv.ports})
 		}
 		changes = append(changes, c)

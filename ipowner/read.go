@@ -1,30 +1,16 @@
-package indexers
+package ipowner
 
 import (
 	"strconv"
 
+	"github.com/kubeindex/kubeindex/indexers"
 	"github.com/kubeindex/kubeindex/internal/jsonscan"
 )
 
-// Role says how an object holds an IP address.
-type Role string
-
-// The roles of an address. A pod's role is always RolePodIP (hostNetwork
-// pods included: they use the node's address, which their podIPs repeat).
-const (
-	RolePodIP        Role = "podIP"
-	RoleClusterIP    Role = "clusterIP"
-	RoleExternalIP   Role = "externalIP"
-	RoleLoadBalancer Role = "loadBalancer"
-	RoleNodeInternal Role = "nodeInternal"
-	RoleNodeExternal Role = "nodeExternal"
-)
-
-// Held is one address an object holds, normalised (NormalizeIP), and how.
-type Held struct {
-	IP   string
-	Role Role
-}
+// What Services and pods say about the addresses and ports they hold,
+// read from their stored JSON with jsonscan: pure functions that never
+// fail (what is not an address or a port is skipped). A pod's addresses
+// are its podIPs, the podIP index's values (indexers.PodIPsOf).
 
 // ServiceAddresses returns the addresses a Service holds: spec.clusterIPs
 // (spec.clusterIP when clusterIPs is absent; "None", a headless Service,
@@ -69,30 +55,12 @@ func NodeAddresses(status jsonscan.Doc) []Held {
 	return out
 }
 
-// PodIPsOf is the podIP index function over a pod's status.
-func PodIPsOf(status jsonscan.Doc) []string { return podIPsIn(status) }
-
-// HeldIPs is the index function over Held: each address once.
-func HeldIPs(held []Held) []string {
-	var out []string
-	for _, h := range held {
-		dup := false
-		for _, ip := range out {
-			dup = dup || ip == h.IP
-		}
-		if !dup {
-			out = append(out, h.IP)
-		}
-	}
-	return out
-}
-
 func addHeld(out []Held, v []byte, role Role) []Held {
 	s := jsonString(v)
 	if s == "" || s == "None" {
 		return out
 	}
-	ip, ok := NormalizeIP(s)
+	ip, ok := indexers.NormalizeIP(s)
 	if !ok {
 		return out
 	}
@@ -115,12 +83,6 @@ func jsonString(v []byte) string {
 		return ""
 	}
 	return s
-}
-
-// Port is a port number with its protocol (TCP, UDP or SCTP).
-type Port struct {
-	Number   int32
-	Protocol string
 }
 
 // PodPorts returns every containerPort and hostPort a pod's spec declares,
@@ -171,24 +133,4 @@ func addPort(out []Port, v []byte, proto string) []Port {
 		}
 	}
 	return append(out, p)
-}
-
-// ParsePort reads a port query: a number 1–65535 and a protocol, TCP when
-// empty, else TCP, UDP or SCTP in any case. ok is false otherwise.
-func ParsePort(number, protocol string) (Port, bool) {
-	n, err := strconv.ParseInt(number, 10, 32)
-	if err != nil || n <= 0 || n > 65535 {
-		return Port{}, false
-	}
-	switch protocol {
-	case "", "TCP", "tcp":
-		protocol = "TCP"
-	case "UDP", "udp":
-		protocol = "UDP"
-	case "SCTP", "sctp":
-		protocol = "SCTP"
-	default:
-		return Port{}, false
-	}
-	return Port{Number: int32(n), Protocol: protocol}, true
 }

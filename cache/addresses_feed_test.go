@@ -3,9 +3,12 @@ package cache
 import (
 	"bytes"
 	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/kubeindex/kubeindex/ipowner"
 )
 
 func podObject(t *testing.T, name, phase string, hostNetwork bool) *Object {
@@ -48,10 +51,10 @@ func TestPodSummary(t *testing.T) {
 	objs = append(objs, list.Items...)
 	for _, o := range objs {
 		f := gjson.GetManyBytes(o.Raw(), "status.phase", "spec.nodeName", "spec.hostNetwork")
-		want := IPPod{Namespace: o.Namespace(), Name: o.Name(), UID: o.UID(),
+		want := ipowner.Owner{Kind: ipowner.Pod, Namespace: o.Namespace(), Name: o.Name(), UID: o.UID(),
 			Phase: f[0].Str, NodeName: f[1].Str, HostNetwork: f[2].Type == gjson.True}
-		want.Active = want.Phase != "Succeeded" && want.Phase != "Failed"
-		if got := summarisePod(o); got != want {
+		got := ipowner.Owner{Kind: ipowner.Pod, Namespace: o.Namespace(), Name: o.Name(), UID: o.UID()}
+		if summarisePod(o, &got); !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: %+v; expect %+v", o.Raw(), got, want)
 		}
 	}

@@ -1,0 +1,159 @@
+package cache
+
+import (
+	"time"
+
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/kubeindex/kubeindex/indexers"
+	"github.com/kubeindex/kubeindex/internal/jsonscan"
+	"github.com/kubeindex/kubeindex/ipowner"
+)
+
+// ipFeed is what a shard's one event handler tells ipowner: it reads what
+// each object holds into an ipowner.Holding (before any lock is taken)
+// and hands it to the history, the address stream's mirror and the owner
+// table. A nil feed does nothing: resources that hold no addresses.
+type ipFeed struct {
+	kind    ipowner.Kind
+	history *ipowner.History // nil: no history
+	mirror  *ipowner.Mirror
+	// owners is the lookups' owner table, nil unless this resource is the
+	// one they answer with (Cache.attachOwnerTable).
+	owners *ipowner.Table[*Object]
+}
+
+func (c *Cache) ipFeed(r Resource) *ipFeed {
+	kind, ok := ownerKind(r)
+	if !ok {
+		return nil
+	}
+	return &ipFeed{kind: kind, history: c.history, mirror: c.mirror}
+}
+
+func (f *ipFeed) observe(h ipowner.Holding) {
+	if f.history != nil {
+		f.history.Observe(h)
+	}
+	f.mirror.Observe(h)
+}
+
+func (f *ipFeed) add(obj any, initial bool) {
+	if o, ok := obj.(*Object); ok && f != nil {
+		f.hold(o, holdingOf(f.kind, o, initial))
+	}
+}
+
+// hold tells everything fed that o holds what h says.
+func (f *ipFeed) hold(o *Object, h ipowner.Holding) {
+	f.observe(h)
+	if f.owners != nil {
+		f.owners.Set(h, o)
+	}
+}
+
+// update treats an object that came back under the same name with a new
+// UID (deleted and recreated between two watch events, seen by a relist)
+// as the delete of the old one and the add of the new.
+func (f *ipFeed) update(old, cur any) {
+	if f == nil {
+		return
+	}
+	o, ok := cur.(*Object)
+	if !ok {
+		return
+	}
+	if prev, ok := old.(*Object); ok && prev.uid != o.uid {
+		f.remove(prev)
+	}
+	f.hold(o, holdingOf(f.kind, o, false))
+}
+
+func (f *ipFeed) remove(obj any) {
+	if f == nil {
+		return
+	}
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if o, ok := obj.(*Object); ok {
+		h := ipowner.Holding{Owner: ipowner.Owner{Kind: f.kind, Namespace: o.namespace, Name: o.name, UID: o.uid}}
+		f.observe(h)
+		if f.owners != nil {
+			f.owners.Remove(h.Owner)
+		}
+	}
+}
+
+// holdingOf reads what o of kind holds: a pod its podIPs while it has not
+// completed (and all of them, for the lookups of now), a Service and a
+// Node their addresses, with the ports that tell holders apart.
+func holdingOf(kind ipowner.Kind, o *Object, initial bool) ipowner.Holding {
+	h := ipowner.Holding{Owner: ipowner.Owner{Kind: kind, Namespace: o.namespace, Name: o.name, UID: o.uid}}
+	switch kind {
+	case ipowner.Pod:
+		summarisePod(o, &h.Owner)
+		h.PodIPs = indexers.PodIPsOf(o.doc("status"))
+		if h.Owner.Active() {
+			for _, ip := range h.PodIPs {
+				h.Held = append(h.Held, ipowner.Held{IP: ip, Role: ipowner.RolePodIP})
+			}
+		}
+		if h.Owner.HostNetwork && len(h.Held) > 0 {
+			h.Ports = ipowner.PodPorts(o.doc("spec"))
+		}
+	case ipowner.Service:
+		h.Held = ipowner.ServiceAddresses(o.doc("spec"), o.doc("status"))
+		if len(h.Held) > 0 {
+			h.Ports = ipowner.ServicePorts(o.doc("spec"))
+		}
+	case ipowner.Node:
+		h.Held = ipowner.NodeAddresses(o.doc("status"))
+	}
+	if initial && len(h.Held) > 0 {
+		h.Begin, h.Since = o.startedAt(kind)
+	}
+	return h
+}
+
+// summarisePod reads the three fields an answer gives of a pod besides
+// its keys. Build noted where they are, so no part of the pod is scanned.
+func summarisePod(o *Object, p *ipowner.Owner) {
+	spec, status := o.doc("spec"), o.doc("status")
+	p.Phase, p.NodeName = jsonString(status.Member("phase")), jsonString(spec.Member("nodeName"))
+	p.HostNetwork = string(spec.Member("hostNetwork")) == "true"
+}
+
+// startedAt is when an object present at start-up began holding its
+// addresses: a pod's status.startTime, else metadata.creationTimestamp;
+// 0 when neither is readable.
+func (o *Object) startedAt(kind ipowner.Kind) (int64, string) {
+	read := func(v []byte) int64 {
+		s := jsonString(v)
+		t, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			return 0
+		}
+		return t.UnixNano()
+	}
+	if kind == ipowner.Pod {
+		status := o.doc("status")
+		if t := read(status.Member("startTime")); t != 0 {
+			return t, "start"
+		}
+	}
+	metadata := o.doc("metadata")
+	if t := read(metadata.Member("creationTimestamp")); t != 0 {
+		return t, "creation"
+	}
+	return 0, ""
+}
+
+// jsonString decodes a JSON string value; anything else is "".
+func jsonString(v []byte) string {
+	if len(v) == 0 || v[0] != '"' {
+		return ""
+	}
+	s, _ := jsonscan.String(v)
+	return s
+}

@@ -1,0 +1,342 @@
+package ipowner
+
+import (
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// Table answers "who holds this address now": for each address, its
+// holders already in the order, shape and with the ports an Answer gives
+// them, and the objects (O, opaque here) they are. It is fed by the
+// cache's one handler per informer (Set, Remove), in the order that
+// handler sees the events, by the resources the lookups answer with.
+//
+// Why not the informers' indexes: a read there takes the store's lock,
+// two map lookups and a new slice per shard, then the answer re-reads
+// each object's JSON (phase, node, a node's or a Service's addresses);
+// here a read is one map lookup under a read lock and allocates nothing,
+// the entries being immutable and shared with the answers.
+//
+// Each object is known by its kind and UID: an event about one UID
+// replaces that UID's holdings only, so a late delete of an old owner
+// never removes a newer owner of the same address, and an object
+// recreated under the same name is a new owner. What an address answers
+// is what a scan of everything fed answers (TestOwnerTableProperty).
+// Safe for concurrent use.
+type Table[O any] struct {
+	// podsOnly: only pods feed the table (the error of an address nobody
+	// holds is worded as it always was then).
+	podsOnly bool
+
+	mu    sync.RWMutex
+	byIP  map[netip.Addr]*holders[O]
+	byUID map[ownerID]*record[O]
+}
+
+// NewTable makes a table fed by objects of the given kinds.
+func NewTable[O any](kinds ...Kind) *Table[O] {
+	podsOnly := !slices.ContainsFunc(kinds, func(k Kind) bool { return k != Pod })
+	return &Table[O]{podsOnly: podsOnly, byIP: map[netip.Addr]*holders[O]{}, byUID: map[ownerID]*record[O]{}}
+}
+
+// ownerID names an object in the table: its kind and UID, or its
+// namespace/name when it has no UID.
+type ownerID struct {
+	kind Kind
+	uid  string
+}
+
+func idOf(o *Owner) ownerID {
+	if o.UID == "" {
+		return ownerID{o.Kind, o.Namespace + "/" + o.Name}
+	}
+	return ownerID{o.Kind, o.UID}
+}
+
+// record is what one object holds, as the lookups answer it.
+type record[O any] struct {
+	id  ownerID
+	obj O
+	// owner is the object's summary, its Ports those a port tells apart
+	// (an active hostNetwork pod's, a Service's), nil otherwise.
+	owner Owner
+	// held is each (address, role) once. A pod holds its podIPs whatever
+	// its phase (the podIP index's values): completed pods answer too.
+	held []Held
+}
+
+// holders are the holders of one address, ordered as Answer says, each
+// list with its objects index for index; nil lists when there are none.
+// Immutable once in the table: answers share the slices.
+type holders[O any] struct {
+	ip                                string // normalized (indexers.NormalizeIP)
+	pods, services, nodes             []Owner
+	podItems, serviceItems, nodeItems []O
+	// encoded is AppendHolders of these lists, made by the first lookup
+	// of the address (encoding): most addresses are never looked up, and
+	// an encoding costs about as much memory as the rest of the entry.
+	encoded atomic.Pointer[[]byte]
+	// records are the distinct objects holding the address (a Service
+	// may hold it in two roles), in the lists' order, to rebuild from.
+	records []*record[O]
+}
+
+// LookupInto answers q (its At ignored: that is the history's) in *out,
+// which it overwrites whole: a batch reuses one answer rather than
+// copying a new one per address. Safe for concurrent use.
+func (t *Table[O]) LookupInto(q Query, out *Answer[O]) error {
+	*out = Answer[O]{}
+	addr, norm, ok := parseAddress(q.IP)
+	if !ok {
+		return notAnAddress(q.IP)
+	}
+	if h := t.holders(addr); h != nil {
+		out.IP = h.ip
+		out.setHolders(h)
+	} else {
+		out.IP = addressString(addr, norm)
+	}
+	return out.finish(q, t.podsOnly)
+}
+
+// holders returns the holders of ip, nil when nobody holds it. The result
+// is shared: read-only.
+func (t *Table[O]) holders(ip netip.Addr) *holders[O] {
+	t.mu.RLock()
+	h := t.byIP[ip]
+	t.mu.RUnlock()
+	return h
+}
+
+// Addresses lists the addresses the table holds, in no order.
+func (t *Table[O]) Addresses() []string {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	out := make([]string, 0, len(t.byIP))
+	for _, h := range t.byIP {
+		out = append(out, h.ip)
+	}
+	return out
+}
+
+// Set records that obj holds what h says, replacing what the object of
+// h.Owner's kind and UID held before. Only the addresses it held or holds
+// are rebuilt.
+func (t *Table[O]) Set(h Holding, obj O) {
+	rec := &record[O]{id: idOf(&h.Owner), obj: obj, owner: h.Owner}
+	rec.owner.Ports = nil
+	switch h.Owner.Kind {
+	case Pod:
+		rec.owner.Role = RolePodIP
+		if rec.owner.Active() {
+			rec.held = h.Held // the same podIPs, each once
+		} else {
+			rec.held = make([]Held, len(h.PodIPs))
+			for i, ip := range h.PodIPs {
+				rec.held[i] = Held{IP: ip, Role: RolePodIP}
+			}
+		}
+		if rec.owner.Active() && rec.owner.HostNetwork {
+			rec.owner.Ports = h.Ports
+		}
+	case Service:
+		rec.owner.Ports = h.Ports
+		rec.held = h.Held
+	default:
+		rec.held = h.Held
+	}
+	t.set(rec.id, rec)
+}
+
+// Remove records that the object owner names was deleted.
+func (t *Table[O]) Remove(owner Owner) { t.set(idOf(&owner), nil) }
+
+// set records that the object id now holds what rec says; rec nil: it
+// was deleted.
+func (t *Table[O]) set(id ownerID, rec *record[O]) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	prev := t.byUID[id]
+	if prev == nil && rec == nil {
+		return
+	}
+	var touched []string
+	for _, r := range []*record[O]{prev, rec} {
+		if r == nil {
+			continue
+		}
+		for _, h := range r.held {
+			if !slices.Contains(touched, h.IP) {
+				touched = append(touched, h.IP)
+			}
+		}
+	}
+	for _, ip := range touched {
+		addr, err := netip.ParseAddr(ip) // normalized when read: never fails
+		if err != nil {
+			continue
+		}
+		if h := t.byIP[addr].with(ip, id, rec); h == nil {
+			delete(t.byIP, addr)
+		} else {
+			t.byIP[addr] = h
+		}
+	}
+	if rec == nil {
+		delete(t.byUID, id)
+	} else {
+		t.byUID[id] = rec
+	}
+}
+
+// with returns the holders of ip once id holds what rec says there (rec
+// nil: nothing), a new value: h is left as it is. nil when nobody does.
+func (h *holders[O]) with(ip string, id ownerID, rec *record[O]) *holders[O] {
+	if h != nil && rec != nil {
+		if i := slices.IndexFunc(h.records, func(r *record[O]) bool { return r.id == id }); i >= 0 && sameAt(h.records[i], rec, ip) {
+			return h.withObject(i, rec)
+		}
+	}
+	var records []*record[O]
+	if h != nil {
+		records = make([]*record[O], 0, len(h.records)+1)
+		for _, r := range h.records {
+			if r.id != id {
+				records = append(records, r)
+			}
+		}
+	}
+	if rec != nil && slices.ContainsFunc(rec.held, func(e Held) bool { return e.IP == ip }) {
+		records = append(records, rec)
+	}
+	if len(records) == 0 {
+		return nil
+	}
+	slices.SortFunc(records, compareRecords)
+	out := &holders[O]{ip: ip, records: records}
+	for _, r := range records {
+		for _, e := range r.held {
+			if e.IP != ip {
+				continue
+			}
+			o := r.owner
+			o.Role = e.Role
+			switch r.id.kind {
+			case Pod:
+				out.pods, out.podItems = append(out.pods, o), append(out.podItems, r.obj)
+			case Service:
+				out.services, out.serviceItems = append(out.services, o), append(out.serviceItems, r.obj)
+			case Node:
+				out.nodes, out.nodeItems = append(out.nodes, o), append(out.nodeItems, r.obj)
+			}
+		}
+	}
+	return out
+}
+
+// encoding returns AppendHolders of h's lists, made once. Lookups racing
+// to make it make the same bytes; one is kept.
+func (h *holders[O]) encoding() []byte {
+	if e := h.encoded.Load(); e != nil {
+		return *e
+	}
+	e := appendHolders(nil, h.pods, h.services, h.nodes)
+	h.encoded.CompareAndSwap(nil, &e)
+	return *h.encoded.Load()
+}
+
+// compareRecords orders records as the answers list holders: pods first,
+// as comparePods orders them, then Services, then nodes, by namespace and
+// name (a Service's roles then follow its held order).
+func compareRecords[O any](a, b *record[O]) int {
+	if c := int(a.id.kind) - int(b.id.kind); c != 0 {
+		return c
+	}
+	if a.id.kind == Pod {
+		return comparePods(&a.owner, &b.owner)
+	}
+	return compareNames(&a.owner, &b.owner)
+}
+
+func compareNames(a, b *Owner) int {
+	if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Name, b.Name)
+}
+
+// comparePods orders pods as Answer says: active first, then not
+// hostNetwork first, then by namespace/name.
+func comparePods(a, b *Owner) int {
+	if aa, ba := a.Active(), b.Active(); aa != ba {
+		return boolOrder(aa)
+	}
+	if a.HostNetwork != b.HostNetwork {
+		return boolOrder(!a.HostNetwork)
+	}
+	return compareNames(a, b)
+}
+
+// boolOrder sorts true first.
+func boolOrder(first bool) int {
+	if first {
+		return -1
+	}
+	return 1
+}
+
+// sameAt reports whether a and b, two versions of one object, answer the
+// same about ip: the same summary, names, ports and roles there. The most
+// common update (a pod's status changing elsewhere) is such a one.
+func sameAt[O any](a, b *record[O], ip string) bool {
+	if !sameOwner(&a.owner, &b.owner) || !slices.Equal(a.owner.Ports, b.owner.Ports) {
+		return false
+	}
+	var ra, rb []Role
+	for _, e := range a.held {
+		if e.IP == ip {
+			ra = append(ra, e.Role)
+		}
+	}
+	for _, e := range b.held {
+		if e.IP == ip {
+			rb = append(rb, e.Role)
+		}
+	}
+	return slices.Equal(ra, rb)
+}
+
+// sameOwner compares every member but the ports.
+func sameOwner(a, b *Owner) bool {
+	return a.Kind == b.Kind && a.Namespace == b.Namespace && a.Name == b.Name && a.UID == b.UID && a.Role == b.Role &&
+		a.HostNetwork == b.HostNetwork && a.NodeName == b.NodeName && a.Phase == b.Phase
+}
+
+// withObject is h with records[i] replaced by rec, which answers the same
+// (sameAt): the order, the summaries and the encoding stay, shared; only
+// the objects change.
+func (h *holders[O]) withObject(i int, rec *record[O]) *holders[O] {
+	out := &holders[O]{ip: h.ip, pods: h.pods, services: h.services, nodes: h.nodes}
+	out.encoded.Store(h.encoded.Load())
+	out.records = slices.Clone(h.records)
+	out.records[i] = rec
+	for _, r := range out.records {
+		for _, e := range r.held {
+			if e.IP != h.ip {
+				continue
+			}
+			switch r.id.kind {
+			case Pod:
+				out.podItems = append(out.podItems, r.obj)
+			case Service:
+				out.serviceItems = append(out.serviceItems, r.obj)
+			case Node:
+				out.nodeItems = append(out.nodeItems, r.obj)
+			}
+		}
+	}
+	return out
+}
