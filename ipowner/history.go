@@ -328,7 +328,13 @@ func (x *History) at(ip string, t time.Time, visible func(Kind, string) bool) (H
 	defer x.mu.RUnlock()
 	since := x.sinceLocked(now)
 	ans := HistoryAnswer{At: t, Since: time.Unix(0, since).UTC()}
-	at, skew := t.UnixNano(), int64(x.opts.Skew)
+	skew := int64(x.opts.Skew)
+	// Compared as times first: past the year 2262 UnixNano overflows, and
+	// a moment far in the future would read as one before the history.
+	if t.After(time.Unix(0, now+skew)) {
+		return ans, nil, fmt.Errorf("%w: at %s is in the future", ErrInvalid, t.UTC().Format(time.RFC3339Nano))
+	}
+	at := t.UnixNano()
 	if at < since {
 		return ans, nil, fmt.Errorf("%w: %s is before %s, the earliest moment the IP history holds", ErrBeforeHistory,
 			t.UTC().Format(time.RFC3339Nano), ans.Since.Format(time.RFC3339Nano))
@@ -338,9 +344,6 @@ func (x *History) at(ip string, t time.Time, visible func(Kind, string) bool) (H
 			return ans, nil, fmt.Errorf("%w: kubeindex was not observing from %s to %s (it was not running)", ErrBeforeHistory,
 				time.Unix(0, g[0]).UTC().Format(time.RFC3339Nano), time.Unix(0, g[1]).UTC().Format(time.RFC3339Nano))
 		}
-	}
-	if at > now+skew {
-		return ans, nil, fmt.Errorf("%w: at %s is in the future", ErrInvalid, t.UTC().Format(time.RFC3339Nano))
 	}
 	var exact, near []*interval
 	boundary := false

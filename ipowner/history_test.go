@@ -137,6 +137,25 @@ func TestHistoryStartUp(t *testing.T) {
 	}
 }
 
+// TestHistoryFarFutureIsInTheFuture: a moment past the year 2262, where
+// nanoseconds since 1970 overflow an int64, is in the future, not before
+// the history.
+func TestHistoryFarFutureIsInTheFuture(t *testing.T) {
+	clk := &handClock{sec(100)}
+	x := newHistory(HistoryOptions{}, clk.now)
+	x.Observe(podHolding("A", false, "10.1.0.1"))
+	for _, at := range []time.Time{
+		time.Date(2263, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(2999, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Unix(9999999999, 0),
+		sec(200),
+	} {
+		if _, _, err := x.at("10.1.0.1", at, nil); !errors.Is(err, ErrInvalid) || errors.Is(err, ErrBeforeHistory) {
+			t.Errorf("at %s: %v; expect in the future", at, err)
+		}
+	}
+}
+
 // TestHistoryBounds: retention and the cap evict the oldest closed
 // intervals, count them, and move historySince.
 func TestHistoryBounds(t *testing.T) {
