@@ -239,18 +239,26 @@ func (s *Server) kubeAllowSub(c echo.Context, verb string, res cache.Resource, s
 			what, a.userName(), verb, resource, res.Group, where)}}
 }
 
-func (s *Server) kubeGet(c echo.Context, t kubeTarget, opts *metainternalversion.ListOptions, tb *tableRequest) error {
-	if err := s.kubeAllow(c, auth.VerbGet, t.res, t.namespace, t.name); err != nil {
-		return err
-	}
-	if _, err := s.kubePosition(c.Request().Context(), t.res, opts.ResourceVersion, ""); err != nil {
-		return err
+// kubeObject reads the target object for a get (of it or of a
+// subresource) once the caller is allowed: the resourceVersion rules of a
+// get, the resource's freshness, and the API server's NotFound.
+func (s *Server) kubeObject(c echo.Context, t kubeTarget, resourceVersion string) (*cache.Object, error) {
+	if _, err := s.kubePosition(c.Request().Context(), t.res, resourceVersion, ""); err != nil {
+		return nil, err
 	}
 	obj, fresh, err := s.r.Get(t.res.Name, t.namespace, t.name)
 	s.setResourceFreshness(c, t.res.Name, fresh)
 	if errors.Is(err, cache.ErrNotFound) {
-		return kubeObjectNotFound(t.res.Group, t.res.Plural, t.name)
+		return nil, kubeObjectNotFound(t.res.Group, t.res.Plural, t.name)
 	}
+	return obj, err
+}
+
+func (s *Server) kubeGet(c echo.Context, t kubeTarget, opts *metainternalversion.ListOptions, tb *tableRequest) error {
+	if err := s.kubeAllow(c, auth.VerbGet, t.res, t.namespace, t.name); err != nil {
+		return err
+	}
+	obj, err := s.kubeObject(c, t, opts.ResourceVersion)
 	if err != nil {
 		return err
 	}

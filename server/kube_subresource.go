@@ -2,7 +2,6 @@ package server
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -97,14 +96,7 @@ func (s *Server) kubeSubresource(c echo.Context, t kubeTarget, sub string) error
 	if err := s.kubeAllowSub(c, auth.VerbGet, t.res, sub, t.namespace, t.name); err != nil {
 		return err
 	}
-	if _, err := s.kubePosition(c.Request().Context(), t.res, opts.ResourceVersion, ""); err != nil {
-		return err
-	}
-	obj, fresh, err := s.r.Get(t.res.Name, t.namespace, t.name)
-	s.setResourceFreshness(c, t.res.Name, fresh)
-	if errors.Is(err, cache.ErrNotFound) {
-		return kubeObjectNotFound(t.res.Group, t.res.Plural, t.name)
-	}
+	obj, err := s.kubeObject(c, t, opts.ResourceVersion)
 	if err != nil {
 		return err
 	}
