@@ -109,9 +109,15 @@ func (s *Server) list(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ask, _, err := s.parseAsk(q, resource)
-	if err != nil {
-		return err
+	var ask *cache.Ask
+	if asks(q) {
+		sc, err := s.schema(resource)
+		if err != nil {
+			return err
+		}
+		if ask, err = parseAsk(q, sc); err != nil {
+			return err
+		}
 	}
 	fields, err := query.ParseFields(q.Get("fields"))
 	if err != nil {

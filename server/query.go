@@ -38,34 +38,40 @@ func (s *Server) convertor(res cache.Resource) table.Convertor {
 	return table.ForResource(gr)
 }
 
-// parseAsk reads filter, sort and offset into an Ask; nil when the
-// request has none of them. The resource must exist (its columns are the
-// keys).
-func (s *Server) parseAsk(q url.Values, resource string) (*cache.Ask, *query.Schema, error) {
+// schema is the keys a question about resource may name.
+func (s *Server) schema(resource string) (*query.Schema, error) {
 	res, err := s.r.Resolve(resource)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	sc := query.NewSchema(s.convertor(res))
-	if !q.Has("filter") && !q.Has("sort") && !q.Has("offset") {
-		return nil, sc, nil
-	}
+	return query.NewSchema(s.convertor(res)), nil
+}
+
+// asks reports whether q asks a question of a list (filter, sort or
+// offset): a plain list pays for no schema.
+func asks(q url.Values) bool {
+	return q.Has("filter") || q.Has("sort") || q.Has("offset")
+}
+
+// parseAsk reads filter, sort and offset into an Ask over sc's keys.
+func parseAsk(q url.Values, sc *query.Schema) (*cache.Ask, error) {
 	now := time.Now()
 	a := &cache.Ask{Schema: sc, SortText: q.Get("sort"), FilterText: strings.Join(q["filter"], "\x00"), Now: now}
+	var err error
 	if a.Filter, err = sc.ParseFilter(q["filter"], now); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if a.Sort, err = sc.ParseSort(a.SortText); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if v := q.Get("offset"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 || n > maxOffset {
-			return nil, nil, fmt.Errorf("%w: offset must be an integer from 0 to %d, got %q", errBadRequest, maxOffset, v)
+			return nil, fmt.Errorf("%w: offset must be an integer from 0 to %d, got %q", errBadRequest, maxOffset, v)
 		}
 		a.Offset = n
 	}
-	return a, sc, nil
+	return a, nil
 }
 
 // writeProjected writes a list whose items keep only the fields asked.
@@ -118,16 +124,17 @@ func (s *Server) counts(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ask, sc, err := s.parseAsk(q, resource)
+	sc, err := s.schema(resource)
+	if err != nil {
+		return err
+	}
+	ask, err := parseAsk(q, sc)
 	if err != nil {
 		return err
 	}
 	groupBy, err := sc.ParseKeys("groupBy", q.Get("groupBy"), query.MaxGroupBy, false)
 	if err != nil {
 		return err
-	}
-	if ask == nil {
-		ask = &cache.Ask{Schema: sc, Now: time.Now()}
 	}
 	lq := cache.ListQuery{Namespace: q.Get("namespace"), LabelSelector: q.Get("labelSelector"),
 		Index: q.Get("index"), Value: q.Get("value"), Ask: ask}
