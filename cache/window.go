@@ -152,6 +152,9 @@ func checkWindow(q *WindowQuery) error {
 		return fmt.Errorf("%w: a window needs a question", ErrInvalid)
 	}
 	if k, n, ok := q.Ask.Filter.Moving(); ok {
+		if len(q.Ask.Filter) == 1 {
+			n = 0 // one filter parameter: no occurrence to name
+		}
 		return &query.Error{Param: "filter", Nth: n, Msg: fmt.Sprintf("a window cannot filter on %s, whose truth changes with time and no event: "+
 			"sort by age, or filter on metadata.creationTimestamp (compared as text, such as metadata.creationTimestamp>2026-01-01T00:00:00Z)", k)}
 	}

@@ -74,8 +74,14 @@ func (w *Window) resume(token string) {
 	}
 }
 
-// Scroll moves the window; the next message is a WINDOW.
+// Scroll moves the window to offset, with limit rows (0: as many as
+// now); the next message is a WINDOW.
 func (w *Window) Scroll(offset, limit int) error {
+	if limit == 0 {
+		w.mu.Lock()
+		limit = w.limit
+		w.mu.Unlock()
+	}
 	q := WindowQuery{Ask: w.v.ask, Offset: offset, Limit: limit}
 	if err := checkWindow(&q); err != nil {
 		return err

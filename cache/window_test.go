@@ -231,6 +231,13 @@ func TestWindowsAgainstAModel(t *testing.T) {
 	caughtUp := func() map[string]string {
 		var rvs map[string]string
 		cachetest.Eventually(t, "the cache has the pods", func() bool {
+			// The position first: the store has every event the broker has.
+			pos, err := f.Cache.Position("pods")
+			var simRV uint64
+			fmt.Sscan(f.Sim.ResourceVersion(), &simRV)
+			if err != nil || pos < simRV {
+				return false
+			}
 			rvs = cachetest.State(t, f.Cache, "pods", cache.ListQuery{Namespaces: namespaces})
 			if len(rvs) != len(pods) {
 				return false
@@ -240,10 +247,7 @@ func TestWindowsAgainstAModel(t *testing.T) {
 					return false
 				}
 			}
-			pos, err := f.Cache.Position("pods")
-			var simRV uint64
-			fmt.Sscan(f.Sim.ResourceVersion(), &simRV)
-			return err == nil && pos >= simRV
+			return true
 		})
 		return rvs
 	}
