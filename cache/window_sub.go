@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -46,6 +47,7 @@ var _ Subscription = (*Window)(nil)
 // sentState is what a message left the client with.
 type sentState struct {
 	seq    uint64
+	pub    uint64 // the view's publish its rows are of
 	rows   []*vrow
 	total  int
 	counts []byte
@@ -106,7 +108,7 @@ func (w *Window) Next() (Message, bool) {
 	}
 	v := w.v
 	v.mu.RLock()
-	if !v.ready || !w.full && w.from == nil && v.pub == w.pub {
+	if !v.ready || v.pub == 0 || !w.full && w.from == nil && v.pub == w.pub {
 		v.mu.RUnlock()
 		return Message{}, false
 	}
@@ -114,9 +116,11 @@ func (w *Window) Next() (Message, bool) {
 	if v.pub > w.pub && w.pub > 0 && v.pub-w.pub < uint64(len(v.pubAt)) {
 		pubAt = v.pubAt[(w.pub+1)%uint64(len(v.pubAt))]
 	}
-	w.pub = v.pub
-	now := sentState{rows: v.page(w.offset, w.limit), total: v.live.rows.Len(), counts: v.countsJSON(w.groupText)}
+	pub, rows, counts := v.pub, v.pubRows, v.pubCounts[w.groupText]
 	v.mu.RUnlock()
+	from := w.pub
+	w.pub = pub
+	now := sentState{pub: pub, rows: v.page(pub, rows, w.offset, w.limit), total: rows.Len(), counts: counts}
 
 	var b []byte
 	typ := WindowChanges
@@ -127,10 +131,17 @@ func (w *Window) Next() (Message, bool) {
 	case w.from != nil:
 		b = w.appendChanges(*w.from, now, true)
 	default:
-		b = w.appendChanges(w.sent[len(w.sent)-1], now, false)
+		last := w.sent[len(w.sent)-1]
+		if last.pub == from { // every window that sent this page then sends the same
+			b = v.changed(pub, changesKey{from: from, offset: w.offset, limit: w.limit, fields: w.fieldsText, group: w.groupText},
+				func() []byte { return w.appendChanges(last, now, false) })
+		} else {
+			b = w.appendChanges(last, now, false)
+		}
 		if b == nil {
 			return Message{}, false
 		}
+		b = slices.Clip(b) // shared: appending the resume copies it
 	}
 	w.full, w.from = false, nil
 	w.seq++

@@ -310,6 +310,16 @@ func TestWindowsAgainstAModel(t *testing.T) {
 		t.Cleanup(mw.w.Close)
 		windows = append(windows, mw)
 	}
+	// Twins: windows on the same page of the same question share its
+	// changes; each must still hold its own rows.
+	for range 2 {
+		twin := &modelWindow{q: windows[1].q, clauses: windows[1].clauses, keys: windows[1].keys, scope: windows[1].scope}
+		if twin.w, err = f.Cache.Window("pods", twin.q, make(chan struct{}, 1)); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(twin.w.Close)
+		windows = append(windows, twin)
+	}
 	check := func(what string, rvs map[string]string) {
 		t.Helper()
 		for i, mw := range windows {

@@ -43,7 +43,16 @@ type view struct {
 	groups   map[string][]query.Key
 	ready    bool
 	pub      uint64 // publishes so far
-	applied  uint64 // changes applied so far
+	// What the last publish made visible: the windows read only this, so
+	// every window reads the same rows, total and counts for one publish
+	// (and those reading the same page share its rows and its changes).
+	pubRows   *btree.BTreeG[*vrow] // a copy-on-write copy of live.rows
+	pubCounts map[string][]byte    // by groupText
+	// The pages and changes made for the current publish, shared.
+	smu     sync.Mutex
+	shared  uint64 // the publish they are of
+	pages   map[pageKey][]*vrow
+	changes map[changesKey][]byte
 	// pubAt[n%len] is when the first event a publish n carries reached
 	// the broker (zero: none timed).
 	pubAt   [64]time.Time
@@ -76,11 +85,18 @@ type rowBytes struct {
 }
 
 type viewCounter struct {
-	mu    sync.Mutex // guards enc and encAt, made under the view's read lock
-	keys  []query.Key
-	c     *query.Counter
-	enc   []byte // encoded at applied == encAt
-	encAt uint64
+	keys []query.Key
+	c    *query.Counter
+}
+
+type pageKey struct{ offset, limit int }
+
+// changesKey is a difference every window that last sent the same page
+// at the same publish shares (all but its resume token).
+type changesKey struct {
+	from          uint64 // the publish of the rows last sent
+	offset, limit int
+	fields, group string
 }
 
 func (c *Cache) newView(r *resourceCache, key string, q *WindowQuery) (*view, error) {
@@ -160,6 +176,11 @@ func (v *view) count(keys []query.Key) error {
 		return fmt.Errorf("%w: counting this window's %d rows by %s would read more than the budget of %d values", ErrTooCostly, v.live.rows.Len(), text, QueryBudget)
 	}
 	v.groups[text] = keys
+	defer func() {
+		if v.ready {
+			v.publishLocked() // the counts, for the window asking (which signals itself)
+		}
+	}()
 	for _, st := range []*viewState{&v.live, v.building} {
 		if st == nil {
 			continue
@@ -245,12 +266,21 @@ func (v *view) due() bool {
 // publish makes what was applied visible to the windows and wakes them.
 func (v *view) publish() {
 	v.mu.Lock()
-	v.pub++
-	v.pubAt[v.pub%uint64(len(v.pubAt))] = v.pending
-	v.pending = time.Time{}
+	v.publishLocked()
 	v.mu.Unlock()
 	for _, n := range v.c.wins.notifies(v, nil) {
 		signal(n)
+	}
+}
+
+func (v *view) publishLocked() {
+	v.pub++
+	v.pubAt[v.pub%uint64(len(v.pubAt))] = v.pending
+	v.pending = time.Time{}
+	v.pubRows = v.live.rows.Copy()
+	v.pubCounts = make(map[string][]byte, len(v.live.counters))
+	for text, vc := range v.live.counters {
+		v.pubCounts[text] = vc.encode()
 	}
 }
 
@@ -325,7 +355,6 @@ func (v *view) apply(batch []change) (resync bool) {
 		switch ch.typ {
 		case MessageType(Added), MessageType(Modified), MessageType(Deleted):
 			if v.put(st, ch.key, ch.row) && v.building == nil {
-				v.applied++
 				if v.pending.IsZero() {
 					v.pending = ch.at
 					if v.pending.IsZero() {
@@ -336,7 +365,6 @@ func (v *view) apply(batch []change) (resync bool) {
 		case Synced:
 			if v.building != nil {
 				v.live, v.building = *v.building, nil
-				v.applied++
 				v.pending = time.Now()
 				if !v.ready {
 					v.ready = true
@@ -376,38 +404,51 @@ func (v *view) put(st *viewState, key string, row *vrow) bool {
 	return true
 }
 
-// page returns the rows offset … offset+limit-1, under the read lock.
-func (v *view) page(offset, limit int) []*vrow {
-	rows := v.live.rows
-	first, ok := rows.GetAt(offset)
-	if !ok {
-		return nil
+// page returns the rows offset … offset+limit-1 of what publish pub
+// made visible (rows), made once per publish and page.
+func (v *view) page(pub uint64, rows *btree.BTreeG[*vrow], offset, limit int) []*vrow {
+	v.smu.Lock()
+	defer v.smu.Unlock()
+	v.sharedLocked(pub)
+	k := pageKey{offset, limit}
+	if p, ok := v.pages[k]; ok {
+		return p
 	}
-	out := make([]*vrow, 0, min(limit, rows.Len()-offset))
-	rows.Ascend(first, func(r *vrow) bool {
-		out = append(out, r)
-		return len(out) < limit
-	})
+	var out []*vrow
+	if first, ok := rows.GetAt(offset); ok {
+		out = make([]*vrow, 0, min(limit, rows.Len()-offset))
+		rows.Ascend(first, func(r *vrow) bool {
+			out = append(out, r)
+			return len(out) < limit
+		})
+	}
+	v.pages[k] = out
 	return out
 }
 
-// countsJSON is the counts by group as a window sends them, encoded once
-// per change, under the view's read lock (the counter guards its
-// encoding).
-func (v *view) countsJSON(group string) []byte {
-	vc := v.live.counters[group]
-	if vc == nil {
-		return nil
+// changed returns the changes of k at publish pub, made by make once and
+// shared.
+func (v *view) changed(pub uint64, k changesKey, make func() []byte) []byte {
+	v.smu.Lock()
+	defer v.smu.Unlock()
+	v.sharedLocked(pub)
+	if b, ok := v.changes[k]; ok {
+		return b
 	}
-	return vc.encoded(v.applied)
+	b := make()
+	v.changes[k] = b
+	return b
 }
 
-func (vc *viewCounter) encoded(applied uint64) []byte {
-	vc.mu.Lock()
-	defer vc.mu.Unlock()
-	if vc.enc != nil && vc.encAt == applied {
-		return vc.enc
+// sharedLocked forgets what was shared of an earlier publish.
+func (v *view) sharedLocked(pub uint64) {
+	if v.shared != pub || v.pages == nil {
+		v.shared, v.pages, v.changes = pub, map[pageKey][]*vrow{}, map[changesKey][]byte{}
 	}
+}
+
+// encode is the counts as a window sends them.
+func (vc *viewCounter) encode() []byte {
 	type group struct {
 		Values []query.Value `json:"values"`
 		Count  int           `json:"count"`
@@ -422,7 +463,6 @@ func (vc *viewCounter) encoded(applied uint64) []byte {
 	for _, g := range vc.c.Groups() {
 		body.Groups = append(body.Groups, group{g.Values, g.Count})
 	}
-	vc.enc, _ = json.Marshal(body)
-	vc.encAt = applied
-	return vc.enc
+	b, _ := json.Marshal(body)
+	return b
 }
