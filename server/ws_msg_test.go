@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -29,6 +30,14 @@ func TestParseClientMessage(t *testing.T) {
 		{`{"op":"subscribe","id":"t1","Resource":"pods"}`, false, cache.WatchQuery{}},
 		{`{"op":"subscribe","id":"t1","resource":"pods","diff":"MERGE"}`, false, cache.WatchQuery{}},
 		{`{"op":"subscribe","id":"t1","resource":"pods","snapshot":null,"extra":1}`, false, cache.WatchQuery{}},
+		{`{"op":"window","id":"w","resource":"pods","filter":["a=1","b>2"],"sort":"-restarts","offset":0,"limit":10,"fields":"x","groupBy":"status","resume":"r.1","fieldSelector":"spec.nodeName=n"}`, true, cache.WatchQuery{}},
+		{`{"op":"window","id":"w"}`, false, cache.WatchQuery{}},
+		{`{"op":"window","id":"w","resource":"pods","diff":"merge"}`, false, cache.WatchQuery{}},
+		{`{"op":"window","id":"w","resource":"pods","limit":"10"}`, false, cache.WatchQuery{}},
+		{`{"op":"scroll","id":"w","offset":3,"limit":10}`, true, cache.WatchQuery{}},
+		{`{"op":"scroll","id":"w","limit":10}`, false, cache.WatchQuery{}},
+		{`{"op":"scroll","id":"w","offset":3,"sort":"name"}`, false, cache.WatchQuery{}},
+		{`{"op":"subscribe","id":"t1","resource":"pods","filter":["a=1"]}`, false, cache.WatchQuery{}},
 		{`null`, false, cache.WatchQuery{}},
 		{``, false, cache.WatchQuery{}},
 	}
@@ -58,6 +67,8 @@ func FuzzParseClientMessage(f *testing.F) {
 		`{"op":"subscribe","id":"a","resource":"ip:watch","kinds":"pods,nodes","node":"node-1","resourceVersion":"x-1"}`,
 		`{"op":"subscribe","id":"a","resource":"ip:watch","diff":"merge"}`,
 		`{"op":"subscribe","id":"a","resource":"pods","kinds":"pods"}`,
+		`{"op":"window","id":"w","resource":"pods","filter":["status!=Running"],"sort":"-restarts","offset":0,"limit":100,"fields":"status.phase","groupBy":"status,node","resume":"x.1"}`,
+		`{"op":"scroll","id":"w","offset":200,"limit":100}`,
 		`[{"op":"subscribe"}]`, `{}`, `{"id":1}`, "\x00",
 	} {
 		f.Add([]byte(s))
@@ -71,10 +82,11 @@ func FuzzParseClientMessage(f *testing.F) {
 			}
 			return
 		}
-		if !validID(m.ID) || (m.Op != "subscribe" && m.Op != "unsubscribe") || (m.Op == "subscribe" && m.Resource == "") {
+		if !validID(m.ID) || !slices.Contains([]string{"subscribe", "unsubscribe", "window", "scroll"}, m.Op) ||
+			(m.Op == "subscribe" || m.Op == "window") && m.Resource == "" || m.Op == "scroll" && m.Offset == nil {
 			t.Fatalf("accepted %q as %+v", data, m)
 		}
-		if _, err := m.watchQuery(); err != nil {
+		if _, err := m.watchQuery(); m.Op == "subscribe" && err != nil {
 			t.Fatalf("accepted %q with an invalid query: %v", data, err)
 		}
 		// What was accepted means the same once re-encoded.
