@@ -86,6 +86,9 @@ type Message struct {
 	// raw is a whole message encoded by its stream (the address stream's),
 	// and pub when its live change was published.
 	raw []byte
+	// rawTail follows raw: a window's own end of a message whose start
+	// windows share (window_sub.go).
+	rawTail []byte
 	pub time.Time
 }
 
@@ -155,7 +158,7 @@ func (m *Message) AppendTo(dst []byte) []byte {
 func (m *Message) parts() [3][]byte {
 	switch {
 	case m.raw != nil:
-		return [3][]byte{m.raw}
+		return [3][]byte{m.raw, m.rawTail}
 	case m.ev != nil:
 		as := EventType(m.Type)
 		return [3][]byte{m.ev.head(as), m.ev.obj.raw, m.ev.tail(as, m.diff)}

@@ -113,6 +113,7 @@ func BenchmarkWindows(b *testing.B) {
 		msgs.Store(0)
 		cpu0, wall0 := cpuTime(), time.Now()
 		restarts := regexp.MustCompile(`"restartCount":[0-9]+`)
+		version := regexp.MustCompile(`"resourceVersion":"[0-9]+"`)
 		rng := rand.New(rand.NewPCG(1, 2))
 		rv := uint64(900_000)
 		tick := time.NewTicker(time.Second / time.Duration(rate))
@@ -121,7 +122,7 @@ func BenchmarkWindows(b *testing.B) {
 			i := rng.IntN(len(pods))
 			rv++
 			raw := restarts.ReplaceAll(pods[i].raw, fmt.Appendf(nil, `"restartCount":%d`, rng.IntN(200)))
-			raw = regexp.MustCompile(`"resourceVersion":"[0-9]+"`).ReplaceAll(raw, fmt.Appendf(nil, `"resourceVersion":"%d"`, rv))
+			raw = version.ReplaceAll(raw, fmt.Appendf(nil, `"resourceVersion":"%d"`, rv))
 			o, err := NewObject(raw, "v1", "Pod")
 			if err != nil {
 				b.Fatal(err)

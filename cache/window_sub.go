@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -141,7 +140,6 @@ func (w *Window) Next() (Message, bool) {
 		if b == nil {
 			return Message{}, false
 		}
-		b = slices.Clip(b) // shared: appending the resume copies it
 	}
 	w.full, w.from = false, nil
 	w.seq++
@@ -150,14 +148,21 @@ func (w *Window) Next() (Message, bool) {
 		w.sent = append(w.sent[:0], w.sent[1:]...)
 	}
 	w.sent = append(w.sent, now)
-	b = append(jsonscan.AppendString(append(b, `,"resume":`...), resumeToken(w.id, w.seq)), '}')
-	return Message{Type: typ, raw: b, live: !pubAt.IsZero(), pub: pubAt}, true
+	// b may be shared by the windows on this page: their own resume
+	// follows it, and the frame writer copies both once.
+	tail := append(jsonscan.AppendString([]byte(`,"resume":`), resumeToken(w.id, w.seq)), '}')
+	return Message{Type: typ, raw: b, rawTail: tail, live: !pubAt.IsZero(), pub: pubAt}, true
 }
 
 // appendFull begins a WINDOW message (without its resume and closing
 // brace).
 func (w *Window) appendFull(now sentState) []byte {
-	b := append([]byte(`{"type":"`+string(WindowFull)+`","offset":`), strconv.Itoa(w.offset)...)
+	size := 128 + len(now.counts)
+	for _, r := range now.rows {
+		size += w.rowSize(r)
+	}
+	b := append(make([]byte, 0, size), `{"type":"`+string(WindowFull)+`","offset":`...)
+	b = append(b, strconv.Itoa(w.offset)...)
 	b = append(append(b, `,"total":`...), strconv.Itoa(now.total)...)
 	b = append(b, `,"rows":[`...)
 	for i, r := range now.rows {
@@ -181,7 +186,14 @@ func (w *Window) appendChanges(prev, now sentState, always bool) []byte {
 	if len(ops) == 0 && prev.total == now.total && !countsChanged && !always {
 		return nil
 	}
-	b := append([]byte(`{"type":"`+string(WindowChanges)+`","total":`), strconv.Itoa(now.total)...)
+	size := 128 + len(now.counts) + 48*len(ops)
+	for _, op := range ops {
+		if op.Kind != rowops.Remove {
+			size += w.rowSize(now.rows[op.Row])
+		}
+	}
+	b := append(make([]byte, 0, size), `{"type":"`+string(WindowChanges)+`","total":`...)
+	b = append(b, strconv.Itoa(now.total)...)
 	b = append(b, `,"ops":[`...)
 	for i, op := range ops {
 		if i > 0 {
@@ -235,18 +247,23 @@ func diffRows(prev, cur []*vrow) []rowops.Op {
 	})
 }
 
-// appendRow appends a row as sent: the object, or its projection (made
-// once per version and shared by the windows with the same fields).
-func (w *Window) appendRow(b []byte, r *vrow) []byte {
+// appendRow appends a row as sent.
+func (w *Window) appendRow(b []byte, r *vrow) []byte { return append(b, w.row(r)...) }
+
+func (w *Window) rowSize(r *vrow) int { return len(w.row(r)) }
+
+// row is a row as sent: the object, or its projection (made once per
+// version and shared by the windows with the same fields).
+func (w *Window) row(r *vrow) []byte {
 	if w.proj == nil {
-		return append(b, r.o.raw...)
+		return r.o.raw
 	}
 	if p := r.proj.Load(); p != nil && p.fields == w.fieldsText {
-		return append(b, p.b...)
+		return p.b
 	}
 	p := &rowBytes{fields: w.fieldsText, b: w.proj.Apply(nil, r.o.raw)}
 	r.proj.Store(p)
-	return append(b, p.b...)
+	return p.b
 }
 
 // Expired is Subscription.Expired: a window never expires; a resume it
