@@ -89,7 +89,7 @@ type Message struct {
 	// rawTail follows raw: a window's own end of a message whose start
 	// windows share (window_sub.go).
 	rawTail []byte
-	pub time.Time
+	pub     time.Time
 }
 
 // Snapshot reports whether m is an item of the initial snapshot. A stream
