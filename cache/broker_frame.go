@@ -86,10 +86,10 @@ type Message struct {
 	// raw is a whole message encoded by its stream (the address stream's),
 	// and pub when its live change was published.
 	raw []byte
+	pub time.Time
 	// rawTail follows raw: a window's own end of a message whose start
 	// windows share (window_sub.go).
 	rawTail []byte
-	pub     time.Time
 }
 
 // Snapshot reports whether m is an item of the initial snapshot. A stream
