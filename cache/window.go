@@ -252,12 +252,12 @@ func (ws *windows) leave(w *Window) {
 	}
 }
 
-// drop removes v from the registry if no window uses it; false if one
-// joined meanwhile.
+// drop removes v from the registry if no window uses it, or if it
+// failed (its windows end); false if one joined meanwhile.
 func (ws *windows) drop(v *view) bool {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	if v.windows > 0 {
+	if v.windows > 0 && v.failed.Load() == nil {
 		return false
 	}
 	if ws.views[v.key] == v {
