@@ -69,6 +69,9 @@ type shard struct {
 	added, modified, deleted atomic.Int64
 	// synced remembers that the informer has synced (hasSynced).
 	synced atomic.Bool
+	// hold, when set (tests only), is called before each event is handed
+	// on: it stands for a handler that lags behind its reflector.
+	hold atomic.Pointer[func()]
 }
 
 // hasSynced reports whether the shard's handler has seen the initial
@@ -268,8 +271,14 @@ func (c *Cache) names() []string {
 func (sh *shard) eventHandler(now func() time.Time, b *broker) toolscache.ResourceEventHandler {
 	touch := func() { sh.lastEvent.Store(now().UnixNano()) }
 	feed := b.handler()
+	wait := func() {
+		if hold := sh.hold.Load(); hold != nil {
+			(*hold)()
+		}
+	}
 	return toolscache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
+			wait()
 			feed.OnAdd(obj, initial)
 			sh.ips.add(obj, initial)
 			sh.added.Add(1)
@@ -279,12 +288,14 @@ func (sh *shard) eventHandler(now func() time.Time, b *broker) toolscache.Resour
 			if o, ok := old.(*Object); ok && o == cur {
 				return // a resync, not an event
 			}
+			wait()
 			feed.OnUpdate(old, cur)
 			sh.ips.update(old, cur)
 			sh.modified.Add(1)
 			touch()
 		},
 		DeleteFunc: func(obj any) {
+			wait()
 			feed.OnDelete(obj)
 			sh.ips.remove(obj)
 			sh.deleted.Add(1)

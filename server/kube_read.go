@@ -182,11 +182,16 @@ func (s *Server) kubePosition(ctx context.Context, res cache.Resource, rv string
 	if err != nil {
 		return 0, err
 	}
-	pos, err := s.r.Position(res.Name)
-	if err != nil {
-		return 0, err
-	}
-	if want > pos {
+	var pos uint64
+	if want == 0 {
+		if pos, err = s.r.Position(res.Name); err != nil {
+			return 0, err
+		}
+	} else {
+		// WaitPosition answers at once a position this server reached, and
+		// waits for one it has not until the event at it is handed on (a
+		// watch from it then never repeats it); Position first would move
+		// the position before that.
 		ctx, cancel := context.WithTimeout(ctx, freshWait)
 		defer cancel()
 		var reached bool
@@ -194,6 +199,9 @@ func (s *Server) kubePosition(ctx context.Context, res cache.Resource, rv string
 			return 0, err
 		}
 		if !reached {
+			if _, err := s.r.Position(res.Name); err != nil {
+				return 0, err // not synced
+			}
 			return 0, kubeTooLarge(want, pos)
 		}
 	}
