@@ -146,7 +146,15 @@ func (s *Server) kubeServe(c echo.Context, t kubeTarget) error {
 // one object that carries a field selector must select that name.
 func kubeListOptions(req *http.Request, name string) (metainternalversion.ListOptions, error) {
 	opts := metainternalversion.ListOptions{}
-	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(req.URL.Query(), metav1.SchemeGroupVersion, &opts); err != nil {
+	query := req.URL.Query()
+	for k, vs := range query {
+		for _, v := range vs {
+			if len(v) > maxParamBytes { // as on /api/v1: every event is matched against a stream's selectors
+				return opts, apierrors.NewBadRequest(fmt.Sprintf("query parameter %q is longer than %d bytes", text.Truncate(k, 64), maxParamBytes))
+			}
+		}
+	}
+	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(query, metav1.SchemeGroupVersion, &opts); err != nil {
 		return opts, apierrors.NewBadRequest(err.Error())
 	}
 	metainternalversion.SetListOptionsDefaults(&opts, true)
