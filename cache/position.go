@@ -115,13 +115,15 @@ func (r *resourceCache) reached(rv uint64) (head uint64, ok bool) {
 // every resume.
 func (r *resourceCache) handedThrough(rv uint64) bool {
 	var storeRV uint64
-	lists := make([][]any, len(r.shards))
-	for i, sh := range r.shards {
+	for _, sh := range r.shards {
 		storeRV = max(storeRV, parseRV(sh.informer.LastStoreSyncResourceVersion()))
-		lists[i] = sh.informer.List()
 	}
 	if storeRV < rv {
-		return false
+		return false // cheap: the stores have not got there
+	}
+	lists := make([][]any, len(r.shards))
+	for i, sh := range r.shards {
+		lists[i] = sh.informer.List()
 	}
 	b := r.broker
 	b.mu.Lock()
