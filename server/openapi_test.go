@@ -217,6 +217,7 @@ func TestResponsesMatchTheSpec(t *testing.T) {
 		{"/api/v1/{resource}", "/api/v1/nodes", synced, 200, false},
 		{"/api/v1/{resource}", "/api/v1/pods?filter=status=Running&filter=node+in+(node-1,node-2)&sort=-restarts,age&limit=3&fields=status.phase", synced, 200, false},
 		{"/api/v1/{resource}", "/api/v1/pods?sort=-age&offset=2&limit=2", synced, 200, false},
+		{"/api/v1/{resource}", "/api/v1/pods?limit=2&fields=restarts,ready,age,.status.phase", synced, 200, false},
 		{"/api/v1/{resource}", "/api/v1/pods?filter=age%3Eabc", synced, 400, false},
 		{"/api/v1/{resource}", "/api/v1/deployments", synced, 200, false},
 		{"/api/v1/{resource}", "/api/v1/pods?labelSelector=app+in+(", synced, 400, false},
