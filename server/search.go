@@ -86,6 +86,9 @@ func parseSearch(q url.Values, resolve func(string) (cache.Resource, error)) (se
 			if err != nil {
 				return p, err
 			}
+			if p.namespace != "" && !res.Namespaced {
+				return p, fmt.Errorf("%w: resources: %s is cluster-scoped: namespace does not apply to it", errBadRequest, res.Name)
+			}
 			for _, have := range p.resources {
 				if have.Name == res.Name {
 					return p, fmt.Errorf("%w: resources: %s is named twice", errBadRequest, text.Truncate(name, 64))

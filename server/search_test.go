@@ -81,6 +81,7 @@ func TestSearchAnswers(t *testing.T) {
 		{"/api/v1/search?q=a&resources=pods,,services", "resources: item 2 is empty"},
 		{"/api/v1/search?q=a&resources=pods,pods", "resources: pods is named twice"},
 		{"/api/v1/search?q=a&limit=0", "limit: an integer from 1 to 1000"},
+		{"/api/v1/search?q=a&namespace=hay&resources=pods,nodes", "resources: nodes is cluster-scoped: namespace does not apply"},
 		{"/api/v1/search?q=a&limit=1001", "limit: an integer from 1 to 1000"},
 		{"/api/v1/search?q=a&namespace=Not_Valid", `namespace "Not_Valid" is not a valid namespace name`},
 		{"/api/v1/search?q=a&continue=xyz", "continue token is malformed"},
