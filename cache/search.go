@@ -66,7 +66,7 @@ type SearchQuery struct {
 // matched (Key: "metadata.name", the label's path, or the address's
 // field) and the value that did.
 type SearchHit struct {
-	Resource   Resource
+	Resource   *Resource // the cache's, shared: read-only
 	Object     *Object
 	Rank       SearchRank
 	Match      SearchMatch
@@ -289,14 +289,17 @@ func (c *Cache) searchAll(sq searchText, namespace string, targets []searchTarge
 	defer release()
 	var hits []SearchHit
 	for _, s := range sel {
-		byKey := map[string]int{} // a table's holder may be an object the scan found too
+		first := len(hits)
 		for _, o := range s.items {
 			if h, ok := matchObject(sq, s.t.r, o, s.kind, s.ips); ok {
-				byKey[o.Key()] = len(hits)
 				hits = append(hits, h)
 			}
 		}
 		if s.table {
+			byKey := map[string]int{} // a table's holder may be an object the scan found too
+			for i := first; i < len(hits); i++ {
+				byKey[hits[i].Object.Key()] = i
+			}
 			for _, h := range c.tableHits(sq.addr, s.t, s.kind, namespace) {
 				if i, ok := byKey[h.Object.Key()]; ok {
 					if compareMatch(h, hits[i]) < 0 {
@@ -314,10 +317,10 @@ func (c *Cache) searchAll(sq searchText, namespace string, targets []searchTarge
 
 // matchObject is o's best match, if any.
 func matchObject(sq searchText, r *resourceCache, o *Object, kind ipowner.Kind, ips bool) (SearchHit, bool) {
-	best := SearchHit{Resource: r.res, Object: o}
+	best := SearchHit{Resource: &r.res, Object: o}
 	found := false
 	offer := func(rank SearchRank, m SearchMatch, key, value string) {
-		h := SearchHit{Resource: r.res, Object: o, Rank: rank, Match: m, Key: key, Value: value}
+		h := SearchHit{Resource: &r.res, Object: o, Rank: rank, Match: m, Key: key, Value: value}
 		if !found || compareMatch(h, best) < 0 {
 			best, found = h, true
 		}
@@ -467,7 +470,7 @@ func (c *Cache) tableHits(addr string, t searchTarget, kind ipowner.Kind, namesp
 		if scope != nil && !scope(ow.Namespace) {
 			continue
 		}
-		out = append(out, SearchHit{Resource: t.r.res, Object: items[i], Rank: RankExact, Match: MatchIP, Key: roleKeys[ow.Role], Value: a.IP})
+		out = append(out, SearchHit{Resource: &t.r.res, Object: items[i], Rank: RankExact, Match: MatchIP, Key: roleKeys[ow.Role], Value: a.IP})
 	}
 	return out
 }
