@@ -3,6 +3,7 @@ package e2e
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"net/url"
@@ -302,4 +303,92 @@ func TestSearchAgreesWithAPIServer(t *testing.T) {
 			t.Errorf("search %q of nodes:\n got    %q\n expect %q", q, got, expect)
 		}
 	}
+}
+
+// TestFieldsColumnsAgreeWithAPIServerTable: a column in fields= is the
+// cell the API server's own Table output prints for the object (what
+// kubectl get shows), for pods whose readiness, restarts and states vary.
+func TestFieldsColumnsAgreeWithAPIServerTable(t *testing.T) {
+	const ns = "fields-e2e"
+	c := cluster.StartForTest(t)
+	cs, _ := c.Clients(t)
+	ctx := t.Context()
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("cols-", i), Namespace: ns},
+			Spec: corev1.PodSpec{NodeName: fmt.Sprint("node-", i%2), Containers: []corev1.Container{{Name: "a", Image: "a:1"}, {Name: "b", Image: "b:1"}}}}
+		created, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		created.Status = corev1.PodStatus{Phase: []corev1.PodPhase{corev1.PodRunning, corev1.PodPending, corev1.PodFailed}[i%3],
+			PodIP: fmt.Sprintf("10.63.0.%d", i+1), PodIPs: []corev1.PodIP{{IP: fmt.Sprintf("10.63.0.%d", i+1)}}}
+		for j, name := range []string{"a", "b"} {
+			st := corev1.ContainerStatus{Name: name, Image: name + ":1", Ready: (i+j)%2 == 0, RestartCount: int32(i * j)}
+			if st.Ready {
+				st.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: created.CreationTimestamp}}
+			} else {
+				st.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}
+			}
+			created.Status.ContainerStatuses = append(created.Status.ContainerStatuses, st)
+		}
+		if _, err := cs.CoreV1().Pods(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k := startKubeindex(t, "--kubeconfig", c.Kubeconfig)
+	raw, err := cs.CoreV1().RESTClient().Get().Namespace(ns).Resource("pods").
+		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table metav1.Table
+	if err := json.Unmarshal(raw, &table); err != nil {
+		t.Fatal(err)
+	}
+	expect := map[string]map[string]any{} // pod → column key → cell
+	for _, row := range table.Rows {
+		var meta metav1.PartialObjectMetadata
+		if err := json.Unmarshal(row.Object.Raw, &meta); err != nil {
+			t.Fatal(err)
+		}
+		cells := map[string]any{}
+		for i, def := range table.ColumnDefinitions {
+			cells[strings.ReplaceAll(strings.ToLower(def.Name), " ", "-")] = row.Cells[i]
+		}
+		expect[meta.Name] = cells
+	}
+	keys := []string{"ready", "status", "restarts", "ip", "node", "nominated-node", "readiness-gates"}
+	eventually(t, converge, "kubeindex's columns are the API server's Table cells", func() error {
+		var l struct {
+			Items []struct {
+				Metadata metav1.ObjectMeta          `json:"metadata"`
+				Columns  map[string]json.RawMessage `json:"columns"`
+			} `json:"items"`
+		}
+		if err := k.getJSON("/api/v1/pods?namespace="+ns+"&fields="+strings.Join(keys, ",")+",age", &l); err != nil {
+			return err
+		}
+		if len(l.Items) != len(expect) {
+			return fmt.Errorf("%d pods; the API server's Table has %d", len(l.Items), len(expect))
+		}
+		for _, it := range l.Items {
+			for _, key := range keys {
+				want, _ := json.Marshal(expect[it.Metadata.Name][key])
+				if string(it.Columns[key]) != string(want) {
+					return fmt.Errorf("%s: column %s is %s; the API server's Table prints %s", it.Metadata.Name, key, it.Columns[key], want)
+				}
+			}
+			if len(it.Columns["age"]) < 3 { // a printed age such as "5s"; its second may differ from the Table's
+				return fmt.Errorf("%s: age %s", it.Metadata.Name, it.Columns["age"])
+			}
+		}
+		return nil
+	})
 }
