@@ -43,6 +43,8 @@ type Cache struct {
 	asks askSlots
 	// walks keep the answers questions are paged through (ask_pages.go).
 	walks *walks
+	// searches keep the hits searches are paged through (search_pages.go).
+	searches *searchWalks
 }
 
 // resourceCache is one resource: its informers and their bookkeeping.
@@ -124,7 +126,8 @@ func New(cfg *rest.Config, resources []Configured, opts Options) (*Cache, error)
 	if err != nil {
 		return nil, err
 	}
-	c := &Cache{opts: opts, byName: map[string]*resourceCache{}, asks: newAskSlots(), walks: newWalks(opts.Now)}
+	c := &Cache{opts: opts, byName: map[string]*resourceCache{}, asks: newAskSlots(), walks: newWalks(opts.Now),
+		searches: newSearchWalks(opts.Now)}
 	if !opts.IPHistory.Off {
 		if c.history, err = ipowner.NewHistory(opts.IPHistory, opts.Now); err != nil {
 			return nil, err
