@@ -43,6 +43,8 @@ type Cache struct {
 	asks askSlots
 	// walks keep the answers questions are paged through (ask_pages.go).
 	walks *walks
+	// searches keep the hits searches are paged through (search_pages.go).
+	searches *searchWalks
 	// wins are the live windows' views and parked windows (window.go).
 	wins *windows
 }
@@ -71,6 +73,9 @@ type shard struct {
 	added, modified, deleted atomic.Int64
 	// synced remembers that the informer has synced (hasSynced).
 	synced atomic.Bool
+	// hold, when set (tests only), is called before each event is handed
+	// on: it stands for a handler that lags behind its reflector.
+	hold atomic.Pointer[func()]
 }
 
 // hasSynced reports whether the shard's handler has seen the initial
@@ -123,7 +128,8 @@ func New(cfg *rest.Config, resources []Configured, opts Options) (*Cache, error)
 	if err != nil {
 		return nil, err
 	}
-	c := &Cache{opts: opts, byName: map[string]*resourceCache{}, asks: newAskSlots(), walks: newWalks(opts.Now), wins: newWindows()}
+	c := &Cache{opts: opts, byName: map[string]*resourceCache{}, asks: newAskSlots(), walks: newWalks(opts.Now),
+		searches: newSearchWalks(opts.Now), wins: newWindows()}
 	if !opts.IPHistory.Off {
 		if c.history, err = ipowner.NewHistory(opts.IPHistory, opts.Now); err != nil {
 			return nil, err
@@ -271,8 +277,14 @@ func (c *Cache) names() []string {
 func (sh *shard) eventHandler(now func() time.Time, b *broker) toolscache.ResourceEventHandler {
 	touch := func() { sh.lastEvent.Store(now().UnixNano()) }
 	feed := b.handler()
+	wait := func() {
+		if hold := sh.hold.Load(); hold != nil {
+			(*hold)()
+		}
+	}
 	return toolscache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
+			wait()
 			feed.OnAdd(obj, initial)
 			sh.ips.add(obj, initial)
 			sh.added.Add(1)
@@ -282,12 +294,14 @@ func (sh *shard) eventHandler(now func() time.Time, b *broker) toolscache.Resour
 			if o, ok := old.(*Object); ok && o == cur {
 				return // a resync, not an event
 			}
+			wait()
 			feed.OnUpdate(old, cur)
 			sh.ips.update(old, cur)
 			sh.modified.Add(1)
 			touch()
 		},
 		DeleteFunc: func(obj any) {
+			wait()
 			feed.OnDelete(obj)
 			sh.ips.remove(obj)
 			sh.deleted.Add(1)

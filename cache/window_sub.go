@@ -253,7 +253,8 @@ func (w *Window) appendRow(b []byte, r *vrow) []byte { return append(b, w.row(r)
 func (w *Window) rowSize(r *vrow) int { return len(w.row(r)) }
 
 // row is a row as sent: the object, or its projection (made once per
-// version and shared by the windows with the same fields).
+// version and shared by the windows with the same fields). Columns that
+// print the moment (an age) are printed when the version is first sent.
 func (w *Window) row(r *vrow) []byte {
 	if w.proj == nil {
 		return r.o.raw
@@ -261,7 +262,7 @@ func (w *Window) row(r *vrow) []byte {
 	if p := r.proj.Load(); p != nil && p.fields == w.fieldsText {
 		return p.b
 	}
-	p := &rowBytes{fields: w.fieldsText, b: w.proj.Apply(nil, r.o.raw)}
+	p := &rowBytes{fields: w.fieldsText, b: w.proj.At(time.Now()).Apply(nil, r.o.raw)}
 	r.proj.Store(p)
 	return p.b
 }

@@ -1,5 +1,7 @@
 package query
 
+import "time"
+
 // Keys over time. A live window is kept current by events; a key whose
 // value or truth changes with the clock alone would let it go stale.
 
@@ -23,4 +25,16 @@ func (f Filter) Moving() (key Key, clause int, ok bool) {
 		}
 	}
 	return Key{}, 0, false
+}
+
+// At is p printing its columns at now instead of the moment it was read
+// with: a live window projects a row when it sends it, which may be long
+// after the window was opened.
+func (p *Projection) At(now time.Time) *Projection {
+	if p == nil {
+		return nil
+	}
+	q := *p
+	q.now = now
+	return &q
 }

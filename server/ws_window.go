@@ -90,7 +90,7 @@ func (s *Server) windowQuery(m *clientMessage) (cache.WindowQuery, error) {
 			return q, fmt.Errorf("%w: fieldSelector: %v", errBadRequest, text.Truncate(err.Error(), 200))
 		}
 	}
-	if q.Projection, err = query.ParseFields(m.Fields); err != nil {
+	if q.Projection, err = sc.ParseFields(m.Fields, ask.Now); err != nil {
 		return q, err
 	}
 	if q.GroupBy, err = sc.ParseKeys("groupBy", m.GroupBy, query.MaxGroupBy, false); err != nil {

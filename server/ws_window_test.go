@@ -141,11 +141,12 @@ func TestWindowOverTheSocket(t *testing.T) {
 		return len(cachetest.State(t, ss.f.Cache, "pods", cache.ListQuery{Namespace: "win"})) == 12
 	})
 	m.send(t, `{"op":"window","id":"w1","resource":"pods","labelSelector":"app=win","filter":["status!=Failed"],"sort":"-restarts",`+
-		`"offset":2,"limit":5,"groupBy":"namespace,status","fields":"status.phase"}`)
+		`"offset":2,"limit":5,"groupBy":"namespace,status","fields":"status.phase,restarts"}`)
 	var c windowRows
 	c.apply(t, m.expectOther(t))
-	if c.offset != 2 || len(c.rows) != 5 || gjson.Get(c.rows[0], "spec").Exists() || !gjson.Get(c.rows[0], "status.phase").Exists() {
-		t.Fatalf("first message: offset %d, rows %v; expect 5 rows from 2, projected to status.phase", c.offset, c.rows)
+	if c.offset != 2 || len(c.rows) != 5 || gjson.Get(c.rows[0], "spec").Exists() || !gjson.Get(c.rows[0], "status.phase").Exists() ||
+		!gjson.Get(c.rows[0], "columns.restarts").Exists() {
+		t.Fatalf("first message: offset %d, rows %v; expect 5 rows from 2, projected to status.phase and the restarts column", c.offset, c.rows)
 	}
 	want := func() ([]string, int, string) { return restWindow(t, get, q, sort, 2, 5) }
 	c.follow(t, m, "at first", want)
