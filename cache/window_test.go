@@ -323,9 +323,11 @@ func TestWindowsAgainstAModel(t *testing.T) {
 	check := func(what string, rvs map[string]string) {
 		t.Helper()
 		for i, mw := range windows {
-			rows, total, groups := mw.expect(pods, rvs)
 			deadline := time.Now().Add(10 * time.Second)
 			for {
+				// The expectation is read again each time from the cache's
+				// store, which may still be taking in the last events.
+				rows, total, groups := mw.expect(pods, rvs)
 				mw.client.drain(t, mw.w)
 				got := mw.client.rowIDs()
 				if slices.Equal(got, rows) && (len(rows) > 0 || len(got) == 0) && mw.client.total == total &&
@@ -337,6 +339,7 @@ func TestWindowsAgainstAModel(t *testing.T) {
 						what, i, mw.q.Ask.FilterText, mw.q.Ask.SortText, mw.q.Offset, mw.q.Limit, got, rows, mw.client.total, total, mw.client.groups(), groups)
 				}
 				time.Sleep(5 * time.Millisecond)
+				rvs = cachetest.State(t, f.Cache, "pods", cache.ListQuery{Namespaces: namespaces})
 			}
 		}
 	}
