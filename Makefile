@@ -26,6 +26,8 @@ lint: ## gofmt, go vet, go mod tidy (both modules) and make docs must leave noth
 	cd test && $(GO) mod tidy -diff
 	cd test/table && $(GO) vet ./...
 	cd test/table && $(GO) mod tidy -diff
+	cd test/sqlite && $(GO) vet ./...
+	cd test/sqlite && $(GO) mod tidy -diff
 	@$(GO) test -count=1 -run '^TestConfigurationDocIsCurrent$$' ./cmd/kubeindex || { echo "docs/configuration.md is out of date: run make docs"; exit 1; }
 
 .PHONY: docs
@@ -40,6 +42,7 @@ test-unit: ## Unit tests (client-go fakes, the demo API server), with -race.
 test-e2e: ## End-to-end tests against a real kube-apiserver + etcd built from Go modules.
 	cd test && $(GO) test -race -count=1 -timeout 40m ./...
 	cd test/table && $(GO) test -race -count=1 ./...
+	cd test/sqlite && $(GO) test -race -count=1 ./...
 
 .PHONY: test
 test: lint test-unit test-e2e ## Everything that proves the project: lint, unit, end-to-end.
