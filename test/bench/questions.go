@@ -176,7 +176,8 @@ func (r *runner) askQuestions(ctx context.Context) error {
 	before, after := (heapBefore-base)*(1<<20)/n, (heapAfter-base)*(1<<20)/n
 	f := &Figure{Name: "live heap per pod after the questions", Unit: "B", Kubeindex: after, Comparison: before,
 		Against: "the same kubeindex before them", Ratio: safeDiv(after, before), Target: information, Met: true,
-		Note: fmt.Sprintf("kubeindex live heap %.0f MB before, %.0f MB after, an empty kubeindex %.0f MB (GODEBUG=gctrace=1, 1 MB resolution)", heapBefore, heapAfter, base)}
+		Note: fmt.Sprintf("kubeindex live heap %.0f MB before, %.0f MB after, an empty kubeindex %.0f MB (GODEBUG=gctrace=1, 1 MB resolution); "+
+			"after: what the questions keep (the answers kept for their walks, at most 256 for 5 minutes; kept column values; any sort index)", heapBefore, heapAfter, base)}
 	r.add(f)
 	rssPerPod := float64(st.RSSAfter-st.RSSBefore) / n
 	f = &Figure{Name: "question memory per pod vs SQLite", Unit: "B", Kubeindex: after, Comparison: rssPerPod,
