@@ -14,9 +14,11 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"k8s.io/apimachinery/pkg/version"
+	restclient "k8s.io/client-go/rest"
 
 	"github.com/kubeindex/kubeindex/cache"
 	"github.com/kubeindex/kubeindex/ipowner"
+	"github.com/kubeindex/kubeindex/kubespec"
 	"github.com/kubeindex/kubeindex/query"
 )
 
@@ -84,6 +86,11 @@ type Options struct {
 	// upstream API server's, as discovery found it at start. nil: a
 	// version naming kubeindex only.
 	KubeVersion *version.Info
+	// KubeUpstream reads the API server's OpenAPI documents, which the
+	// Kubernetes API's /openapi serves trimmed to what it serves: a
+	// client of the API server's root (discovery's RESTClient). nil: it
+	// serves documents without schemas.
+	KubeUpstream restclient.Interface
 }
 
 // DefaultMaxHeaderBytes is Options.MaxHeaderBytes' default.
@@ -101,6 +108,8 @@ type Server struct {
 	headers []header // security headers of every response
 	// routeInfo is read by every request and written only by New.
 	routeInfo map[routeKey]*route
+	// kubeSpecs serves the Kubernetes API's OpenAPI documents.
+	kubeSpecs *kubespec.Docs
 	// allow is each path's Allow header (routes.go); written only by New.
 	allow map[string]string
 	// fresh holds the freshness header values last written (headers.go).
@@ -126,6 +135,7 @@ func New(r Reader, opts Options) *Server {
 	s.limits, s.headers = newLimiter(opts.Limits), newSecurityHeaders(opts.Auth.Authenticator != nil || opts.TLS.clientCerts())
 	s.metrics.registry.MustRegister(&securityCollector{s: s})
 	s.echo.Use(s.edge) // recovery, metrics, freshness, security headers, no body, authentication, limits
+	s.kubeSpecs = kubespec.New(opts.KubeUpstream, s.kubeSpecServed(), kubespec.Options{Prefix: kubePrefix, Logger: opts.Logger})
 	s.routes()
 	return s
 }
