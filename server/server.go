@@ -57,6 +57,8 @@ type Reader interface {
 	// APIResources, Position and WaitPosition serve the Kubernetes API
 	// (see cache.Cache).
 	APIResources() []cache.Resource
+	// CRD is the CRD that defines a custom resource, for its columns.
+	CRD(resource string) ([]byte, cache.CRDState, error)
 	Position(resource string) (uint64, error)
 	WaitPosition(ctx context.Context, resource string, rv uint64) (pos uint64, reached bool, err error)
 }

@@ -73,7 +73,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	cfg.Security.warn(log, cfg.Listen)
 	authOpts.Namespaces = cfg.Security.namespaceFinder(ctx, restCfg, log)
 	c, err := cache.New(restCfg, resources, cache.Options{StaleAfter: cfg.StaleAfter, WatchIdleTimeout: cfg.WatchIdle,
-		Compression: cfg.APICompression, HTTP2: cfg.APIHTTP2, Simulated: cfg.Demo,
+		Compression: cfg.APICompression, HTTP2: cfg.APIHTTP2, Simulated: cfg.Demo, Logger: log,
 		IPHistory: ipowner.HistoryOptions{Off: cfg.IPHistory == 0, Retention: cfg.IPHistory, Skew: cfg.IPHistorySkew, MaxIntervals: cfg.IPHistoryMax, Dir: cfg.IPHistoryDir}})
 	if err != nil {
 		return err
