@@ -43,6 +43,8 @@ var (
 	kubectl128 = &toolBinary{name: "kubectl-1.28", pkg: ".", dir: "tools/kubectl128",
 		ldflags: "-X k8s.io/component-base/version.gitVersion=v1.28.15 -X k8s.io/component-base/version.gitMajor=1 " +
 			"-X k8s.io/component-base/version.gitMinor=28 -X k8s.io/client-go/pkg/version.gitVersion=v1.28.15"}
+	// k9s, from a module of its own (tools/k9s).
+	k9s = &toolBinary{name: "k9s", pkg: ".", dir: "tools/k9s"}
 )
 
 // Build compiles cmd/testcluster into a stable cache directory and returns
@@ -66,6 +68,10 @@ func BuildKubectl(ctx context.Context) (string, error) { return kubectl.build(ct
 // BuildKubectl128 is BuildKubectl for kubectl 1.28 (its first build
 // downloads and compiles its own dependencies: minutes).
 func BuildKubectl128(ctx context.Context) (string, error) { return kubectl128.build(ctx) }
+
+// BuildK9s is BuildKubectl for k9s. Its first build downloads and
+// compiles a large dependency graph (see TestK9s for what it costs).
+func BuildK9s(ctx context.Context) (string, error) { return k9s.build(ctx) }
 
 func (b *toolBinary) build(ctx context.Context) (string, error) {
 	b.Lock()
