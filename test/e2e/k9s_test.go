@@ -79,9 +79,13 @@ func TestK9s(t *testing.T) {
 
 	for _, s := range []*k9sSession{api, ki} {
 		s.keys(":pods", "Enter")
+	}
+	sameRows("the pods again", hasRow(pod.Name))
+	for _, s := range []*k9sSession{api, ki} {
 		s.keys("/"+pod.Name, "Enter")
 	}
-	sameRows("the pod, filtered", hasRow(pod.Name))
+	// The header and the one pod: y then shows its YAML.
+	sameRows("the pod, filtered", func(rows []string) bool { return len(rows) == 2 && hasRow(pod.Name)(rows) })
 	for _, s := range []*k9sSession{api, ki} {
 		s.keys("y")
 	}
@@ -156,7 +160,9 @@ func (s *k9sSession) rows() []string {
 	var out []string
 	for _, l := range strings.Split(s.screen(), "\n") {
 		f := strings.Fields(k9sDecoration.ReplaceAllString(l, " "))
-		if len(f) < 3 || strings.Contains(l, "(") && strings.Contains(l, ")[") {
+		// The title ("Pods(all)[12]") and the status line, which names
+		// the kubeconfig's context and cluster, are decorations.
+		if len(f) < 3 || strings.Contains(l, "(") && strings.Contains(l, ")[") || f[0] == "K9s" {
 			continue
 		}
 		out = append(out, strings.Join(f[:len(f)-1], " "))
@@ -178,7 +184,7 @@ func (s *k9sSession) yaml() []string {
 		}
 		inManaged = strings.HasPrefix(trimmed, "managedFields:")
 		indent = depth
-		if trimmed != "" && !inManaged {
+		if trimmed != "" && !inManaged && !strings.HasPrefix(trimmed, "K9s ") { // the status line names the context
 			out = append(out, trimmed)
 		}
 	}
