@@ -27,6 +27,7 @@ lint: ## gofmt, go vet, go mod tidy (both modules) and make docs must leave noth
 	cd test/sqlite && $(GO) vet ./... && $(GO) mod tidy -diff
 	cd test/table && $(GO) vet ./...
 	cd test/table && $(GO) mod tidy -diff
+	cd test/tools/kubectl128 && $(GO) mod tidy -diff
 	@$(GO) test -count=1 -run '^TestConfigurationDocIsCurrent$$' ./cmd/kubeindex || { echo "docs/configuration.md is out of date: run make docs"; exit 1; }
 
 .PHONY: docs

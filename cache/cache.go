@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -57,6 +58,9 @@ type resourceCache struct {
 	opts    *Options
 	broker  *broker        // fed by every shard's one handler; serves streams
 	crds    *resourceCache // the cached CRDs, for a custom resource's field selectors; nil: none
+	// crdWatch follows the resource's CRD when crds is nil and the
+	// resource may be custom (crds.go); nil otherwise.
+	crdWatch *crdWatch
 }
 
 // shard is one informer: the whole resource, or one namespace of it.
@@ -149,6 +153,11 @@ func New(cfg *rest.Config, resources []Configured, opts Options) (*Cache, error)
 	}
 	c.indexNames()
 	c.linkCRDs()
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building the client of CRDs: %w", err)
+	}
+	c.addCRDWatches(dyn)
 	c.attachOwnerTable()
 	return c, nil
 }
@@ -224,6 +233,9 @@ func (c *Cache) Start(ctx context.Context) error {
 		wg.Go(func() { c.mirror.Run(ctx) })
 	}
 	for _, r := range c.resources {
+		if r.crdWatch != nil {
+			wg.Go(func() { r.crdWatch.run(ctx, c.opts.Logger) })
+		}
 		wg.Go(func() { r.broker.run(ctx) })
 		// The reflector's messages name the resource (the informer
 		// knows only *cache.Object).
@@ -243,6 +255,9 @@ func (c *Cache) WaitForSync(ctx context.Context) bool {
 	for _, r := range c.resources {
 		for _, sh := range r.shards {
 			synced = append(synced, sh.hasSynced)
+		}
+		if r.crdWatch != nil {
+			synced = append(synced, r.crdWatch.settled)
 		}
 	}
 	return toolscache.WaitForCacheSync(ctx.Done(), synced...)
