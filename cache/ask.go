@@ -167,11 +167,15 @@ func (c *Cache) continueWalk(res ListResult, q ListQuery, tok continueToken) (Li
 	if !ours || err != nil {
 		return res, ours, err
 	}
-	if wk.resource != res.Resource.Name || wk.sort != q.Ask.SortText || tok.Pos < 0 || tok.Pos > len(wk.rows) {
+	if wk.resource != res.Resource.Name || wk.sort != q.Ask.SortText || tok.Pos < 0 || tok.Pos > wk.length() {
 		return res, true, fmt.Errorf("%w: continue token is malformed; start the list again without it", ErrInvalid)
 	}
 	if wk.asked != askedBy(q) {
 		return res, true, fmt.Errorf("%w: continue token belongs to another question (its selection, filter, or the namespaces its caller may read); start the list again without it", ErrInvalid)
+	}
+	if wk.ordered != nil {
+		res, err := wk.ordered.page(res, tok, q.Limit, wk.sort, tok.Walk)
+		return res, true, err
 	}
 	res.Total = len(wk.rows)
 	return page(res, wk.rows, tok.Pos, q.Limit, wk.sort, tok.Walk), true, nil

@@ -54,6 +54,7 @@ type resourceCache struct {
 	shards  []*shard
 	opts    *Options
 	broker  *broker        // fed by every shard's one handler; serves streams
+	orders  *orders        // ordered indexes for questions, kept by the same handler (order.go)
 	crds    *resourceCache // the cached CRDs, for a custom resource's field selectors; nil: none
 }
 
@@ -149,7 +150,7 @@ func New(cfg *rest.Config, resources []Configured, opts Options) (*Cache, error)
 
 func (c *Cache) newResourceCache(client *apiClient, cr Configured) (*resourceCache, error) {
 	r := &resourceCache{res: cr.Resource, spec: cr.Spec, indexes: map[string]indexers.Spec{}, opts: &c.opts,
-		broker: newBroker(c.opts.Now, c.opts.Streams)}
+		broker: newBroker(c.opts.Now, c.opts.Streams), orders: newOrders(c.opts.Now)}
 	idx := toolscache.Indexers{nsIndex: namespaceIndexFunc}
 	for _, s := range cr.Spec.Indexes {
 		s = s.Normalized()
@@ -172,7 +173,7 @@ func (c *Cache) newResourceCache(client *apiClient, cr Configured) (*resourceCac
 		store, ctrl := toolscache.NewInformerWithOptions(toolscache.InformerOptions{
 			ListerWatcher: lw,
 			ObjectType:    &Object{},
-			Handler:       sh.eventHandler(c.opts.Now, r.broker),
+			Handler:       sh.eventHandler(c.opts.Now, r.broker, r.orders),
 			ResyncPeriod:  cr.Spec.Resync,
 			Indexers:      idx,
 		})
@@ -264,12 +265,15 @@ func (c *Cache) names() []string {
 // eventHandler keeps the shard's event counts and time and feeds the
 // resource's broker. It is the one handler registered on the informer:
 // stream subscribers never get a client-go handler of their own (each
-// would buffer without bound). Nothing in it blocks.
-func (sh *shard) eventHandler(now func() time.Time, b *broker) toolscache.ResourceEventHandler {
+// would buffer without bound), and the resource's ordered indexes are
+// kept by it, first: an event a stream or the counts show is in them.
+// Nothing in it blocks.
+func (sh *shard) eventHandler(now func() time.Time, b *broker, ord *orders) toolscache.ResourceEventHandler {
 	touch := func() { sh.lastEvent.Store(now().UnixNano()) }
 	feed := b.handler()
 	return toolscache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
+			ord.change(nil, handlerObject(obj))
 			feed.OnAdd(obj, initial)
 			sh.ips.add(obj, initial)
 			sh.added.Add(1)
@@ -279,12 +283,14 @@ func (sh *shard) eventHandler(now func() time.Time, b *broker) toolscache.Resour
 			if o, ok := old.(*Object); ok && o == cur {
 				return // a resync, not an event
 			}
+			ord.change(handlerObject(old), handlerObject(cur))
 			feed.OnUpdate(old, cur)
 			sh.ips.update(old, cur)
 			sh.modified.Add(1)
 			touch()
 		},
 		DeleteFunc: func(obj any) {
+			ord.change(handlerObject(obj), nil)
 			feed.OnDelete(obj)
 			sh.ips.remove(obj)
 			sh.deleted.Add(1)
