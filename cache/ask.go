@@ -203,7 +203,7 @@ func checkAsked(tok continueToken, a *Ask) error {
 // offset and paging ignored), grouped by the first values of groupBy.
 func (c *Cache) Count(resource string, q ListQuery, groupBy []query.Key) (CountResult, error) {
 	q.Limit, q.Continue = 0, ""
-	res, items, err := c.selection(resource, q)
+	r, res, f, _, err := c.prepare(resource, q)
 	out := CountResult{Resource: res.Resource, Freshness: res.Freshness}
 	if err != nil {
 		return out, err
@@ -216,6 +216,18 @@ func (c *Cache) Count(resource string, q ListQuery, groupBy []query.Key) (CountR
 	}
 	if schema == nil && len(groupBy) > 0 {
 		return out, fmt.Errorf("%w: counts by group need a schema", ErrInvalid)
+	}
+	var items []*Object
+	if schema != nil && (len(flt) > 0 || len(groupBy) > 0) {
+		total, groups, narrowed, ok, err := c.countOrdered(r, f, flt, schema, now, groupBy)
+		if ok {
+			out.Total, out.Groups = total, groups
+			return out, err
+		}
+		items = narrowed
+	}
+	if items == nil {
+		items = r.gather(f)
 	}
 	cells := flt.NeedsCells()
 	for _, k := range groupBy {

@@ -17,8 +17,7 @@ func (c *Cache) LookupIP(ip string) (IPLookup, error) {
 func (c *Cache) OrderedIndexes(resource string) []string {
 	var out []string
 	for _, ix := range c.byName[resource].orders.live() {
-		_, sort, _ := strings.Cut(ix.id, "\x00")
-		out = append(out, sort)
+		out = append(out, strings.Split(ix.id, "\x00")[1])
 	}
 	return out
 }
@@ -30,4 +29,16 @@ func AnswerNarrowFromSelection(t interface{ Cleanup(func()) }) {
 	old := narrowShare
 	narrowShare = 0
 	t.Cleanup(func() { narrowShare = old })
+}
+
+// CheckOrderedIndexes reports how any ordered index of the resource
+// differs from one built from scratch over its store.
+func (c *Cache) CheckOrderedIndexes(resource string) error {
+	r := c.byName[resource]
+	for _, ix := range r.orders.live() {
+		if err := ix.check(r.objects()); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -1,7 +1,9 @@
 package cache
 
 import (
+	"cmp"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,11 +31,16 @@ import (
 
 // Bounds of a resource's ordered indexes.
 const (
-	maxOrders = 8
+	maxOrders = 12
 	orderIdle = 10 * time.Minute
 )
 
-// orderEntry is one object in an ordered index and its sort values.
+// orderEntry is one object in an ordered index: its sort values and then,
+// when each has at most one value for it, the values of the index's held
+// keys (order.held), which a question's filter and counts read from here
+// rather than from the object. A build lays every entry's values out in
+// one array, in the index's order, so that a walk reads memory in
+// sequence; texts are interned (query.Value.Interned).
 type orderEntry struct {
 	o  *Object
 	vs []query.Value
@@ -51,11 +58,17 @@ type orders struct {
 // order is one ordered index: its sort, its tree and, while it is being
 // built, the changes that arrived meanwhile.
 type order struct {
-	id     string // schema fingerprint and sort text
-	keys   []query.SortKey
+	id   string // schema fingerprint, sort text, held keys
+	keys []query.SortKey
+	// held are keys whose values the entries hold after the sort
+	// values: the filter and group keys of the questions that asked for
+	// this index, by name.
+	held   []query.Key
 	schema *query.Schema
-	now    func() time.Time
-	ready  chan struct{} // closed once built
+	// compare is compareSorted (a field so that a test can break it).
+	compare func(a, b orderEntry) int
+	now     func() time.Time
+	ready   chan struct{} // closed once built
 
 	mu       sync.Mutex // guards tree, pending, building
 	tree     *btree.BTreeG[orderEntry]
@@ -85,48 +98,89 @@ func indexable(keys []query.SortKey, sc *query.Schema) bool {
 	return true
 }
 
-// less orders entries as query.CompareSorted orders objects.
-func (ix *order) less(a, b orderEntry) bool {
-	return query.CompareSorted(ix.keys, a.vs, b.vs, a.o.namespace, a.o.name, b.o.namespace, b.o.name) < 0
+// holdable reports whether an ordered index can hold these keys' values.
+func holdable(keys []query.Key, sc *query.Schema) bool {
+	return !slices.ContainsFunc(keys, func(k query.Key) bool { return !k.Timeless(sc) })
 }
 
-// entry reads o's sort values (kept on o, so an old version's entry is
-// found again exactly: its values were kept when it entered).
+// compareSorted orders entries as query.CompareSorted orders objects.
+func (ix *order) compareSorted(a, b orderEntry) int {
+	return query.CompareSorted(ix.keys, a.vs, b.vs, a.o.namespace, a.o.name, b.o.namespace, b.o.name)
+}
+
+func (ix *order) less(a, b orderEntry) bool { return ix.compare(a, b) < 0 }
+
+// entry reads o's sort values and held values (kept on o, so an old
+// version's entry is found again exactly: its values were kept when it
+// entered).
 func (ix *order) entry(o *Object) orderEntry {
 	var r query.Record
 	k := kept{o: o, sc: ix.schema, now: ix.now()}
 	ix.schema.Fill(&r, o.namespace, o.name, o.raw, k.now, &k)
-	return orderEntry{o: o, vs: query.SortValues(ix.keys, &r)}
+	vs := make([]query.Value, len(ix.keys), len(ix.keys)+len(ix.held))
+	for i, sk := range ix.keys {
+		vs[i] = sk.Key.First(&r).Interned()
+	}
+	var buf [4]query.Value
+	for _, hk := range ix.held {
+		hv := hk.Values(&r, buf[:0])
+		switch len(hv) {
+		case 0:
+			vs = append(vs, query.Missing())
+		case 1:
+			vs = append(vs, hv[0].Interned())
+		default: // several: a question reads the object
+			return orderEntry{o: o, vs: vs[:len(ix.keys):len(ix.keys)]}
+		}
+	}
+	return orderEntry{o: o, vs: vs}
 }
+
+// width is the number of values an entry holding every held key has.
+func (ix *order) width() int { return len(ix.keys) + len(ix.held) }
 
 // index returns the resource's index of this sort, building it from the
 // shards' stores when there is none; built reports whether this call
 // built it. Concurrent callers for one sort wait for one build.
-func (os *orders) index(r *resourceCache, keys []query.SortKey, text string, sc *query.Schema) (ix *order, built bool) {
-	id := sc.Fingerprint() + "\x00" + text
+func (os *orders) index(r *resourceCache, keys []query.SortKey, text string, held []query.Key, sc *query.Schema) (ix *order, built bool) {
+	ix, found := os.join(keys, text, held, sc)
+	if found {
+		<-ix.ready
+		return ix, false
+	}
+	ix.build(r.objects())
+	return ix, true
+}
+
+// join returns the index of this sort holding these keys, found among
+// the live ones or, when there is none, a new one in the set, being
+// built: the caller builds it. held is in the order heldKeys gives.
+func (os *orders) join(keys []query.SortKey, text string, held []query.Key, sc *query.Schema) (ix *order, found bool) {
+	var id strings.Builder
+	id.WriteString(sc.Fingerprint() + "\x00" + text)
+	for _, k := range held {
+		id.WriteString("\x00" + k.String())
+	}
 	now := os.now().UnixNano()
 	os.mu.Lock()
+	defer os.mu.Unlock()
 	set := os.live()
 	for _, ix := range set {
-		if ix.id == id {
-			os.mu.Unlock()
+		if ix.id == id.String() {
 			ix.used.Store(now)
-			<-ix.ready
-			return ix, false
+			return ix, true
 		}
 	}
-	ix = &order{id: id, keys: keys, schema: sc, now: os.now, ready: make(chan struct{}), building: true}
+	ix = &order{id: id.String(), keys: keys, held: held, schema: sc, now: os.now, ready: make(chan struct{}), building: true}
+	ix.compare = ix.compareSorted
 	ix.used.Store(now)
 	set = append(os.idle(set, now), ix)
 	if len(set) > maxOrders {
-		lru := slices.MinFunc(set[:len(set)-1], func(a, b *order) int { return int(a.used.Load() - b.used.Load()) })
+		lru := slices.MinFunc(set[:len(set)-1], func(a, b *order) int { return cmp.Compare(a.used.Load(), b.used.Load()) })
 		set = slices.DeleteFunc(set, func(x *order) bool { return x == lru })
 	}
 	os.set.Store(&set)
-	os.mu.Unlock()
-
-	ix.build(r.objects())
-	return ix, true
+	return ix, false
 }
 
 // live is the current set of indexes; the caller must not modify it.
@@ -176,9 +230,13 @@ func (ix *order) build(objs []*Object) {
 	for i, o := range objs {
 		entries[i] = ix.entry(o)
 	}
-	slices.SortFunc(entries, func(a, b orderEntry) int {
-		return query.CompareSorted(ix.keys, a.vs, b.vs, a.o.namespace, a.o.name, b.o.namespace, b.o.name)
-	})
+	slices.SortFunc(entries, ix.compare)
+	w := ix.width()
+	slab := make([]query.Value, 0, len(entries)*w)
+	for i, e := range entries {
+		slab = append(slab, e.vs...)
+		entries[i].vs = slab[len(slab)-len(e.vs) : len(slab) : len(slab)]
+	}
 	tree := btree.NewBTreeGOptions(ix.less, btree.Options{NoLocks: true})
 	for _, e := range entries {
 		tree.Load(e)
@@ -252,4 +310,26 @@ func handlerObject(obj any) *Object {
 		}
 	}
 	return nil
+}
+
+// heldKeys are the distinct keys of a filter and of a grouping, ordered
+// by name: what an index for them holds, and its identity.
+func heldKeys(flt *query.Compiled, groupBy []query.Key) []query.Key {
+	var out []query.Key
+	if flt != nil {
+		out = append(out, flt.Keys()...)
+	}
+	out = append(out, groupBy...)
+	slices.SortFunc(out, func(a, b query.Key) int { return strings.Compare(a.String(), b.String()) })
+	return slices.CompactFunc(out, func(a, b query.Key) bool { return a.String() == b.String() })
+}
+
+// heldAt maps keys to their places among an entry's values (after the
+// sort values).
+func heldAt(ix *order, keys []query.Key) []int {
+	at := make([]int, len(keys))
+	for i, k := range keys {
+		at[i] = len(ix.keys) + slices.IndexFunc(ix.held, func(h query.Key) bool { return h.String() == k.String() })
+	}
+	return at
 }

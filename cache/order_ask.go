@@ -37,27 +37,58 @@ func (r *resourceCache) narrows(f *filter) bool {
 	return f.fields != nil && hinted
 }
 
-// asking is one question's test of an object, evaluated on the values
-// kept on it. It reuses one record: one goroutine uses it.
+// asking is one question's test of an entry of an ordered index: its
+// selection, then its filter on the values the entry holds (or, for an
+// entry that holds none, on the values kept on its object). It reuses
+// one record and one row: one goroutine uses it.
 type asking struct {
-	f    *filter
-	flt  query.Filter
-	sc   *query.Schema
-	now  time.Time
-	rec  query.Record
-	kept kept
+	f     *filter
+	sel   bool // f selects by more than the resource
+	flt   query.Filter
+	comp  *query.Compiled
+	at    []int // where comp's keys are among an entry's values
+	width int   // values of an entry that holds its keys
+	row   []query.Value
+	sc    *query.Schema
+	now   time.Time
+	rec   query.Record
+	kept  kept
 }
 
-func (a *asking) match(o *Object) bool {
-	if !a.f.selects(o) || a.f.fn != nil && !slices.Contains(a.f.fn(o.raw), a.f.value) {
+func newAsking(ix *order, f *filter, flt query.Filter, comp *query.Compiled, now time.Time) *asking {
+	a := &asking{f: f, flt: flt, comp: comp, sc: ix.schema, now: now, width: ix.width(),
+		sel: f.namespace != "" || f.scope != nil || f.selector != nil || f.fields != nil || f.fn != nil}
+	if comp != nil {
+		a.at = heldAt(ix, comp.Keys())
+		a.row = make([]query.Value, len(a.at))
+	}
+	return a
+}
+
+func (a *asking) match(e orderEntry) bool {
+	o := e.o
+	if a.sel && (!a.f.selects(o) || a.f.fn != nil && !slices.Contains(a.f.fn(o.raw), a.f.value)) {
 		return false
 	}
 	if len(a.flt) == 0 {
 		return true
 	}
+	if len(e.vs) == a.width {
+		for i, at := range a.at {
+			a.row[i] = e.vs[at]
+		}
+		return a.comp.MatchRow(a.row)
+	}
 	a.kept = kept{o: o, sc: a.sc, now: a.now}
 	a.sc.Fill(&a.rec, o.namespace, o.name, o.raw, a.now, &a.kept)
 	return a.flt.Match(&a.rec)
+}
+
+// record is the entry's object as a question reads it (a.rec).
+func (a *asking) record(o *Object) *query.Record {
+	a.kept = kept{o: o, sc: a.sc, now: a.now}
+	a.sc.Fill(&a.rec, o.namespace, o.name, o.raw, a.now, &a.kept)
+	return &a.rec
 }
 
 // answerOrdered answers a first page, or a page after another process's
@@ -67,7 +98,9 @@ func (a *asking) match(o *Object) bool {
 // (nil: not gathered yet).
 func (c *Cache) answerOrdered(r *resourceCache, res ListResult, f *filter, q ListQuery, tok continueToken) (_ ListResult, items []*Object, ok bool, _ error) {
 	a := q.Ask
-	if !indexable(a.Sort, a.Schema) {
+	comp := a.Filter.Compile()
+	held := heldKeys(comp, nil)
+	if !indexable(a.Sort, a.Schema) || !holdable(held, a.Schema) {
 		return res, nil, false, nil
 	}
 	total := r.size()
@@ -82,9 +115,9 @@ func (c *Cache) answerOrdered(r *resourceCache, res ListResult, f *filter, q Lis
 		return res, nil, true, err
 	}
 	defer release()
-	ix, _ := r.orders.index(r, a.Sort, a.SortText, a.Schema)
+	ix, _ := r.orders.index(r, a.Sort, a.SortText, held, a.Schema)
 	snap := ix.snapshot()
-	ask := &asking{f: f, flt: a.Filter, sc: a.Schema, now: a.Now}
+	ask := newAsking(ix, f, a.Filter, comp, a.Now)
 	var pivot orderEntry
 	if tok.After != "" {
 		pivot = pivotEntry(tok)
@@ -92,7 +125,7 @@ func (c *Cache) answerOrdered(r *resourceCache, res ListResult, f *filter, q Lis
 	var page []orderEntry
 	before, skipped, more, matches := 0, 0, 0, 0
 	snap.Scan(func(e orderEntry) bool {
-		if !ask.match(e.o) {
+		if !ask.match(e) {
 			return true
 		}
 		matches++
@@ -112,9 +145,9 @@ func (c *Cache) answerOrdered(r *resourceCache, res ListResult, f *filter, q Lis
 	pos := before + skipped + len(page)
 	walk := ""
 	if more > 0 {
-		walk = c.walks.keepOrdered(res.Resource.Name, a.SortText, askedBy(q), &orderedWalk{snap: snap, less: ix.less, f: f, flt: a.Filter, sc: a.Schema, now: a.Now, total: matches})
+		walk = c.walks.keepOrdered(res.Resource.Name, a.SortText, askedBy(q), &orderedWalk{snap: snap, ix: ix, f: f, flt: a.Filter, comp: comp, now: a.Now, total: matches})
 	}
-	return orderedPage(res, page, more, pos, a.SortText, walk), nil, true, nil
+	return orderedPage(res, page, len(a.Sort), more, pos, a.SortText, walk), nil, true, nil
 }
 
 // pivotEntry is the place a continue token resumes after.
@@ -129,7 +162,7 @@ func pivotEntry(tok continueToken) orderEntry {
 // orderedPage is a page of entries, more matches following it, with a
 // continue token into walk when there are; pos is the position after it
 // among the matches.
-func orderedPage(res ListResult, page []orderEntry, more, pos int, sort, walk string) ListResult {
+func orderedPage(res ListResult, page []orderEntry, nsort, more, pos int, sort, walk string) ListResult {
 	res.Items = make([]*Object, len(page))
 	for i, e := range page {
 		res.Items[i] = e.o
@@ -138,7 +171,7 @@ func orderedPage(res ListResult, page []orderEntry, more, pos int, sort, walk st
 		last := page[len(page)-1]
 		res.Remaining = more
 		res.Continue = encodeToken(continueToken{Resource: res.Resource.Name, After: last.o.Key(), Asked: true, Sort: sort,
-			Values: last.vs, Walk: walk, Pos: pos})
+			Values: last.vs[:nsort], Walk: walk, Pos: pos})
 	}
 	return res
 }
@@ -149,10 +182,10 @@ func orderedPage(res ListResult, page []orderEntry, more, pos int, sort, walk st
 // matches after the token's place.
 type orderedWalk struct {
 	snap  *btree.BTreeG[orderEntry]
-	less  func(a, b orderEntry) bool
+	ix    *order // its order and held keys; its live tree is not read
 	f     *filter
 	flt   query.Filter
-	sc    *query.Schema
+	comp  *query.Compiled
 	now   time.Time
 	total int
 }
@@ -162,11 +195,11 @@ func (w *orderedWalk) page(res ListResult, tok continueToken, limit int, sort, r
 	if tok.Pos < 0 || tok.Pos > w.total {
 		return res, fmt.Errorf("%w: continue token is malformed; start the list again without it", ErrInvalid)
 	}
-	ask := &asking{f: w.f, flt: w.flt, sc: w.sc, now: w.now}
+	ask := newAsking(w.ix, w.f, w.flt, w.comp, w.now)
 	pivot := pivotEntry(tok)
 	var page []orderEntry
 	w.snap.Ascend(pivot, func(e orderEntry) bool {
-		if !w.less(pivot, e) || !ask.match(e.o) {
+		if !w.ix.less(pivot, e) || !ask.match(e) {
 			return true
 		}
 		page = append(page, e)
@@ -174,5 +207,50 @@ func (w *orderedWalk) page(res ListResult, tok continueToken, limit int, sort, r
 	})
 	res.Total = w.total
 	more := max(0, w.total-tok.Pos-len(page))
-	return orderedPage(res, page, more, tok.Pos+len(page), sort, ref), nil
+	return orderedPage(res, page, len(w.ix.keys), more, tok.Pos+len(page), sort, ref), nil
+}
+
+// countOrdered counts what a question selects by walking an ordered
+// index (in namespace/name order) that holds its filter's and groups'
+// keys; ok is false when the selection is better counted from its
+// objects, then returned (nil: not gathered yet).
+func (c *Cache) countOrdered(r *resourceCache, f *filter, flt query.Filter, sc *query.Schema, now time.Time, groupBy []query.Key) (total int, groups []query.Group, items []*Object, ok bool, _ error) {
+	comp := flt.Compile()
+	held := heldKeys(comp, groupBy)
+	if !holdable(held, sc) {
+		return 0, nil, nil, false, nil
+	}
+	size := r.size()
+	if r.narrows(f) {
+		items = r.gather(f)
+		if len(items)*narrowShare < size {
+			return 0, nil, items, false, nil
+		}
+	}
+	release, err := c.asks.take(size * flt.Terms())
+	if err != nil {
+		return 0, nil, nil, true, err
+	}
+	defer release()
+	ix, _ := r.orders.index(r, nil, "", held, sc)
+	snap := ix.snapshot()
+	ask := newAsking(ix, f, flt, comp, now)
+	counter := query.NewCounter(groupBy)
+	at := heldAt(ix, groupBy)
+	row := make([]query.Value, len(at))
+	snap.Scan(func(e orderEntry) bool {
+		if !ask.match(e) {
+			return true
+		}
+		if len(e.vs) == ask.width {
+			for i, j := range at {
+				row[i] = e.vs[j]
+			}
+			counter.AddRow(row)
+		} else {
+			counter.Add(ask.record(e.o))
+		}
+		return true
+	})
+	return counter.Total(), counter.Groups(), nil, true, nil
 }

@@ -58,6 +58,23 @@ func (c *Counter) adjust(r *Record, by int) {
 	}
 }
 
+// AddRow counts an object whose keys' first values are row, in the
+// Counter's key order.
+func (c *Counter) AddRow(row []Value) {
+	c.total++
+	if len(c.keys) == 0 {
+		return
+	}
+	var id groupID
+	copy(id[:], row[:len(c.keys)])
+	g := c.groups[id]
+	if g == nil {
+		g = &Group{Values: slices.Clone(id[:len(c.keys)])}
+		c.groups[id] = g
+	}
+	g.Count++
+}
+
 // Total is the number of objects counted.
 func (c *Counter) Total() int { return c.total }
 
