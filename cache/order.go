@@ -152,26 +152,39 @@ func (os *orders) index(r *resourceCache, keys []query.SortKey, text string, hel
 	return ix, true
 }
 
-// join returns the index of this sort holding these keys, found among
-// the live ones or, when there is none, a new one in the set, being
-// built: the caller builds it. held is in the order heldKeys gives.
-func (os *orders) join(keys []query.SortKey, text string, held []query.Key, sc *query.Schema) (ix *order, found bool) {
+// orderID names the index of a sort holding some keys' values.
+func orderID(text string, held []query.Key, sc *query.Schema) string {
 	var id strings.Builder
 	id.WriteString(sc.Fingerprint() + "\x00" + text)
 	for _, k := range held {
 		id.WriteString("\x00" + k.String())
 	}
+	return id.String()
+}
+
+// has reports whether the index of this sort and keys exists (built or
+// being built).
+func (os *orders) has(text string, held []query.Key, sc *query.Schema) bool {
+	id := orderID(text, held, sc)
+	return slices.ContainsFunc(os.live(), func(ix *order) bool { return ix.id == id })
+}
+
+// join returns the index of this sort holding these keys, found among
+// the live ones or, when there is none, a new one in the set, being
+// built: the caller builds it. held is in the order heldKeys gives.
+func (os *orders) join(keys []query.SortKey, text string, held []query.Key, sc *query.Schema) (ix *order, found bool) {
+	id := orderID(text, held, sc)
 	now := os.now().UnixNano()
 	os.mu.Lock()
 	defer os.mu.Unlock()
 	set := os.live()
 	for _, ix := range set {
-		if ix.id == id.String() {
+		if ix.id == id {
 			ix.used.Store(now)
 			return ix, true
 		}
 	}
-	ix = &order{id: id.String(), keys: keys, held: held, schema: sc, now: os.now, ready: make(chan struct{}), building: true}
+	ix = &order{id: id, keys: keys, held: held, schema: sc, now: os.now, ready: make(chan struct{}), building: true}
 	ix.compare = ix.compareSorted
 	ix.used.Store(now)
 	set = append(os.idle(set, now), ix)

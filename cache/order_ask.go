@@ -110,7 +110,7 @@ func (c *Cache) answerOrdered(r *resourceCache, res ListResult, f *filter, q Lis
 			return res, items, false, nil
 		}
 	}
-	release, err := c.asks.take(total * (a.Filter.Terms() + renderCost(a.Filter.NeedsCells())))
+	release, err := c.asks.take(r.orders.cost(total, a.Filter, a.Sort, a.SortText, held, a.Schema))
 	if err != nil {
 		return res, nil, true, err
 	}
@@ -227,7 +227,7 @@ func (c *Cache) countOrdered(r *resourceCache, f *filter, flt query.Filter, sc *
 			return 0, nil, items, false, nil
 		}
 	}
-	release, err := c.asks.take(size * flt.Terms())
+	release, err := c.asks.take(r.orders.cost(size, flt, nil, "", held, sc))
 	if err != nil {
 		return 0, nil, nil, true, err
 	}
@@ -253,4 +253,17 @@ func (c *Cache) countOrdered(r *resourceCache, f *filter, flt query.Filter, sc *
 		return true
 	})
 	return counter.Total(), counter.Groups(), nil, true, nil
+}
+
+// cost is what a question walking an ordered index reads, in the
+// budget's unit: a value per filter term per object, the values being
+// held by the index; and, when the index is yet to be built, its keys
+// read from every object (a column rendered, renderCost, unless kept).
+func (os *orders) cost(objects int, flt query.Filter, keys []query.SortKey, text string, held []query.Key, sc *query.Schema) int {
+	cost := objects * max(1, flt.Terms())
+	if !os.has(text, held, sc) {
+		cells := query.NeedsCells(keys) || slices.ContainsFunc(held, query.Key.NeedsCells)
+		cost += objects * (len(keys) + len(held) + renderCost(cells))
+	}
+	return cost
 }
