@@ -33,8 +33,11 @@ func (r *resourceCache) narrows(f *filter) bool {
 	if f.fn != nil || f.namespace != "" || f.namespaces != nil {
 		return true
 	}
+	if f.fields == nil {
+		return false
+	}
 	_, _, hinted := r.indexHint(f.fields)
-	return f.fields != nil && hinted
+	return hinted
 }
 
 // asking is one question's test of an entry of an ordered index: its
