@@ -213,14 +213,21 @@ func (w *orderedWalk) page(res ListResult, tok continueToken, limit int, sort, r
 	return orderedPage(res, page, len(w.ix.keys), more, tok.Pos+len(page), sort, ref), nil
 }
 
-// countOrdered counts what a question selects by walking an ordered
-// index (in namespace/name order) that holds its filter's and groups'
-// keys; ok is false when the selection is better counted from its
-// objects, then returned (nil: not gathered yet).
+// countOrdered counts what a question selects by walking the ordered
+// index sorted by its group keys that holds its filter's keys: equal
+// groups come in runs, counted without a lookup per object. ok is false
+// when the selection is better counted from its objects, then returned
+// (nil: not gathered yet).
 func (c *Cache) countOrdered(r *resourceCache, f *filter, flt query.Filter, sc *query.Schema, now time.Time, groupBy []query.Key) (total int, groups []query.Group, items []*Object, ok bool, _ error) {
 	comp := flt.Compile()
-	held := heldKeys(comp, groupBy)
-	if !holdable(held, sc) {
+	held := heldKeys(comp, nil)
+	keys := make([]query.SortKey, len(groupBy))
+	names := make([]string, len(groupBy))
+	for i, k := range groupBy {
+		keys[i], names[i] = query.SortKey{Key: k}, k.String()
+	}
+	text := strings.Join(names, ",")
+	if !indexable(keys, sc) || !holdable(held, sc) {
 		return 0, nil, nil, false, nil
 	}
 	size := r.size()
@@ -230,31 +237,34 @@ func (c *Cache) countOrdered(r *resourceCache, f *filter, flt query.Filter, sc *
 			return 0, nil, items, false, nil
 		}
 	}
-	release, err := c.asks.take(r.orders.cost(size, flt, nil, "", held, sc))
+	release, err := c.asks.take(r.orders.cost(size, flt, keys, text, held, sc))
 	if err != nil {
 		return 0, nil, nil, true, err
 	}
 	defer release()
-	ix, _ := r.orders.index(r, nil, "", held, sc)
+	ix, _ := r.orders.index(r, keys, text, held, sc)
 	snap := ix.snapshot()
 	ask := newAsking(ix, f, flt, comp, now)
 	counter := query.NewCounter(groupBy)
-	at := heldAt(ix, groupBy)
-	row := make([]query.Value, len(at))
+	var run []query.Value
+	n := 0
 	snap.Scan(func(e orderEntry) bool {
 		if !ask.match(e) {
 			return true
 		}
-		if len(e.vs) == ask.width {
-			for i, j := range at {
-				row[i] = e.vs[j]
-			}
-			counter.AddRow(row)
+		if g := e.vs[:len(keys)]; n > 0 && slices.Equal(g, run) {
+			n++
 		} else {
-			counter.Add(ask.record(e.o))
+			if n > 0 {
+				counter.AddRows(run, n)
+			}
+			run, n = g, 1
 		}
 		return true
 	})
+	if n > 0 {
+		counter.AddRows(run, n)
+	}
 	return counter.Total(), counter.Groups(), nil, true, nil
 }
 

@@ -58,10 +58,10 @@ func (c *Counter) adjust(r *Record, by int) {
 	}
 }
 
-// AddRow counts an object whose keys' first values are row, in the
+// AddRows counts n objects whose keys' first values are row, in the
 // Counter's key order.
-func (c *Counter) AddRow(row []Value) {
-	c.total++
+func (c *Counter) AddRows(row []Value, n int) {
+	c.total += n
 	if len(c.keys) == 0 {
 		return
 	}
@@ -72,7 +72,7 @@ func (c *Counter) AddRow(row []Value) {
 		g = &Group{Values: slices.Clone(id[:len(c.keys)])}
 		c.groups[id] = g
 	}
-	g.Count++
+	g.Count += n
 }
 
 // Total is the number of objects counted.
