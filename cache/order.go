@@ -18,16 +18,18 @@ import (
 // sort (its keys, then namespace and name), in a B-tree
 // (github.com/tidwall/btree) whose Copy is a copy-on-write snapshot.
 // A question under that sort walks the tree in order instead of sorting:
-// it evaluates its filter on each object (from the values kept on the
-// object, ask_columns.go) to count the matches, and keeps the rows of
-// its page as it passes them, whatever the page's number. Its later
-// pages walk the snapshot it took (ask_pages.go).
+// it evaluates its filter on each entry (on the values the entry holds,
+// or those kept on its object, ask_columns.go) to count the matches, and
+// keeps the rows of its page as it passes them, whatever the page's
+// number. Its later pages walk the snapshot it took (order_ask.go).
 //
-// An index is built by the first question under its sort and kept while
-// questions use it: the resource's one handler per informer applies each
-// event to it (change), and one unused for orderIdle, or the least
-// recently used beyond maxOrders, is dropped. No index exists before a
-// question asks for one, so the initial sync pays nothing for them.
+// An index is built by the first question under its sort and held keys
+// and kept while questions use it: the resource's one handler per
+// informer applies each event to it (change), and one unused for
+// orderIdle, or the least recently used beyond maxOrders, is dropped.
+// No index exists before a question asks for one, so the initial sync
+// pays nothing for them (a standing index over a column would render
+// every pod's row during the sync: BenchmarkInitialSync).
 
 // Bounds of a resource's ordered indexes.
 const (

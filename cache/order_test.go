@@ -197,3 +197,25 @@ func TestOrderCheckCatchesBreakage(t *testing.T) {
 		}
 	})
 }
+
+// TestOrderCostCountsABuildOnce: a question that builds its index is
+// charged the build (a column rendered per object); once the index
+// exists, only its filter's reads.
+func TestOrderCostCountsABuildOnce(t *testing.T) {
+	os := newOrders(time.Now)
+	sc := podSchema()
+	keys, _ := sc.ParseSort("restarts")
+	flt, err := sc.ParseFilter([]string{"status=Running"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := heldKeys(flt.Compile(), nil)
+	if got, want := os.cost(1000, flt, keys, "restarts", held, sc), 1000+1000*(1+1+renderCost(true)); got != want {
+		t.Errorf("before the build: %d; expect %d", got, want)
+	}
+	ix, _ := os.join(keys, "restarts", held, sc)
+	ix.build(nil)
+	if got := os.cost(1000, flt, keys, "restarts", held, sc); got != 1000 {
+		t.Errorf("once built: %d; expect 1000", got)
+	}
+}
