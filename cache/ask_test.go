@@ -264,6 +264,9 @@ func askAgreesWithOracle(t *testing.T, ordered bool) {
 			}
 			return true
 		})
+		if err := f.Cache.CheckOrderedIndexes("pods"); err != nil {
+			t.Fatalf("after the changes: %v", err)
+		}
 	}
 
 	for round := range 100 {
