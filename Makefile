@@ -34,7 +34,7 @@ docs: ## Write the generated tables of docs/configuration.md (flags, environment
 
 .PHONY: test-unit
 test-unit: ## Unit tests (client-go fakes, the demo API server), with -race.
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
 
 .PHONY: test-e2e
 test-e2e: ## End-to-end tests against a real kube-apiserver + etcd built from Go modules.

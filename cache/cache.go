@@ -43,6 +43,8 @@ type Cache struct {
 	asks askSlots
 	// walks keep the answers questions are paged through (ask_pages.go).
 	walks *walks
+	// searches keep the hits searches are paged through (search_pages.go).
+	searches *searchWalks
 }
 
 // resourceCache is one resource: its informers and their bookkeeping.
@@ -70,6 +72,9 @@ type shard struct {
 	added, modified, deleted atomic.Int64
 	// synced remembers that the informer has synced (hasSynced).
 	synced atomic.Bool
+	// hold, when set (tests only), is called before each event is handed
+	// on: it stands for a handler that lags behind its reflector.
+	hold atomic.Pointer[func()]
 }
 
 // hasSynced reports whether the shard's handler has seen the initial
@@ -122,7 +127,8 @@ func New(cfg *rest.Config, resources []Configured, opts Options) (*Cache, error)
 	if err != nil {
 		return nil, err
 	}
-	c := &Cache{opts: opts, byName: map[string]*resourceCache{}, asks: newAskSlots(), walks: newWalks(opts.Now)}
+	c := &Cache{opts: opts, byName: map[string]*resourceCache{}, asks: newAskSlots(), walks: newWalks(opts.Now),
+		searches: newSearchWalks(opts.Now)}
 	if !opts.IPHistory.Off {
 		if c.history, err = ipowner.NewHistory(opts.IPHistory, opts.Now); err != nil {
 			return nil, err
@@ -271,8 +277,14 @@ func (c *Cache) names() []string {
 func (sh *shard) eventHandler(now func() time.Time, b *broker, ord *orders) toolscache.ResourceEventHandler {
 	touch := func() { sh.lastEvent.Store(now().UnixNano()) }
 	feed := b.handler()
+	wait := func() {
+		if hold := sh.hold.Load(); hold != nil {
+			(*hold)()
+		}
+	}
 	return toolscache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
+			wait()
 			ord.change(nil, handlerObject(obj))
 			feed.OnAdd(obj, initial)
 			sh.ips.add(obj, initial)
@@ -283,6 +295,7 @@ func (sh *shard) eventHandler(now func() time.Time, b *broker, ord *orders) tool
 			if o, ok := old.(*Object); ok && o == cur {
 				return // a resync, not an event
 			}
+			wait()
 			ord.change(handlerObject(old), handlerObject(cur))
 			feed.OnUpdate(old, cur)
 			sh.ips.update(old, cur)
@@ -290,6 +303,7 @@ func (sh *shard) eventHandler(now func() time.Time, b *broker, ord *orders) tool
 			touch()
 		},
 		DeleteFunc: func(obj any) {
+			wait()
 			ord.change(handlerObject(obj), nil)
 			feed.OnDelete(obj)
 			sh.ips.remove(obj)

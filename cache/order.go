@@ -339,9 +339,9 @@ func heldKeys(flt *query.Compiled, groupBy []query.Key) []query.Key {
 	return slices.CompactFunc(out, func(a, b query.Key) bool { return a.String() == b.String() })
 }
 
-// heldAt maps keys to their places among an entry's values (after the
+// heldPlaces maps keys to their places among an entry's values (after the
 // sort values).
-func heldAt(ix *order, keys []query.Key) []int {
+func heldPlaces(ix *order, keys []query.Key) []int {
 	at := make([]int, len(keys))
 	for i, k := range keys {
 		at[i] = len(ix.keys) + slices.IndexFunc(ix.held, func(h query.Key) bool { return h.String() == k.String() })

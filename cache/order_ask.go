@@ -62,7 +62,7 @@ func newAsking(ix *order, f *filter, flt query.Filter, comp *query.Compiled, now
 	a := &asking{f: f, flt: flt, comp: comp, sc: ix.schema, now: now, width: ix.width(),
 		sel: f.namespace != "" || f.scope != nil || f.selector != nil || f.fields != nil || f.fn != nil}
 	if comp != nil {
-		a.at = heldAt(ix, comp.Keys())
+		a.at = heldPlaces(ix, comp.Keys())
 		a.row = make([]query.Value, len(a.at))
 	}
 	return a

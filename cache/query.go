@@ -119,6 +119,16 @@ func (c *Cache) List(resource string, q ListQuery) (ListResult, error) {
 	return res, nil
 }
 
+// selection is the objects q's namespace, selectors and index value
+// select, unordered, with the result's resource and freshness.
+func (c *Cache) selection(resource string, q ListQuery) (ListResult, []*Object, error) {
+	r, res, f, _, err := c.prepare(resource, q)
+	if err != nil {
+		return res, nil, err
+	}
+	return res, r.gather(f), nil
+}
+
 // prepare validates q and compiles its filter, and decodes its continue
 // token, for a synced resource.
 func (c *Cache) prepare(resource string, q ListQuery) (*resourceCache, ListResult, *filter, continueToken, error) {

@@ -103,6 +103,7 @@ func (s *Server) table() []*route {
 			summary: "Many IP lookups in one request (read-only): answers in order, JSON or NDJSON.", handler: s.lookupIPBatch},
 		{method: http.MethodGet, path: `/api/v1/ip\:watch`, kind: streamKind, authz: byHandler, freshness: cacheFreshness,
 			summary: "Who holds each address: a snapshot, SYNCED, then every change of an address's owners, resumable; WebSocket or SSE.", handler: s.watchAddresses},
+		rest("/api/v1/search", cacheFreshness, "Search every resource by name fragment, label value or IP, ranked and paged.", s.search),
 		{method: http.MethodGet, path: "/api/v1/stream", kind: streamKind, authz: byHandler,
 			summary: "One WebSocket multiplexing subscriptions to several resources.", handler: s.stream},
 		{method: http.MethodGet, path: "/api/v1/:resource", kind: watchableKind, authz: byHandler, freshness: resourceFreshness,

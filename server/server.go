@@ -33,6 +33,9 @@ type Reader interface {
 	// Count counts what a list would select, grouped by keys.
 	Count(resource string, q cache.ListQuery, groupBy []query.Key) (cache.CountResult, error)
 	IndexValues(resource, index string, limit int, after string) (cache.IndexValues, error)
+	// Search finds objects of several resources by name, label value or
+	// address (see cache.Cache.Search).
+	Search(q cache.SearchQuery) (cache.SearchResult, error)
 	// LookupAddress answers who holds an address, now or at a moment.
 	LookupAddress(q ipowner.Query) (cache.IPLookup, error)
 	// AddressLookups answers a batch of them (see cache.AddressLookups).
