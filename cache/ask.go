@@ -167,11 +167,15 @@ func (c *Cache) continueWalk(res ListResult, q ListQuery, tok continueToken) (Li
 	if !ours || err != nil {
 		return res, ours, err
 	}
-	if wk.resource != res.Resource.Name || wk.sort != q.Ask.SortText || tok.Pos < 0 || tok.Pos > len(wk.rows) {
+	if wk.resource != res.Resource.Name || wk.sort != q.Ask.SortText || tok.Pos < 0 || tok.Pos > wk.length() {
 		return res, true, fmt.Errorf("%w: continue token is malformed; start the list again without it", ErrInvalid)
 	}
 	if wk.asked != askedBy(q) {
 		return res, true, fmt.Errorf("%w: continue token belongs to another question (its selection, filter, or the namespaces its caller may read); start the list again without it", ErrInvalid)
+	}
+	if wk.ordered != nil {
+		res, err := wk.ordered.page(res, tok, q.Limit, wk.sort, tok.Walk)
+		return res, true, err
 	}
 	res.Total = len(wk.rows)
 	return page(res, wk.rows, tok.Pos, q.Limit, wk.sort, tok.Walk), true, nil
@@ -199,7 +203,7 @@ func checkAsked(tok continueToken, a *Ask) error {
 // offset and paging ignored), grouped by the first values of groupBy.
 func (c *Cache) Count(resource string, q ListQuery, groupBy []query.Key) (CountResult, error) {
 	q.Limit, q.Continue = 0, ""
-	res, items, err := c.selection(resource, q)
+	r, res, f, _, err := c.prepare(resource, q)
 	out := CountResult{Resource: res.Resource, Freshness: res.Freshness}
 	if err != nil {
 		return out, err
@@ -212,6 +216,18 @@ func (c *Cache) Count(resource string, q ListQuery, groupBy []query.Key) (CountR
 	}
 	if schema == nil && len(groupBy) > 0 {
 		return out, fmt.Errorf("%w: counts by group need a schema", ErrInvalid)
+	}
+	var items []*Object
+	if schema != nil && (len(flt) > 0 || len(groupBy) > 0) {
+		total, groups, narrowed, ok, err := c.countOrdered(r, f, flt, schema, now, groupBy)
+		if ok {
+			out.Total, out.Groups = total, groups
+			return out, err
+		}
+		items = narrowed
+	}
+	if items == nil {
+		items = r.gather(f)
 	}
 	cells := flt.NeedsCells()
 	for _, k := range groupBy {

@@ -6,28 +6,100 @@ import (
 	"github.com/kubeindex/kubeindex/query"
 )
 
-// keptColumns are an object's Table column values under one schema.
-// Rendering a row decodes the whole object, by far the largest cost of a
-// question over a column; an object is immutable, so its values are made
-// at the first question that reads a column and kept with it until it is
-// replaced by its next version (BenchmarkQuestions, cold and warm).
-type keptColumns struct {
-	fingerprint string
-	values      []query.Value
+// keptValues are what questions have read of one version of an object:
+// its Table column values under one schema, and the values of up to
+// maxKeptPaths path (or age) keys. Rendering a row decodes the whole
+// object, by far the largest cost of a question over a column, and a
+// path is a parse of the JSON; an object is immutable, so its values are
+// made at the first question that reads them and kept with it until it
+// is replaced by its next version (BenchmarkQuestions, cold and warm).
+// A keptValues is immutable: a reader that keeps more stores a new one.
+type keptValues struct {
+	fingerprint string // of columns' schema; "" with no columns
+	columns     []query.Value
+	paths       []keptPath
 }
 
-// record is o as a question reads it, its column values kept on o when
-// the schema allows (Schema.Timeless).
-func record(o *Object, sc *query.Schema, now time.Time) *query.Record {
-	return sc.RecordWith(o.Namespace(), o.Name(), o.Raw(), now, func() []query.Value {
-		fp := sc.Fingerprint()
-		if k := o.columns.Load(); k != nil && k.fingerprint == fp {
-			return k.values
-		}
-		vs := sc.ColumnValues(o.Raw(), now)
-		if sc.Timeless() {
-			o.columns.Store(&keptColumns{fingerprint: fp, values: vs})
-		}
+// keptPath is one key's values (query.Key.KeptName names it).
+type keptPath struct {
+	name   string
+	values []query.Value
+}
+
+// maxKeptPaths bounds the path keys kept per object: beyond, a key is
+// read from the JSON at each question.
+const maxKeptPaths = 8
+
+// kept is an object's query.Kept under one schema; a scan reuses one.
+type kept struct {
+	o   *Object
+	sc  *query.Schema
+	now time.Time
+}
+
+var _ query.Kept = (*kept)(nil)
+
+// Columns are the object's column values, kept when the schema allows
+// (Schema.Timeless).
+func (k *kept) Columns() []query.Value {
+	fp := k.sc.Fingerprint()
+	old := k.o.columns.Load()
+	if old != nil && old.fingerprint == fp && old.columns != nil {
+		return old.columns
+	}
+	vs := k.sc.ColumnValues(k.o.raw, k.now)
+	if !k.sc.Timeless() {
 		return vs
-	})
+	}
+	for {
+		nk := &keptValues{fingerprint: fp, columns: vs}
+		if old != nil {
+			nk.paths = old.paths
+		}
+		if k.o.columns.CompareAndSwap(old, nk) {
+			return vs
+		}
+		if old = k.o.columns.Load(); old != nil && old.fingerprint == fp && old.columns != nil {
+			return old.columns
+		}
+	}
+}
+
+// Read returns a path or age key's values, kept after the first read.
+func (k *kept) Read(key query.Key) []query.Value {
+	name := key.KeptName()
+	old := k.o.columns.Load()
+	var vs []query.Value
+	read := false
+	for {
+		if old != nil {
+			for _, p := range old.paths {
+				if p.name == name {
+					return p.values
+				}
+			}
+		}
+		if !read {
+			vs, read = key.ReadJSON(k.o.raw), true
+		}
+		if old != nil && len(old.paths) >= maxKeptPaths {
+			return vs
+		}
+		nk := &keptValues{paths: []keptPath{{name, vs}}}
+		if old != nil {
+			nk.fingerprint, nk.columns = old.fingerprint, old.columns
+			nk.paths = append(append(make([]keptPath, 0, len(old.paths)+1), old.paths...), nk.paths[0])
+		}
+		if k.o.columns.CompareAndSwap(old, nk) {
+			return vs
+		}
+		old = k.o.columns.Load()
+	}
+}
+
+// record is o as a question reads it, its values kept on o.
+func record(o *Object, sc *query.Schema, now time.Time) *query.Record {
+	r := &query.Record{}
+	sc.Fill(r, o.namespace, o.name, o.raw, now, &kept{o: o, sc: sc, now: now})
+	return r
 }

@@ -42,9 +42,11 @@ type walks struct {
 	now   func() time.Time
 }
 
-// walk is a question's sorted matches, as they were at its first page.
+// walk is a question's sorted matches, as they were at its first page:
+// rows, or the snapshot of an ordered index they are read from.
 type walk struct {
 	rows     []row
+	ordered  *orderedWalk // nil: rows
 	resource string
 	sort     string
 	// asked is what selected the rows, the caller's namespaces included
@@ -79,10 +81,27 @@ func newWalks(now func() time.Time) *walks {
 // process's epoch and a random number, not a count, so that one caller's
 // reference tells nothing of another's.
 func (w *walks) keep(resource, sort, asked string, rows []row) string {
+	return w.add(&walk{rows: rows, resource: resource, sort: sort, asked: asked})
+}
+
+// keepOrdered stores a walk through an ordered index's snapshot.
+func (w *walks) keepOrdered(resource, sort, asked string, o *orderedWalk) string {
+	return w.add(&walk{ordered: o, resource: resource, sort: sort, asked: asked})
+}
+
+// length is what a walk counts against maxWalkRows: its matches.
+func (wk *walk) length() int {
+	if wk.ordered != nil {
+		return wk.ordered.total
+	}
+	return len(wk.rows)
+}
+
+func (w *walks) add(wk *walk) string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.expire()
-	for len(w.order) > 0 && (len(w.order) >= maxWalks || w.rows+len(rows) > maxWalkRows) {
+	for len(w.order) > 0 && (len(w.order) >= maxWalks || w.rows+wk.length() > maxWalkRows) {
 		w.dropOldest()
 	}
 	var b [8]byte
@@ -91,9 +110,10 @@ func (w *walks) keep(resource, sort, asked string, rows []row) string {
 		rand.Read(b[:])
 		id = binary.LittleEndian.Uint64(b[:])
 	}
-	w.byID[id] = &walk{rows: rows, resource: resource, sort: sort, asked: asked, made: w.now()}
+	wk.made = w.now()
+	w.byID[id] = wk
 	w.order = append(w.order, id)
-	w.rows += len(rows)
+	w.rows += wk.length()
 	return fmt.Sprintf("%s-%d", w.epoch, id)
 }
 
@@ -126,7 +146,7 @@ func (w *walks) expire() {
 
 func (w *walks) dropOldest() {
 	id := w.order[0]
-	w.rows -= len(w.byID[id].rows)
+	w.rows -= w.byID[id].length()
 	delete(w.byID, id)
 	w.order = w.order[1:]
 }

@@ -167,15 +167,30 @@ func oracleOrder(keys []oracleSort) func(a, b oraclePod) int {
 // TestAskAgreesWithABruteForceOracle: random pods, random filters and
 // sorts, paged with random limits; every walk's pages, joined, are what a
 // plain filter and sort over all the pods give, and every page gives
-// their number.
+// their number. Pods are created, changed and deleted between questions
+// (so ordered indexes are built over one state and kept through the
+// changes) and between the pages of a walk (which answers as of its first
+// page). Most questions are answered from ordered indexes (every
+// namespace selected), some from their selection (one namespace); then
+// all of them from their selection.
 func TestAskAgreesWithABruteForceOracle(t *testing.T) {
+	t.Run("ordered-indexes", func(t *testing.T) { askAgreesWithOracle(t, true) })
+	t.Run("selection", func(t *testing.T) { askAgreesWithOracle(t, false) })
+}
+
+func askAgreesWithOracle(t *testing.T, ordered bool) {
+	if !ordered {
+		cache.AnswerNarrowFromSelection(t)
+	}
 	f := cachetest.Start(t, cachetest.PodSpec())
 	r := rand.New(rand.NewPCG(1, uint64(time.Now().UnixNano())))
 	now := time.Now().Truncate(time.Second)
 	namespaces := []string{"qa", "qb", "qc"}
 	var pods []oraclePod
-	for i := range 300 {
-		p := oraclePod{ns: namespaces[r.IntN(3)], name: fmt.Sprintf("%c%c-%d", 'a'+r.IntN(6), 'a'+r.IntN(6), i),
+	made := 0
+	randomPod := func() oraclePod {
+		made++
+		p := oraclePod{ns: namespaces[r.IntN(3)], name: fmt.Sprintf("%c%c-%d", 'a'+r.IntN(6), 'a'+r.IntN(6), made),
 			created: now.Add(-time.Duration(r.IntN(100*60)) * time.Minute), phase: phases[r.IntN(4)]}
 		if r.IntN(5) > 0 {
 			p.node = fmt.Sprint("n", r.IntN(4))
@@ -186,6 +201,10 @@ func TestAskAgreesWithABruteForceOracle(t *testing.T) {
 		for range 1 + r.IntN(2) {
 			p.restarts = append(p.restarts, r.IntN(5))
 		}
+		return p
+	}
+	for range 300 {
+		p := randomPod()
 		pods = append(pods, p)
 		if err := f.Sim.Apply("pods", p.json()); err != nil {
 			t.Fatal(err)
@@ -194,8 +213,66 @@ func TestAskAgreesWithABruteForceOracle(t *testing.T) {
 	scope := cache.ListQuery{Namespaces: namespaces}
 	cachetest.Eventually(t, "the pods are cached", func() bool { return len(cachetest.State(t, f.Cache, "pods", scope)) == len(pods) })
 	sc := query.NewSchema(table.ForResource(schema.GroupResource{Resource: "pods"}))
+	// churn creates, changes and deletes a few pods, and waits until the
+	// cache has every change.
+	events := func() int64 {
+		st, err := f.Cache.ResourceStatus("pods")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Events.Added + st.Events.Modified + st.Events.Deleted
+	}
+	churn := func() {
+		before := cachetest.State(t, f.Cache, "pods", scope)
+		changed := map[string]bool{}
+		n := 1 + r.IntN(6)
+		seen := events()
+		for range n {
+			i := r.IntN(len(pods))
+			switch r.IntN(3) {
+			case 0:
+				if err := f.Sim.Delete("pods", pods[i].ns, pods[i].name); err != nil {
+					t.Fatal(err)
+				}
+				delete(changed, pods[i].key())
+				pods = slices.Delete(pods, i, i+1)
+				continue
+			case 1:
+				p := randomPod()
+				p.ns, p.name, p.created = pods[i].ns, pods[i].name, pods[i].created
+				pods[i] = p
+			default:
+				pods = append(pods, randomPod())
+				i = len(pods) - 1
+			}
+			if err := f.Sim.Apply("pods", pods[i].json()); err != nil {
+				t.Fatal(err)
+			}
+			changed[pods[i].key()] = true
+		}
+		// The store has an event before the handler has applied it to the
+		// ordered indexes; the handler counts it after.
+		cachetest.Eventually(t, "the changes are cached", func() bool {
+			st := cachetest.State(t, f.Cache, "pods", scope)
+			if len(st) != len(pods) || events() < seen+int64(n) {
+				return false
+			}
+			for _, p := range pods {
+				if rv, ok := st[p.key()]; !ok || changed[p.key()] && rv == before[p.key()] {
+					return false
+				}
+			}
+			return true
+		})
+		if err := f.Cache.CheckOrderedIndexes("pods"); err != nil {
+			t.Fatalf("after the changes: %v", err)
+		}
+	}
 
 	for round := range 100 {
+		if r.IntN(3) == 0 {
+			churn()
+		}
 		var params []string
 		var clauses [][]oracleTerm
 		for range r.IntN(3) {
@@ -241,6 +318,11 @@ func TestAskAgreesWithABruteForceOracle(t *testing.T) {
 		limit := 10 + r.IntN(60)
 		var got []string
 		q := cache.ListQuery{Namespaces: namespaces, Limit: limit, Ask: ask}
+		if r.IntN(4) == 0 { // one namespace: answered from the selection
+			ns := namespaces[r.IntN(3)]
+			q.Namespaces = []string{ns}
+			expect = slices.DeleteFunc(expect, func(k string) bool { return !strings.HasPrefix(k, ns+"/") })
+		}
 		for pages := 0; ; pages++ {
 			res, err := f.Cache.List("pods", q)
 			if err != nil {
@@ -256,11 +338,28 @@ func TestAskAgreesWithABruteForceOracle(t *testing.T) {
 				break
 			}
 			q.Continue = res.Continue
+			if r.IntN(4) == 0 {
+				churn() // the walk goes on as of its first page
+			}
 		}
 		if !slices.Equal(got, expect) {
 			t.Fatalf("round %d, filter %q sort %q limit %d:\n got    %v\n expect %v", round, params, ask.SortText, limit, got, expect)
 		}
-		// An offset is the same walk, starting later.
+		// An offset is the same walk, starting later (over the pods as
+		// they are now, which the churn may have changed).
+		matches = slices.DeleteFunc(slices.Clone(pods), func(p oraclePod) bool {
+			for _, c := range clauses {
+				if !slices.ContainsFunc(c, func(term oracleTerm) bool { return term.ok(p) }) {
+					return true
+				}
+			}
+			return false
+		})
+		slices.SortFunc(matches, oracleOrder(keys))
+		expect = expect[:0]
+		for _, p := range matches {
+			expect = append(expect, p.key())
+		}
 		off := r.IntN(len(expect) + 2)
 		ask.Offset = off
 		res, err := f.Cache.List("pods", cache.ListQuery{Namespaces: namespaces, Limit: limit, Ask: ask})
@@ -274,7 +373,7 @@ func TestAskAgreesWithABruteForceOracle(t *testing.T) {
 			page = append(page, o.Key())
 		}
 		if !slices.Equal(page, want) {
-			t.Fatalf("round %d offset %d: got %v; expect %v", round, off, page, want)
+			t.Fatalf("round %d offset %d (filter %q sort %q): got %v; expect %v", round, off, params, ask.SortText, page, want)
 		}
 		// Counts under the same filter, grouped by phase and node.
 		groupBy, _ := sc.ParseKeys("groupBy", "status.phase,spec.nodeName", 2, false)
@@ -293,6 +392,9 @@ func TestAskAgreesWithABruteForceOracle(t *testing.T) {
 		if counts.Total != len(matches) || fmt.Sprint(gotGroups) != fmt.Sprint(expectGroups) {
 			t.Fatalf("round %d counts: %d %v; expect %d %v", round, counts.Total, gotGroups, len(matches), expectGroups)
 		}
+	}
+	if got := f.Cache.OrderedIndexes("pods"); ordered != (len(got) > 0) {
+		t.Fatalf("ordered indexes %q", got)
 	}
 }
 
@@ -330,7 +432,18 @@ func TestContinueTokensKeepTheirQuestion(t *testing.T) {
 // later pages are of the answer as it was then, whatever changes: an
 // object deleted is still seen (as it was), one created is not, one whose
 // sort value changed keeps its place and its bytes; and the total stays.
+// Once with the namespace as the selection (the walk keeps its rows),
+// once with a filter on it (answered from an ordered index: the walk
+// keeps its snapshot).
 func TestAWalkIsOneMoment(t *testing.T) {
+	t.Run("selection", func(t *testing.T) { walkIsOneMoment(t, false) })
+	t.Run("ordered-index", func(t *testing.T) { walkIsOneMoment(t, true) })
+}
+
+func walkIsOneMoment(t *testing.T, ordered bool) {
+	if !ordered {
+		cache.AnswerNarrowFromSelection(t)
+	}
 	f := cachetest.Start(t, cachetest.PodSpec())
 	now := time.Now().Truncate(time.Second)
 	var pods []oraclePod
@@ -346,10 +459,19 @@ func TestAWalkIsOneMoment(t *testing.T) {
 	sc := query.NewSchema(table.ForResource(schema.GroupResource{Resource: "pods"}))
 	keys, _ := sc.ParseSort("-restarts")
 	ask := &cache.Ask{Schema: sc, Sort: keys, SortText: "-restarts", Now: now}
+	sel := cache.ListQuery{Namespace: "walk", Limit: 7, Ask: ask}
+	if ordered {
+		flt, err := sc.ParseFilter([]string{"namespace=walk"}, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ask.Filter, ask.FilterText = flt, "namespace=walk"
+		sel.Namespace = ""
+	}
 	expect := slices.Clone(pods)
 	slices.SortFunc(expect, oracleOrder([]oracleSort{{text: "restarts", desc: true, val: oracleSorts[0].val}}))
 
-	q := cache.ListQuery{Namespace: "walk", Limit: 7, Ask: ask}
+	q := sel
 	first, err := f.Cache.List("pods", q)
 	if err != nil {
 		t.Fatal(err)
@@ -406,8 +528,12 @@ func TestAWalkIsOneMoment(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("the walk saw\n %v\nexpect\n %v", got, want)
 	}
+	if got := f.Cache.OrderedIndexes("pods"); ordered != (len(got) > 0) {
+		t.Errorf("ordered indexes %q", got)
+	}
 	// A new walk sees the cluster as it is now.
-	res, err := f.Cache.List("pods", cache.ListQuery{Namespace: "walk", Limit: 2, Ask: ask})
+	sel.Limit, sel.Continue = 2, ""
+	res, err := f.Cache.List("pods", sel)
 	if err != nil || len(res.Items) != 2 || res.Items[0].Key() != fresh.key() || res.Items[1].Key() != moved.key() {
 		t.Fatalf("a new walk: %v %v", res.Items, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -58,7 +59,11 @@ type resourceCache struct {
 	shards  []*shard
 	opts    *Options
 	broker  *broker        // fed by every shard's one handler; serves streams
+	orders  *orders        // ordered indexes for questions, kept by the same handler (order.go)
 	crds    *resourceCache // the cached CRDs, for a custom resource's field selectors; nil: none
+	// crdWatch follows the resource's CRD when crds is nil and the
+	// resource may be custom (crds.go); nil otherwise.
+	crdWatch *crdWatch
 }
 
 // shard is one informer: the whole resource, or one namespace of it.
@@ -151,13 +156,18 @@ func New(cfg *rest.Config, resources []Configured, opts Options) (*Cache, error)
 	}
 	c.indexNames()
 	c.linkCRDs()
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building the client of CRDs: %w", err)
+	}
+	c.addCRDWatches(dyn)
 	c.attachOwnerTable()
 	return c, nil
 }
 
 func (c *Cache) newResourceCache(client *apiClient, cr Configured) (*resourceCache, error) {
 	r := &resourceCache{res: cr.Resource, spec: cr.Spec, indexes: map[string]indexers.Spec{}, opts: &c.opts,
-		broker: newBroker(c.opts.Now, c.opts.Streams)}
+		broker: newBroker(c.opts.Now, c.opts.Streams), orders: newOrders(c.opts.Now)}
 	idx := toolscache.Indexers{nsIndex: namespaceIndexFunc}
 	for _, s := range cr.Spec.Indexes {
 		s = s.Normalized()
@@ -180,7 +190,7 @@ func (c *Cache) newResourceCache(client *apiClient, cr Configured) (*resourceCac
 		store, ctrl := toolscache.NewInformerWithOptions(toolscache.InformerOptions{
 			ListerWatcher: lw,
 			ObjectType:    &Object{},
-			Handler:       sh.eventHandler(c.opts.Now, r.broker),
+			Handler:       sh.eventHandler(c.opts.Now, r.broker, r.orders),
 			ResyncPeriod:  cr.Spec.Resync,
 			Indexers:      idx,
 		})
@@ -227,6 +237,9 @@ func (c *Cache) Start(ctx context.Context) error {
 		wg.Go(func() { c.mirror.Run(ctx) })
 	}
 	for _, r := range c.resources {
+		if r.crdWatch != nil {
+			wg.Go(func() { r.crdWatch.run(ctx, c.opts.Logger) })
+		}
 		wg.Go(func() { r.broker.run(ctx) })
 		// The reflector's messages name the resource (the informer
 		// knows only *cache.Object).
@@ -246,6 +259,9 @@ func (c *Cache) WaitForSync(ctx context.Context) bool {
 	for _, r := range c.resources {
 		for _, sh := range r.shards {
 			synced = append(synced, sh.hasSynced)
+		}
+		if r.crdWatch != nil {
+			synced = append(synced, r.crdWatch.settled)
 		}
 	}
 	return toolscache.WaitForCacheSync(ctx.Done(), synced...)
@@ -273,8 +289,10 @@ func (c *Cache) names() []string {
 // eventHandler keeps the shard's event counts and time and feeds the
 // resource's broker. It is the one handler registered on the informer:
 // stream subscribers never get a client-go handler of their own (each
-// would buffer without bound). Nothing in it blocks.
-func (sh *shard) eventHandler(now func() time.Time, b *broker) toolscache.ResourceEventHandler {
+// would buffer without bound), and the resource's ordered indexes are
+// kept by it, first: an event a stream or the counts show is in them.
+// Nothing in it blocks.
+func (sh *shard) eventHandler(now func() time.Time, b *broker, ord *orders) toolscache.ResourceEventHandler {
 	touch := func() { sh.lastEvent.Store(now().UnixNano()) }
 	feed := b.handler()
 	wait := func() {
@@ -285,6 +303,7 @@ func (sh *shard) eventHandler(now func() time.Time, b *broker) toolscache.Resour
 	return toolscache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
 			wait()
+			ord.change(nil, handlerObject(obj))
 			feed.OnAdd(obj, initial)
 			sh.ips.add(obj, initial)
 			sh.added.Add(1)
@@ -295,6 +314,7 @@ func (sh *shard) eventHandler(now func() time.Time, b *broker) toolscache.Resour
 				return // a resync, not an event
 			}
 			wait()
+			ord.change(handlerObject(old), handlerObject(cur))
 			feed.OnUpdate(old, cur)
 			sh.ips.update(old, cur)
 			sh.modified.Add(1)
@@ -302,6 +322,7 @@ func (sh *shard) eventHandler(now func() time.Time, b *broker) toolscache.Resour
 		},
 		DeleteFunc: func(obj any) {
 			wait()
+			ord.change(handlerObject(obj), nil)
 			feed.OnDelete(obj)
 			sh.ips.remove(obj)
 			sh.deleted.Add(1)

@@ -1,12 +1,46 @@
 package cache
 
-import "github.com/kubeindex/kubeindex/ipowner"
+import (
+	"strings"
+
+	"github.com/kubeindex/kubeindex/ipowner"
+)
 
 // Test-only entry points, compiled only with the tests.
 
 // LookupIP is LookupAddress without a moment or a port.
 func (c *Cache) LookupIP(ip string) (IPLookup, error) {
 	return c.LookupAddress(ipowner.Query{IP: ip})
+}
+
+// OrderedIndexes are the sorts of a resource's ordered indexes.
+func (c *Cache) OrderedIndexes(resource string) []string {
+	var out []string
+	for _, ix := range c.byName[resource].orders.live() {
+		out = append(out, strings.Split(ix.id, "\x00")[1])
+	}
+	return out
+}
+
+// AnswerNarrowFromSelection makes every question whose selection narrows
+// (a namespace, an index value) be answered from its selection, until
+// the test ends.
+func AnswerNarrowFromSelection(t interface{ Cleanup(func()) }) {
+	old := narrowShare
+	narrowShare = 0
+	t.Cleanup(func() { narrowShare = old })
+}
+
+// CheckOrderedIndexes reports how any ordered index of the resource
+// differs from one built from scratch over its store.
+func (c *Cache) CheckOrderedIndexes(resource string) error {
+	r := c.byName[resource]
+	for _, ix := range r.orders.live() {
+		if err := ix.check(r.objects()); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // HoldEvents makes the event handler of the resource's shards call hold

@@ -33,9 +33,9 @@ type Object struct {
 	sections [3]struct{ from, to uint32 }
 	known    [3][4]jsonscan.Span // relative to the section; valid when walked
 	walked   [3]bool
-	// columns are the Table column values questions read, kept once
+	// columns are the values questions read (Table columns, paths), kept once
 	// made (ask_columns.go); nil until a question reads a column.
-	columns atomic.Pointer[keptColumns]
+	columns atomic.Pointer[keptValues]
 }
 
 // sectionNames are the top-level members whose place Build records.

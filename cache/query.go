@@ -92,10 +92,17 @@ func (c *Cache) List(resource string, q ListQuery) (ListResult, error) {
 			return res, err
 		}
 	}
-	items := r.gather(f)
 	if q.Ask != nil {
+		res, items, ok, err := c.answerOrdered(r, res, f, q, tok)
+		if ok {
+			return res, err
+		}
+		if items == nil {
+			items = r.gather(f)
+		}
 		return c.answer(res, items, q, tok)
 	}
+	items := r.gather(f)
 	after := tok.After
 	slices.SortFunc(items, func(a, b *Object) int { return strings.Compare(a.Key(), b.Key()) })
 	res.Total = len(items)

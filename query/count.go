@@ -3,7 +3,6 @@ package query
 import (
 	"cmp"
 	"slices"
-	"strings"
 )
 
 // Group is the number of objects whose keys have these first values
@@ -19,12 +18,18 @@ type Group struct {
 type Counter struct {
 	keys   []Key
 	total  int
-	groups map[string]*Group
+	groups map[groupID]*Group
+	buf    [4]Value
 }
+
+// groupID is a group's values as a map key: comparing two Values is
+// comparing their kind, number and text, so the values themselves are
+// the key and counting an object builds no string.
+type groupID [MaxGroupBy]Value
 
 // NewCounter counts by keys.
 func NewCounter(keys []Key) *Counter {
-	return &Counter{keys: keys, groups: map[string]*Group{}}
+	return &Counter{keys: keys, groups: map[groupID]*Group{}}
 }
 
 // Add counts r.
@@ -39,23 +44,35 @@ func (c *Counter) adjust(r *Record, by int) {
 	if len(c.keys) == 0 {
 		return
 	}
-	var buf [MaxGroupBy]Value
-	vs := buf[:len(c.keys)]
-	var id strings.Builder
+	var id groupID
 	for i, k := range c.keys {
-		vs[i] = k.First(r)
-		id.WriteByte(byte('0' + vs[i].kind))
-		id.WriteString(vs[i].String())
-		id.WriteByte(0)
+		id[i] = k.first(r, c.buf[:0])
 	}
-	g := c.groups[id.String()]
+	g := c.groups[id]
 	if g == nil {
-		g = &Group{Values: slices.Clone(vs)}
-		c.groups[id.String()] = g
+		g = &Group{Values: slices.Clone(id[:len(c.keys)])}
+		c.groups[id] = g
 	}
 	if g.Count += by; g.Count <= 0 {
-		delete(c.groups, id.String())
+		delete(c.groups, id)
 	}
+}
+
+// AddRows counts n objects whose keys' first values are row, in the
+// Counter's key order.
+func (c *Counter) AddRows(row []Value, n int) {
+	c.total += n
+	if len(c.keys) == 0 {
+		return
+	}
+	var id groupID
+	copy(id[:], row[:len(c.keys)])
+	g := c.groups[id]
+	if g == nil {
+		g = &Group{Values: slices.Clone(id[:len(c.keys)])}
+		c.groups[id] = g
+	}
+	g.Count += n
 }
 
 // Total is the number of objects counted.

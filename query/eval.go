@@ -49,7 +49,11 @@ func (f Filter) Terms() int {
 // it; != and notin hold when no value is equal (a missing key included,
 // as label selectors read them).
 func (t Term) match(r *Record, buf []Value) bool {
-	vs := t.Key.Values(r, buf)
+	return t.test(t.Key.Values(r, buf))
+}
+
+// test evaluates the term on its key's values.
+func (t Term) test(vs []Value) bool {
 	switch t.Op {
 	case OpExists:
 		return len(vs) > 0
@@ -160,4 +164,59 @@ func NeedsCells(keys []SortKey) bool {
 		}
 	}
 	return false
+}
+
+// Compiled is a filter evaluated on values a caller keeps per object
+// rather than on a Record: a scan over many objects reads one row of
+// values per object, not the object.
+type Compiled struct {
+	f    Filter
+	keys []Key
+	at   [][]int // at[clause][term]: the index of the term's key in keys
+}
+
+// Compile prepares f for MatchRow.
+func (f Filter) Compile() *Compiled {
+	c := &Compiled{f: f}
+	idx := map[string]int{}
+	for _, cl := range f {
+		row := make([]int, len(cl))
+		for j, t := range cl {
+			i, ok := idx[t.Key.name]
+			if !ok {
+				i = len(c.keys)
+				idx[t.Key.name] = i
+				c.keys = append(c.keys, t.Key)
+			}
+			row[j] = i
+		}
+		c.at = append(c.at, row)
+	}
+	return c
+}
+
+// Keys are the distinct keys the filter reads, in the order MatchRow
+// takes their values.
+func (c *Compiled) Keys() []Key { return c.keys }
+
+// MatchRow is Match for an object each of whose keys (Keys) has at most
+// one value: row[i] is key i's value, Missing when it has none.
+func (c *Compiled) MatchRow(row []Value) bool {
+	for ci, cl := range c.f {
+		ok := false
+		for j, t := range cl {
+			v := row[c.at[ci][j] : c.at[ci][j]+1]
+			if v[0].kind == missing {
+				v = nil
+			}
+			if t.test(v) {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
 }

@@ -222,6 +222,7 @@ type Record struct {
 	now    time.Time
 	cols   []Value
 	load   func() []Value // nil: ColumnValues
+	kept   Kept           // nil: read everything from Raw
 }
 
 // Record prepares an object for evaluation at the moment now (ages are
@@ -239,7 +240,9 @@ func (s *Schema) RecordWith(namespace, name string, raw []byte, now time.Time, l
 
 func (r *Record) column(i int) Value {
 	if r.cols == nil {
-		if r.load != nil {
+		if r.kept != nil {
+			r.cols = r.kept.Columns()
+		} else if r.load != nil {
 			r.cols = r.load()
 		} else {
 			r.cols = r.schema.ColumnValues(r.Raw, r.now)
@@ -263,27 +266,41 @@ func (k Key) Values(r *Record, dst []Value) []Value {
 			return dst
 		}
 		return append(dst, Text(r.Namespace))
-	case ageKey:
-		ts := gjson.GetBytes(r.Raw, "metadata.creationTimestamp").String()
-		t, err := time.Parse(time.RFC3339, ts)
-		if err != nil {
-			return dst
-		}
-		return append(dst, Num(float64(-t.Unix())))
 	case columnKey:
 		if v := r.column(k.col); v.kind != missing {
 			return append(dst, v)
 		}
 		return dst
 	}
-	return appendJSON(dst, gjson.GetBytes(r.Raw, k.path))
+	if r.kept != nil {
+		return append(dst, r.kept.Read(k)...)
+	}
+	return k.readJSON(r.Raw, dst)
+}
+
+// readJSON appends the values of a path or age key read from raw.
+func (k Key) readJSON(raw []byte, dst []Value) []Value {
+	if k.kind == ageKey {
+		ts := gjson.GetBytes(raw, "metadata.creationTimestamp").String()
+		t, err := time.Parse(time.RFC3339, ts)
+		if err != nil {
+			return dst
+		}
+		return append(dst, Num(float64(-t.Unix())))
+	}
+	return appendJSON(dst, gjson.GetBytes(raw, k.path))
 }
 
 // First is the key's first value for r, Missing when there is none: what
 // a sort and a group compare.
 func (k Key) First(r *Record) Value {
 	var buf [4]Value
-	vs := k.Values(r, buf[:0])
+	return k.first(r, buf[:0])
+}
+
+// first is First with the caller's buffer, which escapes no further.
+func (k Key) first(r *Record, buf []Value) Value {
+	vs := k.Values(r, buf)
 	if len(vs) == 0 {
 		return Missing()
 	}

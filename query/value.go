@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unique"
 )
 
 // Value is one value of a key for one object: missing, a number or text.
@@ -28,6 +29,17 @@ const (
 	number
 	text
 )
+
+// Interned is v with its text, if any, shared with every equal text
+// interned (unique.Make): values kept for many objects take the memory of
+// their distinct texts once, and comparing them reads memory already at
+// hand.
+func (v Value) Interned() Value {
+	if v.kind == text {
+		v.str = unique.Make(v.str).Value()
+	}
+	return v
+}
 
 // Num and Text make values; Missing is the value of a key an object lacks.
 func Num(f float64) Value       { return Value{kind: number, num: f} }

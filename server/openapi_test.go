@@ -48,8 +48,9 @@ func loadSpec(t *testing.T) *openapi3.T {
 // which is fine for tests that never reach a handler needing the cache.
 type noCache struct{ Reader }
 
-func (noCache) Resources() []cache.Status  { return nil }
-func (noCache) Freshness() cache.Freshness { return cache.Freshness{} }
+func (noCache) Resources() []cache.Status      { return nil }
+func (noCache) Freshness() cache.Freshness     { return cache.Freshness{} }
+func (noCache) APIResources() []cache.Resource { return nil }
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
@@ -240,6 +241,7 @@ func TestResponsesMatchTheSpec(t *testing.T) {
 		{"/k8s/apis", "/k8s/apis", synced, 200, false},
 		{"/k8s/apis/{group}", "/k8s/apis/apps", synced, 200, false},
 		{"/k8s/apis/{group}/{version}", "/k8s/apis/apps/v1", synced, 200, false},
+		{"/k8s/openapi/v2", "/k8s/openapi/v2", synced, 200, false},
 		{"/k8s/openapi/v3", "/k8s/openapi/v3", synced, 200, false},
 		{"/k8s/openapi/v3/api/v1", "/k8s/openapi/v3/api/v1", synced, 200, false},
 		{"/k8s/openapi/v3/apis/{group}/{version}", "/k8s/openapi/v3/apis/apps/v1", synced, 200, false},

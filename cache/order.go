@@ -1,0 +1,350 @@
+package cache
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tidwall/btree"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/kubeindex/kubeindex/query"
+)
+
+// An ordered index holds every object of a resource in the order of one
+// sort (its keys, then namespace and name), in a B-tree
+// (github.com/tidwall/btree) whose Copy is a copy-on-write snapshot.
+// A question under that sort walks the tree in order instead of sorting:
+// it evaluates its filter on each entry (on the values the entry holds,
+// or those kept on its object, ask_columns.go) to count the matches, and
+// keeps the rows of its page as it passes them, whatever the page's
+// number. Its later pages walk the snapshot it took (order_ask.go).
+//
+// An index is built by the first question under its sort and held keys
+// and kept while questions use it: the resource's one handler per
+// informer applies each event to it (change), and one unused for
+// orderIdle, or the least recently used beyond maxOrders, is dropped.
+// No index exists before a question asks for one, so the initial sync
+// pays nothing for them (a standing index over a column would render
+// every pod's row during the sync: BenchmarkInitialSync).
+
+// Bounds of a resource's ordered indexes.
+const (
+	maxOrders = 12
+	orderIdle = 10 * time.Minute
+)
+
+// orderEntry is one object in an ordered index: its sort values and then,
+// when each has at most one value for it, the values of the index's held
+// keys (order.held), which a question's filter and counts read from here
+// rather than from the object. A build lays every entry's values out in
+// one array, in the index's order, so that a walk reads memory in
+// sequence; texts are interned (query.Value.Interned).
+type orderEntry struct {
+	o  *Object
+	vs []query.Value
+}
+
+// orders are one resource's ordered indexes.
+type orders struct {
+	mu sync.Mutex // held to add or drop an index, never while building one
+	// set is what the handler walks on each event, read without a lock.
+	set    atomic.Pointer[[]*order]
+	now    func() time.Time
+	events atomic.Uint64 // handler calls, to check idleness now and then
+}
+
+// order is one ordered index: its sort, its tree and, while it is being
+// built, the changes that arrived meanwhile.
+type order struct {
+	id   string // schema fingerprint, sort text, held keys
+	keys []query.SortKey
+	// held are keys whose values the entries hold after the sort
+	// values: the filter and group keys of the questions that asked for
+	// this index, by name.
+	held   []query.Key
+	schema *query.Schema
+	// compare is compareSorted (a field so that a test can break it).
+	compare func(a, b orderEntry) int
+	now     func() time.Time
+	ready   chan struct{} // closed once built
+
+	mu       sync.Mutex // guards tree, pending, building
+	tree     *btree.BTreeG[orderEntry]
+	pending  []orderChange
+	building bool
+
+	used atomic.Int64 // unix nanoseconds of the last question
+}
+
+// orderChange is an event as an index applies it: the old object's
+// entry leaves (when there was one), the new one's enters.
+type orderChange struct {
+	old, cur    orderEntry
+	hasOld, has bool
+}
+
+func newOrders(now func() time.Time) *orders { return &orders{now: now} }
+
+// indexable reports whether an ordered index can hold this sort: every
+// key's values must be the same whenever they are read.
+func indexable(keys []query.SortKey, sc *query.Schema) bool {
+	for _, k := range keys {
+		if !k.Key.Timeless(sc) {
+			return false
+		}
+	}
+	return true
+}
+
+// holdable reports whether an ordered index can hold these keys' values.
+func holdable(keys []query.Key, sc *query.Schema) bool {
+	return !slices.ContainsFunc(keys, func(k query.Key) bool { return !k.Timeless(sc) })
+}
+
+// compareSorted orders entries as query.CompareSorted orders objects.
+func (ix *order) compareSorted(a, b orderEntry) int {
+	return query.CompareSorted(ix.keys, a.vs, b.vs, a.o.namespace, a.o.name, b.o.namespace, b.o.name)
+}
+
+func (ix *order) less(a, b orderEntry) bool { return ix.compare(a, b) < 0 }
+
+// entry reads o's sort values and held values (kept on o, so an old
+// version's entry is found again exactly: its values were kept when it
+// entered).
+func (ix *order) entry(o *Object) orderEntry {
+	var r query.Record
+	k := kept{o: o, sc: ix.schema, now: ix.now()}
+	ix.schema.Fill(&r, o.namespace, o.name, o.raw, k.now, &k)
+	vs := make([]query.Value, len(ix.keys), len(ix.keys)+len(ix.held))
+	for i, sk := range ix.keys {
+		vs[i] = sk.Key.First(&r).Interned()
+	}
+	var buf [4]query.Value
+	for _, hk := range ix.held {
+		hv := hk.Values(&r, buf[:0])
+		switch len(hv) {
+		case 0:
+			vs = append(vs, query.Missing())
+		case 1:
+			vs = append(vs, hv[0].Interned())
+		default: // several: a question reads the object
+			return orderEntry{o: o, vs: vs[:len(ix.keys):len(ix.keys)]}
+		}
+	}
+	return orderEntry{o: o, vs: vs}
+}
+
+// width is the number of values an entry holding every held key has.
+func (ix *order) width() int { return len(ix.keys) + len(ix.held) }
+
+// index returns the resource's index of this sort, building it from the
+// shards' stores when there is none; built reports whether this call
+// built it. Concurrent callers for one sort wait for one build.
+func (os *orders) index(r *resourceCache, keys []query.SortKey, text string, held []query.Key, sc *query.Schema) (ix *order, built bool) {
+	ix, found := os.join(keys, text, held, sc)
+	if found {
+		<-ix.ready
+		return ix, false
+	}
+	ix.build(r.objects())
+	return ix, true
+}
+
+// orderID names the index of a sort holding some keys' values.
+func orderID(text string, held []query.Key, sc *query.Schema) string {
+	var id strings.Builder
+	id.WriteString(sc.Fingerprint() + "\x00" + text)
+	for _, k := range held {
+		id.WriteString("\x00" + k.String())
+	}
+	return id.String()
+}
+
+// has reports whether the index of this sort and keys exists (built or
+// being built).
+func (os *orders) has(text string, held []query.Key, sc *query.Schema) bool {
+	id := orderID(text, held, sc)
+	return slices.ContainsFunc(os.live(), func(ix *order) bool { return ix.id == id })
+}
+
+// join returns the index of this sort holding these keys, found among
+// the live ones or, when there is none, a new one in the set, being
+// built: the caller builds it. held is in the order heldKeys gives.
+func (os *orders) join(keys []query.SortKey, text string, held []query.Key, sc *query.Schema) (ix *order, found bool) {
+	id := orderID(text, held, sc)
+	now := os.now().UnixNano()
+	os.mu.Lock()
+	defer os.mu.Unlock()
+	set := os.live()
+	for _, ix := range set {
+		if ix.id == id {
+			ix.used.Store(now)
+			return ix, true
+		}
+	}
+	ix = &order{id: id, keys: keys, held: held, schema: sc, now: os.now, ready: make(chan struct{}), building: true}
+	ix.compare = ix.compareSorted
+	ix.used.Store(now)
+	set = append(os.idle(set, now), ix)
+	if len(set) > maxOrders {
+		lru := slices.MinFunc(set[:len(set)-1], func(a, b *order) int { return cmp.Compare(a.used.Load(), b.used.Load()) })
+		set = slices.DeleteFunc(set, func(x *order) bool { return x == lru })
+	}
+	os.set.Store(&set)
+	return ix, false
+}
+
+// live is the current set of indexes; the caller must not modify it.
+func (os *orders) live() []*order {
+	if p := os.set.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// idle is set without the indexes unused since orderIdle before now, in
+// a new slice.
+func (os *orders) idle(set []*order, now int64) []*order {
+	return slices.DeleteFunc(slices.Clone(set), func(ix *order) bool { return now-ix.used.Load() > int64(orderIdle) })
+}
+
+// dropIdle drops the indexes no question used for orderIdle.
+func (os *orders) dropIdle() {
+	os.mu.Lock()
+	defer os.mu.Unlock()
+	set := os.live()
+	if kept := os.idle(set, os.now().UnixNano()); len(kept) != len(set) {
+		os.set.Store(&kept)
+	}
+}
+
+// objects are every object of the resource, from the shards' stores.
+func (r *resourceCache) objects() []*Object {
+	var out []*Object
+	for _, sh := range r.shards {
+		for _, it := range sh.informer.GetIndexer().List() {
+			out = append(out, it.(*Object))
+		}
+	}
+	return out
+}
+
+// build fills the tree from the stores' objects, listed after the index
+// joined the set, then applies the changes the handler recorded
+// meanwhile. Every event whose handler ran before the index joined the
+// set was in the store before the listing; every later one is pending.
+// Replaying a change whose result the listing already holds removes an
+// entry that is not there and sets one that is: the tree ends as the
+// store is.
+func (ix *order) build(objs []*Object) {
+	entries := make([]orderEntry, len(objs))
+	for i, o := range objs {
+		entries[i] = ix.entry(o)
+	}
+	slices.SortFunc(entries, ix.compare)
+	w := ix.width()
+	slab := make([]query.Value, 0, len(entries)*w)
+	for i, e := range entries {
+		slab = append(slab, e.vs...)
+		entries[i].vs = slab[len(slab)-len(e.vs) : len(slab) : len(slab)]
+	}
+	tree := btree.NewBTreeGOptions(ix.less, btree.Options{NoLocks: true})
+	for _, e := range entries {
+		tree.Load(e)
+	}
+	ix.mu.Lock()
+	ix.tree = tree
+	for _, ch := range ix.pending {
+		ix.apply(ch)
+	}
+	ix.pending, ix.building = nil, false
+	ix.mu.Unlock()
+	close(ix.ready)
+}
+
+// apply makes one change to the tree; ix.mu is held.
+func (ix *order) apply(ch orderChange) {
+	if ch.hasOld {
+		ix.tree.Delete(ch.old)
+	}
+	if ch.has {
+		ix.tree.Set(ch.cur)
+	}
+}
+
+// snapshot is the tree as it is now, which later changes do not touch.
+func (ix *order) snapshot() *btree.BTreeG[orderEntry] {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	return ix.tree.Copy()
+}
+
+// change applies an event (old or cur nil for an add or a delete) to
+// every index. It runs on the informer's handler: the entries are read
+// before any lock is taken (a new version's column values are made here,
+// once, and kept on it), and the lock is held for two tree operations.
+func (os *orders) change(old, cur *Object) {
+	set := os.live()
+	if len(set) == 0 {
+		return
+	}
+	for _, ix := range set {
+		ch := orderChange{hasOld: old != nil, has: cur != nil}
+		if old != nil {
+			ch.old = ix.entry(old)
+		}
+		if cur != nil {
+			ch.cur = ix.entry(cur)
+		}
+		ix.mu.Lock()
+		if ix.building {
+			ix.pending = append(ix.pending, ch)
+		} else {
+			ix.apply(ch)
+		}
+		ix.mu.Unlock()
+	}
+	if os.events.Add(1)%1024 == 0 {
+		os.dropIdle()
+	}
+}
+
+// handlerObject is the object an informer handler was given: a delete
+// seen only on a relist comes as a tombstone holding the last version.
+func handlerObject(obj any) *Object {
+	switch o := obj.(type) {
+	case *Object:
+		return o
+	case toolscache.DeletedFinalStateUnknown:
+		if x, ok := o.Obj.(*Object); ok {
+			return x
+		}
+	}
+	return nil
+}
+
+// heldKeys are the distinct keys of a filter and of a grouping, ordered
+// by name: what an index for them holds, and its identity.
+func heldKeys(flt *query.Compiled, groupBy []query.Key) []query.Key {
+	var out []query.Key
+	if flt != nil {
+		out = append(out, flt.Keys()...)
+	}
+	out = append(out, groupBy...)
+	slices.SortFunc(out, func(a, b query.Key) int { return strings.Compare(a.String(), b.String()) })
+	return slices.CompactFunc(out, func(a, b query.Key) bool { return a.String() == b.String() })
+}
+
+// heldPlaces maps keys to their places among an entry's values (after the
+// sort values).
+func heldPlaces(ix *order, keys []query.Key) []int {
+	at := make([]int, len(keys))
+	for i, k := range keys {
+		at[i] = len(ix.keys) + slices.IndexFunc(ix.held, func(h query.Key) bool { return h.String() == k.String() })
+	}
+	return at
+}

@@ -1,0 +1,40 @@
+package query
+
+import "time"
+
+// Kept is what a caller keeps for one version of an object so that a
+// question reads its values without parsing it again: its Table column
+// values (ColumnValues) and the values of the path and age keys read
+// before. Objects are immutable, so a version's values never change; a
+// Kept must return what reading the object's JSON would (Key.ReadJSON).
+type Kept interface {
+	// Columns are the object's ColumnValues under the record's schema.
+	Columns() []Value
+	// Read returns the values of a path or age key (KeptName names
+	// it); the caller does not modify them.
+	Read(k Key) []Value
+}
+
+// Fill makes r the record of an object whose values kept supplies,
+// without allocating: a scan over many objects reuses one Record.
+func (s *Schema) Fill(r *Record, namespace, name string, raw []byte, now time.Time, kept Kept) {
+	*r = Record{Namespace: namespace, Name: name, Raw: raw, schema: s, now: now, kept: kept}
+}
+
+// KeptName names what a Kept keeps for a path or an age key: the path,
+// or "" for the age (read from metadata.creationTimestamp).
+func (k Key) KeptName() string {
+	if k.kind == ageKey {
+		return ""
+	}
+	return k.path
+}
+
+// ReadJSON reads the values of a path or age key from an object's JSON,
+// as a record without a Kept does.
+func (k Key) ReadJSON(raw []byte) []Value { return k.readJSON(raw, nil) }
+
+// Timeless reports whether the key's values of an object are the same
+// whenever they are read (every key but a column of a schema that is not
+// Timeless): only such values may be kept, or held in an ordered index.
+func (k Key) Timeless(s *Schema) bool { return k.kind != columnKey || s.timeless }
