@@ -154,16 +154,7 @@ func (s *Server) Delete(resource, namespace, name string) error {
 // change obj; it runs without the server's lock, on a snapshot, so it may
 // call the server. Each does nothing for an unknown resource.
 func (s *Server) Each(resource string, fn func(rv uint64, obj []byte)) {
-	r, err := resourceByName(resource)
-	if err != nil {
-		return
-	}
-	s.mu.Lock()
-	objs := sorted(s.objects[r.plural])
-	s.mu.Unlock()
-	for _, o := range objs {
-		fn(o.rv, o.full)
-	}
+	s.EachIn(resource, nil, fn)
 }
 
 // ResourceVersion returns the cluster-wide resourceVersion of the last change.
