@@ -7,6 +7,7 @@ require (
 	github.com/gorilla/websocket v1.5.4-0.20250319132907-e064f32e3674
 	github.com/labstack/echo/v4 v4.16.0
 	github.com/prometheus/client_golang v1.25.0
+	github.com/tidwall/btree v1.8.2
 	github.com/tidwall/gjson v1.20.0
 	go.etcd.io/bbolt v1.4.3
 	golang.org/x/time v0.15.0

@@ -43,6 +43,8 @@ type Cache struct {
 	asks askSlots
 	// walks keep the answers questions are paged through (ask_pages.go).
 	walks *walks
+	// wins are the live windows' views and parked windows (window.go).
+	wins *windows
 }
 
 // resourceCache is one resource: its informers and their bookkeeping.
@@ -121,7 +123,7 @@ func New(cfg *rest.Config, resources []Configured, opts Options) (*Cache, error)
 	if err != nil {
 		return nil, err
 	}
-	c := &Cache{opts: opts, byName: map[string]*resourceCache{}, asks: newAskSlots(), walks: newWalks(opts.Now)}
+	c := &Cache{opts: opts, byName: map[string]*resourceCache{}, asks: newAskSlots(), walks: newWalks(opts.Now), wins: newWindows()}
 	if !opts.IPHistory.Off {
 		if c.history, err = ipowner.NewHistory(opts.IPHistory, opts.Now); err != nil {
 			return nil, err
@@ -205,6 +207,7 @@ func (c *Cache) Start(ctx context.Context) error {
 	if !c.started.CompareAndSwap(false, true) {
 		return nil
 	}
+	c.wins.ctx.Store(&ctx)
 	var wg sync.WaitGroup
 	if c.history != nil && c.history.Persistent() {
 		wg.Go(func() { c.history.Run(ctx) })

@@ -23,6 +23,9 @@ func (s *Server) streamAccess(c echo.Context) *access {
 // ends the socket. A refusal becomes the ERROR answer to the message (401,
 // or 403 Forbidden); an allowed one carries its namespace scope.
 func (w *wsConn) authorize(cmd clientCmd) clientCmd {
+	if cmd.err == nil && cmd.msg.Op == "window" {
+		return w.prepareWindow(cmd)
+	}
 	if cmd.err != nil || cmd.msg.Op != "subscribe" {
 		return cmd
 	}

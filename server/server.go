@@ -44,6 +44,8 @@ type Reader interface {
 	// WatchAddresses subscribes to the address stream (see
 	// cache.Cache.WatchAddresses).
 	WatchAddresses(q cache.AddressWatchQuery, notify chan<- struct{}) (cache.Subscription, error)
+	// Window opens a live window (see cache.Cache.Window).
+	Window(resource string, q cache.WindowQuery, notify chan<- struct{}) (*cache.Window, error)
 	// StreamStats describes each resource's stream broker, for metrics.
 	StreamStats() []cache.StreamStats
 	// Resolve, Namespaces, NamespacesOf and IPResources serve

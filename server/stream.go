@@ -59,6 +59,9 @@ type StreamOptions struct {
 	// come round spread out. A WebSocket or SSE stream ends with a BOOKMARK
 	// carrying its position, to resume from without loss. Default 1h.
 	MaxLifetime time.Duration
+	// WindowRate is the most messages a second a live window sends
+	// (docs/streams.md, "Live windows"). Default cache.DefaultWindowRate.
+	WindowRate float64
 	// Recheck is how often an open stream's bearer token is reviewed again
 	// (through the authenticator's cache); a token no longer valid ends the
 	// stream. Default DefaultRecheck, as long as TokenReview's cache keeps

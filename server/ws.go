@@ -95,7 +95,7 @@ func (s *Server) openSocket(c echo.Context, header http.Header, mux bool, notify
 		return nil, err
 	}
 	return &wsConn{
-		hub: s.streams, opts: &s.streams.opts, r: s.r, log: s.log, conn: conn, mux: mux,
+		hub: s.streams, srv: s, opts: &s.streams.opts, r: s.r, log: s.log, conn: conn, mux: mux,
 		frames: frameWriter{conn: conn.NetConn(), timeout: s.streams.opts.WriteTimeout,
 			delivery: deliveryTimer{obs: s.metrics.deliveryWS}},
 		pace: newPacer(s.streams.opts.Coalesce), wake: notify, cmds: make(chan *clientCmd, maxCommandsPerWake), pings: make(chan string, 1),
@@ -113,6 +113,7 @@ func (s *Server) openSocket(c echo.Context, header http.Header, mux bool, notify
 // the server's shutdown. Woken, it does all that is pending.
 type wsConn struct {
 	hub     *streamHub
+	srv     *Server // reads a window's question (the reader's)
 	opts    *StreamOptions
 	r       Reader
 	log     *slog.Logger
@@ -144,6 +145,7 @@ type clientCmd struct {
 	err        error
 	namespaces []string                 // a subscribe's authorized scope (cache.WatchQuery.Namespaces)
 	addresses  *cache.AddressWatchQuery // an address stream's subscribe, authorized
+	window     *cache.WindowQuery       // a window op's question, read and authorized
 }
 
 func (w *wsConn) add(id string, sub cache.Subscription) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -38,11 +39,12 @@ type clientMessage struct {
 	Diff            string `json:"diff"`
 	Kinds           string `json:"kinds"`
 	Node            string `json:"node"`
+	windowFields           // op "window" and "scroll" (ws_window.go)
 }
 
 const maxIDBytes = 128
 
-var messageFields = []string{"op", "id", "resource", "namespace", "labelSelector", "index", "value", "resourceVersion", "snapshot", "diff", "kinds", "node"}
+var messageFields = append([]string{"op", "id", "resource", "namespace", "labelSelector", "index", "value", "resourceVersion", "snapshot", "diff", "kinds", "node"}, windowFieldNames...)
 
 // unknownKey returns a member name that is not exactly one of
 // messageFields: encoding/json matches names without regard to case, so a
@@ -92,14 +94,21 @@ func parseClientMessage(data []byte) (clientMessage, error) {
 		if m.Resource == "" {
 			return m, fmt.Errorf("%w: subscribe needs a resource", errBadRequest)
 		}
+		if m.windowFields.given() {
+			return m, fmt.Errorf("%w: %s are fields of a window (op \"window\")", errBadRequest, strings.Join(windowFieldNames, ", "))
+		}
 		return m, m.checkStreamFields()
+	case "window":
+		return m, m.checkWindow()
+	case "scroll":
+		return m, m.checkScroll()
 	case "unsubscribe":
-		if m != (clientMessage{Op: m.Op, ID: m.ID}) {
+		if !reflect.DeepEqual(m, clientMessage{Op: m.Op, ID: m.ID}) {
 			return m, fmt.Errorf("%w: unsubscribe takes only op and id", errBadRequest)
 		}
 		return m, nil
 	}
-	return m, fmt.Errorf("%w: op must be \"subscribe\" or \"unsubscribe\", got %q", errBadRequest, text.Truncate(m.Op, 64))
+	return m, fmt.Errorf("%w: op must be \"subscribe\", \"unsubscribe\", \"window\" or \"scroll\", got %q", errBadRequest, text.Truncate(m.Op, 64))
 }
 
 func (m *clientMessage) watchQuery() (cache.WatchQuery, error) {
@@ -134,7 +143,7 @@ func describeJSONError(err error) string {
 	var typeErr *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &typeErr):
-		return fmt.Sprintf("field %q has the wrong type (%s)", typeErr.Field, typeErr.Value)
+		return fmt.Sprintf("field %q has the wrong type (%s)", strings.TrimPrefix(typeErr.Field, "windowFields."), typeErr.Value)
 	case errors.Is(err, io.EOF):
 		return "empty message"
 	}

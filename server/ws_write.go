@@ -206,6 +206,12 @@ func (w *wsConn) handle(cmd *clientCmd) error {
 	if cmd.addresses != nil {
 		return w.subscribeAddresses(m.ID, *cmd.addresses)
 	}
+	switch {
+	case cmd.window != nil:
+		return w.openWindow(m.ID, m.Resource, *cmd.window)
+	case m.Op == "scroll":
+		return w.scrollWindow(m)
+	}
 	if err := w.subscribe(m, cmd.namespaces); err != nil {
 		return w.sendRaw(errorMessage(m.ID, err))
 	}

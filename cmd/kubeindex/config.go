@@ -42,6 +42,8 @@ type Config struct {
 	StreamCoalesce time.Duration
 	// --stream-max-lifetime: a stream ends, resumable, between half this and this
 	StreamMaxLifetime time.Duration
+	// --window-rate: the most messages a second a live window sends
+	WindowRate float64
 	// --ip-history: how long who held an address is kept for ?at= (0: off)
 	IPHistory time.Duration
 	// --ip-history-skew: how near a change a moment is answered as a boundary
@@ -210,6 +212,9 @@ func (cfg *Config) Validate() error {
 	}
 	if cfg.StreamCoalesce < 0 || cfg.StreamCoalesce > server.MaxCoalesce {
 		errs = append(errs, fmt.Errorf("--stream-coalesce must be between 0 and %s, got %s", server.MaxCoalesce, cfg.StreamCoalesce))
+	}
+	if cfg.WindowRate <= 0 || cfg.WindowRate > cache.MaxWindowRate {
+		errs = append(errs, fmt.Errorf("--window-rate must be above 0 and at most %d, got %v", cache.MaxWindowRate, cfg.WindowRate))
 	}
 	if cfg.StreamMaxLifetime < minStreamLifetime {
 		errs = append(errs, fmt.Errorf("--stream-max-lifetime must be at least %s, got %s", shortDuration(minStreamLifetime), cfg.StreamMaxLifetime))

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kubeindex/kubeindex/cache"
 )
 
 func env(vars map[string]string) func(string) string {
@@ -225,5 +227,30 @@ func TestStreamCoalesceSetting(t *testing.T) {
 	}
 	if _, err := parseConfig([]string{"--stream-coalesce=soon"}, env(nil), io.Discard); err == nil || !strings.Contains(err.Error(), "stream-coalesce") {
 		t.Errorf("a value that is not a duration: %v; expect an error naming the flag", err)
+	}
+}
+
+func TestWindowRateSetting(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		env     map[string]string
+		want    float64
+		invalid string
+	}{
+		{nil, nil, cache.DefaultWindowRate, ""},
+		{[]string{"--window-rate=0.5"}, nil, 0.5, ""},
+		{nil, map[string]string{"KUBEINDEX_WINDOW_RATE": "20"}, 20, ""},
+		{[]string{"--window-rate=0"}, nil, 0, "--window-rate must be above 0"},
+		{[]string{"--window-rate=51"}, nil, 51, "at most 50"},
+	} {
+		cfg, err := parseConfig(tc.args, env(tc.env), io.Discard)
+		if err != nil || cfg.WindowRate != tc.want {
+			t.Errorf("%v %v: window-rate %v, %v; want %v", tc.args, tc.env, cfg.WindowRate, err, tc.want)
+			continue
+		}
+		err = cfg.Validate()
+		if tc.invalid == "" && err != nil || tc.invalid != "" && (err == nil || !strings.Contains(err.Error(), tc.invalid)) {
+			t.Errorf("%v %v: Validate: %v; want %q", tc.args, tc.env, err, tc.invalid)
+		}
 	}
 }

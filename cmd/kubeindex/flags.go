@@ -82,6 +82,8 @@ func (cfg *Config) flagSet(resources *string, indexes *multiFlag) *flag.FlagSet 
 	fs.DurationVar(&cfg.StreamMaxLifetime, "stream-max-lifetime", server.DefaultMaxLifetime, fmt.Sprintf(
 		"a stream (WebSocket, SSE, /k8s watch) ends at random between half this and this, as the API server ends watches after 30 to 60 min; WebSocket and SSE streams end with a BOOKMARK of their position to resume from without loss; at least %s",
 		shortDuration(minStreamLifetime)))
+	fs.Float64Var(&cfg.WindowRate, "window-rate", cache.DefaultWindowRate, fmt.Sprintf(
+		"the most messages a second a live window (docs/streams.md) sends: the changes of the meantime go out together; above 0, at most %d", cache.MaxWindowRate))
 	fs.DurationVar(&cfg.IPHistory, "ip-history", ipowner.DefaultHistoryRetention, "how long the history of who held each address (pods, Services, nodes) is kept, for lookups ?at= a moment; 0 turns it off")
 	fs.DurationVar(&cfg.IPHistorySkew, "ip-history-skew", ipowner.DefaultHistorySkew, fmt.Sprintf(
 		"a moment this near a change of owner is answered as a boundary, with the owners on both sides; at most %s", shortDuration(maxIPHistorySkew)))

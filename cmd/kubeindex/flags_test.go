@@ -19,7 +19,7 @@ var shippedEnvNames = map[string]string{
 	"stale-after": "KUBEINDEX_STALE_AFTER", "watch-idle-timeout": "KUBEINDEX_WATCH_IDLE_TIMEOUT",
 	"api-compression": "KUBEINDEX_API_COMPRESSION", "api-http2": "KUBEINDEX_API_HTTP2",
 	"stream-coalesce": "KUBEINDEX_STREAM_COALESCE", "stream-max-lifetime": "KUBEINDEX_STREAM_MAX_LIFETIME",
-	"ip-history": "KUBEINDEX_IP_HISTORY", "ip-history-skew": "KUBEINDEX_IP_HISTORY_SKEW",
+	"window-rate": "KUBEINDEX_WINDOW_RATE", "ip-history": "KUBEINDEX_IP_HISTORY", "ip-history-skew": "KUBEINDEX_IP_HISTORY_SKEW",
 	"ip-history-max": "KUBEINDEX_IP_HISTORY_MAX", "ip-history-dir": "KUBEINDEX_IP_HISTORY_DIR",
 	"log-level": "KUBEINDEX_LOG_LEVEL", "log-format": "KUBEINDEX_LOG_FORMAT",
 	"auth": "KUBEINDEX_AUTH", "token-file": "KUBEINDEX_TOKEN_FILE", "token-audiences": "KUBEINDEX_TOKEN_AUDIENCES",

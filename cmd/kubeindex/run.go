@@ -76,7 +76,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	srv := server.New(c, server.Options{Simulated: cfg.Demo, Logger: log,
-		Auth: authOpts, Hosts: cfg.Security.hosts(cfg.Demo), Limits: cfg.Security.limits(), Streams: server.StreamOptions{Coalesce: cfg.StreamCoalesce, MaxLifetime: cfg.StreamMaxLifetime},
+		Auth: authOpts, Hosts: cfg.Security.hosts(cfg.Demo), Limits: cfg.Security.limits(), Streams: server.StreamOptions{Coalesce: cfg.StreamCoalesce, MaxLifetime: cfg.StreamMaxLifetime, WindowRate: cfg.WindowRate},
 		KubeVersion: kubeVersion, TLS: serverTLS})
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {

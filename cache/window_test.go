@@ -1,0 +1,436 @@
+package cache_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubeindex/kubeindex/cache"
+	"github.com/kubeindex/kubeindex/cache/cachetest"
+	"github.com/kubeindex/kubeindex/internal/table"
+	"github.com/kubeindex/kubeindex/query"
+)
+
+// windowClient is what a dashboard does with a window's messages, written
+// from docs/streams.md: it holds rows, total and counts.
+type windowClient struct {
+	rows   []json.RawMessage
+	offset int
+	total  int
+	counts json.RawMessage
+	resume string
+	types  []string
+}
+
+type windowMessage struct {
+	Type   string            `json:"type"`
+	Offset int               `json:"offset"`
+	Total  int               `json:"total"`
+	Rows   []json.RawMessage `json:"rows"`
+	Ops    []struct {
+		Op   string          `json:"op"`
+		At   *int            `json:"at"`
+		From *int            `json:"from"`
+		To   *int            `json:"to"`
+		Row  json.RawMessage `json:"row"`
+	} `json:"ops"`
+	Counts json.RawMessage `json:"counts"`
+	Resume string          `json:"resume"`
+	Reason string          `json:"reason"`
+}
+
+func (c *windowClient) apply(raw []byte) error {
+	var m windowMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return fmt.Errorf("%v: %s", err, raw)
+	}
+	c.types = append(c.types, m.Type)
+	in := func(i *int, n int) error {
+		if i == nil || *i < 0 || *i > n {
+			return fmt.Errorf("position out of range in %s", raw)
+		}
+		return nil
+	}
+	switch m.Type {
+	case "WINDOW":
+		c.rows, c.offset, c.counts = m.Rows, m.Offset, m.Counts
+	case "WINDOW_CHANGES":
+		for _, op := range m.Ops {
+			switch op.Op {
+			case "remove":
+				if err := in(op.At, len(c.rows)-1); err != nil {
+					return err
+				}
+				c.rows = slices.Delete(c.rows, *op.At, *op.At+1)
+			case "insert":
+				if err := in(op.At, len(c.rows)); err != nil {
+					return err
+				}
+				c.rows = slices.Insert(c.rows, *op.At, op.Row)
+			case "update":
+				if err := in(op.At, len(c.rows)-1); err != nil {
+					return err
+				}
+				c.rows[*op.At] = op.Row
+			case "move":
+				if err := in(op.From, len(c.rows)-1); err != nil {
+					return err
+				}
+				c.rows = slices.Delete(c.rows, *op.From, *op.From+1)
+				if err := in(op.To, len(c.rows)); err != nil {
+					return err
+				}
+				c.rows = slices.Insert(c.rows, *op.To, op.Row)
+			default:
+				return fmt.Errorf("unknown op in %s", raw)
+			}
+		}
+		if m.Counts != nil {
+			c.counts = m.Counts
+		}
+	default:
+		return fmt.Errorf("unexpected message %s", raw)
+	}
+	c.total, c.resume = m.Total, m.Resume
+	return nil
+}
+
+// drain applies every message the window has now.
+func (c *windowClient) drain(t testing.TB, w cache.Subscription) {
+	t.Helper()
+	for {
+		m, ok := w.Next()
+		if !ok {
+			return
+		}
+		if m.Terminal() {
+			t.Fatalf("window ended: %s", m.Reason)
+		}
+		var b strings.Builder
+		m.WriteTo(&b)
+		if err := c.apply([]byte(b.String())); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// rowIDs are the client's rows as namespace/name@resourceVersion.
+func (c *windowClient) rowIDs() []string {
+	out := make([]string, len(c.rows))
+	for i, r := range c.rows {
+		var o struct {
+			Metadata struct{ Namespace, Name, ResourceVersion string }
+		}
+		json.Unmarshal(r, &o)
+		out[i] = o.Metadata.Namespace + "/" + o.Metadata.Name + "@" + o.Metadata.ResourceVersion
+	}
+	return out
+}
+
+// groups are the client's counts as "phase|node" → count.
+func (c *windowClient) groups() map[string]int {
+	var body struct {
+		Groups []struct {
+			Values []any
+			Count  int
+		}
+	}
+	json.Unmarshal(c.counts, &body)
+	out := map[string]int{}
+	for _, g := range body.Groups {
+		out[fmt.Sprint(g.Values[0])+"|"+fmt.Sprint(g.Values[1])] += g.Count
+	}
+	return out
+}
+
+// modelWindow is a window and what the oracle decides of it.
+type modelWindow struct {
+	q       cache.WindowQuery
+	clauses [][]oracleTerm
+	keys    []oracleSort
+	w       *cache.Window
+	client  windowClient
+	scope   []string
+}
+
+// expect is the oracle's rows (namespace/name@resourceVersion), total and
+// groups for the pods as they are (rvs: the cache's resourceVersions).
+func (mw *modelWindow) expect(pods map[string]oraclePod, rvs map[string]string) ([]string, int, map[string]int) {
+	var matches []oraclePod
+	for _, p := range pods {
+		if mw.scope != nil && !slices.Contains(mw.scope, p.ns) {
+			continue
+		}
+		ok := true
+		for _, c := range mw.clauses {
+			ok = ok && slices.ContainsFunc(c, func(term oracleTerm) bool { return term.ok(p) })
+		}
+		if ok {
+			matches = append(matches, p)
+		}
+	}
+	slices.SortFunc(matches, oracleOrder(mw.keys))
+	groups := map[string]int{}
+	for _, p := range matches {
+		node := p.node
+		if node == "" {
+			node = "<nil>"
+		}
+		groups[p.phase+"|"+node]++
+	}
+	var rows []string
+	for _, p := range matches[min(mw.q.Offset, len(matches)):min(mw.q.Offset+mw.q.Limit, len(matches))] {
+		rows = append(rows, p.key()+"@"+rvs[p.key()])
+	}
+	return rows, len(matches), groups
+}
+
+// TestWindowsAgainstAModel: windows over random questions, under random
+// adds, updates and deletes; after each batch, the rows a client builds
+// from WINDOW and WINDOW_CHANGES are the page of the question recomputed
+// from scratch, and its total and counts are the recomputed ones; a
+// scroll, and a resume after the window closed, keep it so.
+func TestWindowsAgainstAModel(t *testing.T) {
+	f := cachetest.Start(t, cachetest.PodSpec())
+	r := rand.New(rand.NewPCG(5, uint64(time.Now().UnixNano())))
+	now := time.Now().Truncate(time.Second)
+	namespaces := []string{"qa", "qb", "qc"}
+	pods := map[string]oraclePod{}
+	next := 0
+	newPod := func() oraclePod {
+		next++
+		p := oraclePod{ns: namespaces[r.IntN(3)], name: fmt.Sprintf("%c%c-%d", 'a'+r.IntN(6), 'a'+r.IntN(6), next),
+			created: now.Add(-time.Duration(r.IntN(100*60)) * time.Minute), phase: phases[r.IntN(4)]}
+		if r.IntN(5) > 0 {
+			p.node = fmt.Sprint("n", r.IntN(4))
+		}
+		if r.IntN(3) > 0 {
+			p.app = []string{"web", "db", "x", "cache"}[r.IntN(4)]
+		}
+		for range 1 + r.IntN(2) {
+			p.restarts = append(p.restarts, r.IntN(5))
+		}
+		return p
+	}
+	put := func(p oraclePod) {
+		pods[p.key()] = p
+		if err := f.Sim.Apply("pods", p.json()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 150 {
+		put(newPod())
+	}
+	caughtUp := func() map[string]string {
+		var rvs map[string]string
+		cachetest.Eventually(t, "the cache has the pods", func() bool {
+			// The position first: the store has every event the broker has.
+			pos, err := f.Cache.Position("pods")
+			var simRV uint64
+			fmt.Sscan(f.Sim.ResourceVersion(), &simRV)
+			if err != nil || pos < simRV {
+				return false
+			}
+			rvs = cachetest.State(t, f.Cache, "pods", cache.ListQuery{Namespaces: namespaces})
+			if len(rvs) != len(pods) {
+				return false
+			}
+			for k := range pods {
+				if _, ok := rvs[k]; !ok {
+					return false
+				}
+			}
+			return true
+		})
+		return rvs
+	}
+	caughtUp()
+
+	sc := query.NewSchema(table.ForResource(schema.GroupResource{Resource: "pods"}))
+	groupBy, err := sc.ParseKeys("groupBy", "status.phase,spec.nodeName", 2, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields, err := query.ParseFields("status.phase")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var windows []*modelWindow
+	for i := range 8 {
+		mw := &modelWindow{}
+		var params []string
+		for range r.IntN(3) {
+			var texts []string
+			var c []oracleTerm
+			for len(c) < 1+r.IntN(2) {
+				term := randomTerm(r, now)
+				if strings.HasPrefix(term.text, "age") {
+					continue // refused by windows (TestWindowRefusesKeysThatMoveWithTime)
+				}
+				c, texts = append(c, term), append(texts, term.text)
+			}
+			mw.clauses, params = append(mw.clauses, c), append(params, strings.Join(texts, ","))
+		}
+		var sortTexts []string
+		for range r.IntN(3) {
+			k := oracleSorts[r.IntN(len(oracleSorts))]
+			k.desc = r.IntN(2) == 0
+			mw.keys = append(mw.keys, k)
+			sortTexts = append(sortTexts, map[bool]string{true: "-"}[k.desc]+k.text)
+		}
+		flt, err := sc.ParseFilter(params, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sortKeys, err := sc.ParseSort(strings.Join(sortTexts, ","))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mw.q = cache.WindowQuery{Ask: &cache.Ask{Schema: sc, Filter: flt, Sort: sortKeys, SortText: strings.Join(sortTexts, ","),
+			FilterText: strings.Join(params, "\x00"), Now: now}, Offset: r.IntN(40), Limit: 1 + r.IntN(30), GroupBy: groupBy, Rate: 50}
+		if i%2 == 1 {
+			mw.q.Projection, mw.q.FieldsText = fields, "status.phase"
+		}
+		mw.scope = namespaces // the demo's own pods are elsewhere
+		if i%3 == 2 {
+			mw.scope = []string{"qa", "qc"} // a caller who may read two of them
+		}
+		mw.q.Namespaces = mw.scope
+		mw.w, err = f.Cache.Window("pods", mw.q, make(chan struct{}, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(mw.w.Close)
+		windows = append(windows, mw)
+	}
+	check := func(what string, rvs map[string]string) {
+		t.Helper()
+		for i, mw := range windows {
+			rows, total, groups := mw.expect(pods, rvs)
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				mw.client.drain(t, mw.w)
+				got := mw.client.rowIDs()
+				if slices.Equal(got, rows) && (len(rows) > 0 || len(got) == 0) && mw.client.total == total &&
+					fmt.Sprint(mw.client.groups()) == fmt.Sprint(groups) && mw.client.offset == mw.q.Offset {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%s: window %d (filter %q, sort %q, offset %d, limit %d):\n rows  %v\n want  %v\n total %d, want %d\n counts %v\n want   %v",
+						what, i, mw.q.Ask.FilterText, mw.q.Ask.SortText, mw.q.Offset, mw.q.Limit, got, rows, mw.client.total, total, mw.client.groups(), groups)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+	}
+	check("at first", caughtUp())
+	keys := func() []string {
+		return slices.Sorted(func(yield func(string) bool) {
+			for k := range pods {
+				yield(k)
+			}
+		})
+	}
+	for round := range 12 {
+		for range 1 + r.IntN(25) {
+			switch ks := keys(); r.IntN(4) {
+			case 0:
+				put(newPod())
+			case 1:
+				p := pods[ks[r.IntN(len(ks))]]
+				if err := f.Sim.Delete("pods", p.ns, p.name); err != nil {
+					t.Fatal(err)
+				}
+				delete(pods, p.key())
+			default:
+				p := pods[ks[r.IntN(len(ks))]]
+				p.restarts = slices.Clone(p.restarts)
+				p.restarts[0] += r.IntN(3)
+				if r.IntN(3) == 0 {
+					p.phase = phases[r.IntN(4)]
+				}
+				if r.IntN(4) == 0 {
+					p.node = fmt.Sprint("n", r.IntN(4))
+				}
+				put(p)
+			}
+		}
+		if round%4 == 3 {
+			mw := windows[r.IntN(len(windows))]
+			mw.q.Offset, mw.q.Limit = r.IntN(50), 1+r.IntN(30)
+			if err := mw.w.Scroll(mw.q.Offset, mw.q.Limit); err != nil {
+				t.Fatal(err)
+			}
+		}
+		check(fmt.Sprint("round ", round), caughtUp())
+	}
+
+	// A window closed, then resumed after changes: the changes since its
+	// last message, not the whole window again.
+	mw := windows[0]
+	mw.w.Close()
+	for range 10 {
+		p := newPod()
+		p.restarts = []int{100 + r.IntN(100)} // first by restarts
+		put(p)
+	}
+	mw.q.Resume = mw.client.resume
+	if mw.w, err = f.Cache.Window("pods", mw.q, make(chan struct{}, 1)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(mw.w.Close)
+	mw.client.types = nil
+	check("after a resume", caughtUp())
+	if mw.client.types[0] != "WINDOW_CHANGES" {
+		t.Errorf("a resume began with %v; expect WINDOW_CHANGES", mw.client.types)
+	}
+	// A token of another page is answered with a WINDOW.
+	mw2 := *mw
+	mw2.q.Resume, mw2.q.Offset, mw2.client = mw.client.resume, mw.q.Offset+1, windowClient{}
+	mw.w.Close()
+	if mw2.w, err = f.Cache.Window("pods", mw2.q, make(chan struct{}, 1)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(mw2.w.Close)
+	windows = []*modelWindow{&mw2}
+	check("after a resume of another page", caughtUp())
+	if mw2.client.types[0] != "WINDOW" {
+		t.Errorf("a resume of another page began with %v; expect WINDOW", mw2.client.types)
+	}
+}
+
+// TestWindowRefusesKeysThatMoveWithTime: an age filter would go stale in
+// a window kept by events; it is refused, naming the parameter.
+func TestWindowRefusesKeysThatMoveWithTime(t *testing.T) {
+	f := cachetest.Start(t, cachetest.PodSpec())
+	sc := query.NewSchema(table.ForResource(schema.GroupResource{Resource: "pods"}))
+	now := time.Now()
+	flt, err := sc.ParseFilter([]string{"restarts>1", "status=Running,age<1h"}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.Cache.Window("pods", cache.WindowQuery{Ask: &cache.Ask{Schema: sc, Filter: flt, Now: now}}, make(chan struct{}, 1))
+	var qe *query.Error
+	if !errors.As(err, &qe) || qe.Param != "filter" || qe.Nth != 2 || !strings.Contains(err.Error(), "age") {
+		t.Errorf("an age filter: %v; expect a query.Error of filter (occurrence 2)", err)
+	}
+	for _, tc := range []struct {
+		q    cache.WindowQuery
+		want string
+	}{
+		{cache.WindowQuery{Ask: &cache.Ask{Schema: sc}, Limit: cache.MaxWindowLimit + 1}, "limit"},
+		{cache.WindowQuery{Ask: &cache.Ask{Schema: sc}, Offset: -1}, "offset"},
+		{cache.WindowQuery{}, "question"},
+	} {
+		if _, err := f.Cache.Window("pods", tc.q, make(chan struct{}, 1)); !errors.Is(err, cache.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v; expect ErrInvalid naming %s", tc.q, err, tc.want)
+		}
+	}
+}
