@@ -28,6 +28,7 @@ func TestDashboardAsks(t *testing.T) {
 	})
 	countMatchesServer(t, p, ki.URL)
 	statusCountsMatchServer(t, p, ki.URL, nil)
+	checkMode(t, p)
 
 	// A filter the server refuses: its message, no chip.
 	p.setValue("#ask-input", "age>abc")
@@ -98,6 +99,29 @@ func TestDashboardAsks(t *testing.T) {
 		return d.Title == key && strings.Contains(d.JSON, "readinessProbe"), d.Title
 	})
 	p.checkProblems()
+}
+
+// windowsJS asks the server, on a socket of its own, for a window of one
+// row: whether it answers WINDOW (it has live windows) or refuses the op.
+const windowsJS = `new Promise((resolve) => {
+  const ws = new WebSocket((location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/api/v1/stream');
+  ws.onopen = () => ws.send(JSON.stringify({op: 'window', id: 'probe', resource: 'pods', limit: 1}));
+  ws.onmessage = (e) => { const m = JSON.parse(e.data); if (m.id !== 'probe') return; ws.close(); resolve(m.type === 'WINDOW'); };
+  ws.onerror = () => resolve(false);
+})`
+
+// checkMode: the view keeps its rows live by a window when the server has
+// windows, and asks the REST API again otherwise. It returns the mode.
+func checkMode(t *testing.T, p *page) string {
+	t.Helper()
+	var has bool
+	var mode string
+	p.mustEval(windowsJS, &has)
+	p.mustEval(`document.querySelector('.vt').dataset.mode ?? ''`, &mode)
+	if want := map[bool]string{true: "window", false: "rest"}[has]; mode != want {
+		t.Errorf("the view asks by %q; want %q (the server has windows: %v)", mode, want, has)
+	}
+	return mode
 }
 
 func chips(p *page) []string {

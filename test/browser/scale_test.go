@@ -138,6 +138,7 @@ func TestDashboardScale(t *testing.T) {
 	ws, frames, httpBytes := w.read()
 	wall := time.Since(start)
 	heap := p.heapMB()
+	t.Logf("%d pods: the view asks by %q", n, checkMode(t, p))
 	t.Logf("%d pods: live %.0f ms after navigation (%v as the test saw it); first screen %s over the WebSocket (%d frames) and %s over HTTP; JS heap %.1f MB",
 		n, liveAt, wall.Round(time.Millisecond), mb(float64(ws)), frames, mb(httpBytes), heap)
 

@@ -48,6 +48,7 @@ export class AskView {
     this.destroyed = false;
 
     const vt = table.el.dataset;
+    vt.mode = this.mode;
     vt.asked = ask.sort ?? '';
     vt.answered = '\u0000'; // nothing answered yet
     table.setLabel(`${resource.name}, asked of the server`);
@@ -68,6 +69,7 @@ export class AskView {
     this.sub?.close();
     this.table.onRange = null;
     delete this.table.el.dataset.asked;
+    delete this.table.el.dataset.mode;
     delete this.table.el.dataset.answered;
   }
 
@@ -111,6 +113,7 @@ export class AskView {
     if (this.mode === 'window' && unsupported(message, code)) {
       // An older server: ask the REST API instead.
       this.mode = 'rest';
+      this.table.el.dataset.mode = 'rest';
       this.sub?.close();
       this.sub = null;
       this.poll();
