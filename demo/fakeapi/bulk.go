@@ -2,6 +2,7 @@ package fakeapi
 
 import (
 	"fmt"
+	"maps"
 	"runtime"
 	"strings"
 	"sync"
@@ -55,7 +56,7 @@ func (s *Server) Load(resource string, n int, render func(i int, rv uint64) ([]b
 		seen[o.key()] = true
 	}
 	for _, o := range objs {
-		s.objects[r.plural][o.key()] = o
+		s.store(r, o)
 	}
 	return nil
 }
@@ -80,7 +81,7 @@ func (s *Server) Write(resource string, render func(rv uint64) ([]byte, error)) 
 	}
 	s.rv++
 	old := s.objects[r.plural][o.key()]
-	s.objects[r.plural][o.key()] = o
+	s.store(r, o)
 	typ := "MODIFIED"
 	if old == nil {
 		typ = "ADDED"
@@ -119,10 +120,10 @@ func (s *Server) EachIn(resource string, keep func(namespace string) bool, fn fu
 	s.mu.Lock()
 	objs := s.objects[r.plural]
 	if keep != nil {
-		objs = make(map[key]*object, len(objs))
-		for k, o := range s.objects[r.plural] {
-			if keep(k.namespace) {
-				objs[k] = o
+		objs = map[key]*object{}
+		for ns, in := range s.byNamespace[r.plural] {
+			if keep(ns) {
+				maps.Copy(objs, in)
 			}
 		}
 	}
