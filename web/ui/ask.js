@@ -57,6 +57,10 @@ export class AskView {
     table.setEmptyMessage('Asking the server…');
     table.onRange = (start, end) => this.range(start, end);
     this.setState('loading');
+    this.onStreamState = (e) => {
+      if (e.detail.state === 'reconnecting' && this.mode === 'window') this.setState('disconnected', e.detail.delay);
+    };
+    stream.addEventListener('state', this.onStreamState);
     if (this.mode === 'window') this.openWindow();
     else this.poll();
   }
@@ -67,6 +71,7 @@ export class AskView {
     clearTimeout(this.pollTimer);
     this.fetching?.abort();
     this.sub?.close();
+    this.stream.removeEventListener('state', this.onStreamState);
     this.table.onRange = null;
     delete this.table.el.dataset.asked;
     delete this.table.el.dataset.mode;
@@ -162,8 +167,17 @@ export class AskView {
 
   answer(total, counts) {
     this.total = total ?? this.held.length;
-    const rows = new Array(this.total);
-    for (let i = 0; i < this.held.length && this.offset + i < this.total; i++) rows[this.offset + i] = this.held[i];
+    // One sparse array for the whole answer, holding only the window: it
+    // is kept from answer to answer rather than allocated for each.
+    const rows = this.rows ?? [];
+    for (const i of this.filled ?? []) delete rows[i];
+    rows.length = this.total;
+    this.filled = [];
+    for (let i = 0; i < this.held.length && this.offset + i < this.total; i++) {
+      rows[this.offset + i] = this.held[i];
+      this.filled.push(this.offset + i);
+    }
+    this.rows = rows;
     this.table.setRows(rows);
     this.table.el.dataset.answered = this.ask.sort ?? '';
     this.table.setEmptyMessage(`No ${this.resource.name} match.`);
@@ -212,6 +226,7 @@ export class AskView {
       live: this.mode === 'window' ? `Live window · ${rows} · ${by}`
         : `Asked at ${clock(Date.now())} · ${rows} · ${by} · this server has no live windows: asking again every ${POLL_MS / 1000}s`,
       error: `The server refused the question: ${detail}`,
+      disconnected: `Disconnected. Showing the last rows received; reconnecting${detail ? ` in ${Math.ceil(detail / 1000)}s` : ''}…`,
     }[phase];
     this.onState({phase, text});
   }
