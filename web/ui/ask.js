@@ -71,6 +71,7 @@ export class AskView {
     clearTimeout(this.pollTimer);
     this.fetching?.abort();
     this.sub?.close();
+    this.countsSub?.close();
     this.stream.removeEventListener('state', this.onStreamState);
     this.table.onRange = null;
     delete this.table.el.dataset.asked;
@@ -89,8 +90,20 @@ export class AskView {
 
   // The window, over the stream.
 
+  // openWindow opens two windows: the rows, and (when the resource has
+  // counts) a window of one row for its counts, so the rows never wait for
+  // the counts to be computed.
   openWindow() {
-    this.sub = this.stream.window({...this.question(), offset: this.offset, limit: LIMIT}, this);
+    const {groupBy: by, ...q} = this.question();
+    this.sub = this.stream.window({...q, offset: this.offset, limit: LIMIT}, this);
+    if (!by) return;
+    const counts = (msg) => msg.counts && this.onCounts(msg.counts);
+    this.countsSub = this.stream.window({...q, fields: 'metadata.name', groupBy: by, offset: 0, limit: 1}, {
+      window: counts, changes: counts,
+      error: (message, code) => {
+        if (!unsupported(message, code)) this.onNotice(`Counts: ${message}`, 'bad');
+      },
+    });
   }
 
   begin({mode}) {
@@ -120,6 +133,7 @@ export class AskView {
       this.mode = 'rest';
       this.table.el.dataset.mode = 'rest';
       this.sub?.close();
+      this.countsSub?.close();
       this.sub = null;
       this.poll();
       return;
