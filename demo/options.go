@@ -20,6 +20,12 @@ type Options struct {
 	// DeploymentsPerNamespace (default 3): each deployment has one
 	// ReplicaSet, 2-5 pods and a Service.
 	DeploymentsPerNamespace int
+	// Pods, when more than the scenario makes (about 50), grows the
+	// cluster to this many pods (default DefaultPods: the scenario's
+	// own): a crowd of bare pods in namespaces of their own (see
+	// [crowd]), and, unless Nodes is set, one node per 500 pods (6 to
+	// 200). At most MaxPods.
+	Pods int
 	// ChurnInterval is the pause between churn steps in Run (default
 	// 500ms). Nothing churns unless Run is called: tests that want a
 	// still cluster, or to drive churn themselves with Step, do not call it.
@@ -38,7 +44,19 @@ type Options struct {
 	Now func() time.Time
 }
 
+// DefaultPods is Options.Pods' default: no crowd, the scenario's own pods.
+const DefaultPods = 0
+
+// MaxPods is the most pods Options.Pods may ask for.
+const MaxPods = 1_000_000
+
+// podsPerNode is how many pods the nodes of a grown cluster hold.
+const podsPerNode = 500
+
 func (o Options) withDefaults() Options {
+	if o.Nodes <= 0 && o.Pods > 0 {
+		o.Nodes = min(max(6, o.Pods/podsPerNode), 200)
+	}
 	if o.ChurnInterval <= 0 {
 		o.ChurnInterval = 500 * time.Millisecond
 	}

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubeindex/kubeindex/cache"
+	"github.com/kubeindex/kubeindex/demo"
 	"github.com/kubeindex/kubeindex/indexers"
 	"github.com/kubeindex/kubeindex/server"
 )
@@ -27,6 +28,7 @@ type Config struct {
 	Listen     string        // --listen: HTTP address
 	File       string        // --config: YAML file with resources and indexes
 	Demo       bool          // --demo: serve a simulated cluster, no API server needed
+	DemoPods   int           // --demo-pods: grow the simulated cluster to this many pods
 	StaleAfter time.Duration // --stale-after: watch outage before answers are marked stale
 	WatchIdle  time.Duration // --watch-idle-timeout: restart a watch silent for this long
 	// --api-compression: ask the API server to gzip responses (off: lists
@@ -225,6 +227,11 @@ func (cfg *Config) Validate() error {
 	}
 	if !oneOf(cfg.LogFormat, "text", "json") {
 		errs = append(errs, fmt.Errorf("--log-format %q: want text or json", cfg.LogFormat))
+	}
+	if cfg.DemoPods < 0 || cfg.DemoPods > demo.MaxPods {
+		errs = append(errs, fmt.Errorf("--demo-pods must be between 0 and %d, got %d", demo.MaxPods, cfg.DemoPods))
+	} else if cfg.DemoPods > 0 && !cfg.Demo {
+		errs = append(errs, errors.New("--demo-pods needs --demo"))
 	}
 	if len(cfg.Resources) == 0 {
 		errs = append(errs, errors.New("no resources configured"))

@@ -164,6 +164,8 @@ func TestConfigErrorsNameTheirSetting(t *testing.T) {
 		{name: "bad log level", args: []string{"--log-level", "loud"}, want: []string{"--log-level"}},
 		{name: "bad --index", args: []string{"--index", "pods:x=path:a..b"}, want: []string{"--index", "empty component"}},
 		{name: "--index on unknown resource", args: []string{"--demo", "--index", "widgets:x=podIP"}, want: []string{"not configured"}},
+		{name: "--demo-pods without --demo", args: []string{"--demo-pods", "1000"}, want: []string{"--demo-pods needs --demo"}},
+		{name: "--demo-pods too many", args: []string{"--demo", "--demo-pods", "9000000"}, want: []string{"--demo-pods must be between 0 and 1000000"}},
 		{name: "stray argument", args: []string{"pods"}, want: []string{"unexpected argument"}},
 		{name: "resources and config", yaml: "resources:\n- resource: pods\n", args: []string{"--resources", "pods"}, want: []string{"use one"}},
 	}

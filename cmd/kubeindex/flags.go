@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kubeindex/kubeindex/cache"
+	"github.com/kubeindex/kubeindex/demo"
 	"github.com/kubeindex/kubeindex/ipowner"
 	"github.com/kubeindex/kubeindex/server"
 )
@@ -68,6 +69,7 @@ func (cfg *Config) flagSet(resources *string, indexes *multiFlag) *flag.FlagSet 
 	fs.StringVar(&cfg.Listen, "listen", defaultListen, "address for the HTTP API")
 	fs.StringVar(&cfg.File, "config", "", "YAML file listing resources, selectors and indexes (docs/configuration.md)")
 	fs.BoolVar(&cfg.Demo, "demo", false, "serve a simulated cluster generated inside the process (no API server needed)")
+	fs.IntVar(&cfg.DemoPods, "demo-pods", demo.DefaultPods, fmt.Sprintf("with --demo: grow the simulated cluster to this many pods (at most %d), in namespaces of their own over one node per 500 pods; 0 keeps the small cluster", demo.MaxPods))
 	fs.StringVar(resources, "resources", strings.Join(defaultResources, ","), "comma-separated resources to cache, as kubectl names them (ignored with --config)")
 	fs.Var(indexes, "index", "add an index, repeatable: resource:name=type[:arg], e.g. pods:app=label:app or pods:image=path:spec.containers.#.image")
 	fs.DurationVar(&cfg.StaleAfter, "stale-after", cache.DefaultStaleAfter, "how long a watch may be down before answers are marked stale")

@@ -45,7 +45,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	var restCfg *rest.Config
 	if cfg.Demo {
 		var waitDemo func()
-		restCfg, waitDemo, err = startDemo(ctx, log)
+		restCfg, waitDemo, err = startDemo(ctx, log, cfg.DemoPods)
 		// Cancel first, then wait: deferred calls run last-in first-out.
 		defer waitDemo()
 		defer cancel()
@@ -134,10 +134,14 @@ func resolve(rc *rest.Config, cfg *Config) ([]cache.Configured, *version.Info, r
 // until ctx is cancelled. It must serve before discovery runs, so it starts
 // here rather than with the other long-lived parts. wait blocks until both
 // have stopped.
-func startDemo(ctx context.Context, log *slog.Logger) (cfg *rest.Config, wait func(), err error) {
-	sim, err := demo.New(demo.Options{Seed: 1})
+func startDemo(ctx context.Context, log *slog.Logger, pods int) (cfg *rest.Config, wait func(), err error) {
+	start := time.Now()
+	sim, err := demo.New(demo.Options{Seed: 1, Pods: pods})
 	if err != nil {
 		return nil, nil, err
+	}
+	if pods > 0 {
+		log.Info("simulated cluster generated", "pods", pods, "after", time.Since(start).Round(time.Millisecond))
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

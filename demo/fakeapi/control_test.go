@@ -2,6 +2,7 @@ package fakeapi
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"testing"
 
@@ -91,4 +92,41 @@ func TestSetUnavailable(t *testing.T) {
 	}
 	c.SetUnavailable(false)
 	mustGet(t, srv.URL+"/api/v1/pods")
+}
+
+// TestLoadAndWrite: Load stores rendered objects without events and
+// refuses a batch with a duplicate or a body without its resourceVersion;
+// Write stores one with an event, as Put does.
+func TestLoadAndWrite(t *testing.T) {
+	t.Parallel()
+	s := New(Options{Seed: 1})
+	pod := func(name string, rv uint64) []byte {
+		return []byte(fmt.Sprintf(`{"metadata":{"name":%q,"namespace":"ns","uid":"u-%s","resourceVersion":"%d","creationTimestamp":"2026-01-02T03:04:05Z"}}`, name, name, rv))
+	}
+	if err := s.Load("pods", 3, func(i int, rv uint64) ([]byte, error) { return pod(fmt.Sprint("p", i), rv), nil }); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(Controls(s).Objects("pods")); got != 3 {
+		t.Fatalf("%d pods after Load; want 3", got)
+	}
+	if err := s.Load("pods", 2, func(int, uint64) ([]byte, error) { return pod("dup", 99), nil }); err == nil {
+		t.Error("a load whose bodies lack their resourceVersion: no error")
+	}
+	if err := s.Load("pods", 2, func(_ int, rv uint64) ([]byte, error) { return pod("same", rv), nil }); err == nil {
+		t.Error("a load of two objects with one name: no error")
+	}
+	if got := len(Controls(s).Objects("pods")); got != 3 {
+		t.Fatalf("%d pods after refused loads; want 3", got)
+	}
+	rv := s.rv
+	if err := s.Write("pods", func(rv uint64) ([]byte, error) { return pod("p1", rv), nil }); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := s.since(rv)
+	if err != nil || len(evs) != 1 || evs[0].typ != "MODIFIED" {
+		t.Fatalf("after Write: events %v, %v; want one MODIFIED", evs, err)
+	}
+	if err := s.Write("pods", func(uint64) ([]byte, error) { return []byte(`{"metadata":`), nil }); err == nil {
+		t.Error("Write of a body that is not JSON: no error")
+	}
 }

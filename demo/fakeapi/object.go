@@ -52,6 +52,12 @@ func newObject(r *resource, m map[string]any) (*object, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encoding %s: %w", r.singular, err)
 	}
+	return objectOf(r, body), nil
+}
+
+// objectOf builds a stored object of resource r from its JSON body,
+// without apiVersion and kind; the object keeps body.
+func objectOf(r *resource, body []byte) *object {
 	top := map[string]gjson.Result{}
 	gjson.ParseBytes(body).ForEach(func(k, v gjson.Result) bool {
 		top[k.Str] = v
@@ -82,7 +88,7 @@ func newObject(r *resource, m map[string]any) (*object, error) {
 		prefix += ","
 	}
 	o.full = append([]byte(prefix), body[1:]...)
-	return o, nil
+	return o
 }
 
 // decode returns a mutable copy of the object, without apiVersion and kind.

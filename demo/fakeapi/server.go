@@ -25,11 +25,12 @@ type Server struct {
 	opts Options
 
 	mu          sync.Mutex
-	rng         *rand.Rand                 // uids and generated names of created objects
-	rv          uint64                     // last assigned resourceVersion
-	objects     map[string]map[key]*object // by resource plural
-	history     []event                    // consecutive RVs, oldest first
-	historyFrom uint64                     // watches may resume from any RV >= this
+	rng         *rand.Rand                            // uids and generated names of created objects
+	rv          uint64                                // last assigned resourceVersion
+	objects     map[string]map[key]*object            // by resource plural
+	byNamespace map[string]map[string]map[key]*object // the same objects by resource plural and namespace
+	history     []event                               // consecutive RVs, oldest first
+	historyFrom uint64                                // watches may resume from any RV >= this
 	watchers    map[*watcher]struct{}
 	unavailable bool
 }
@@ -45,13 +46,15 @@ type event struct {
 func New(opts Options) *Server {
 	opts = opts.withDefaults()
 	s := &Server{
-		opts:     opts,
-		rng:      rand.New(rand.NewPCG(uint64(opts.Seed), 0x66616b65617069)),
-		objects:  map[string]map[key]*object{},
-		watchers: map[*watcher]struct{}{},
+		opts:        opts,
+		rng:         rand.New(rand.NewPCG(uint64(opts.Seed), 0x66616b65617069)),
+		objects:     map[string]map[key]*object{},
+		byNamespace: map[string]map[string]map[key]*object{},
+		watchers:    map[*watcher]struct{}{},
 	}
 	for _, r := range resources {
 		s.objects[r.plural] = map[key]*object{}
+		s.byNamespace[r.plural] = map[string]map[key]*object{}
 	}
 	return s
 }
@@ -154,16 +157,7 @@ func (s *Server) Delete(resource, namespace, name string) error {
 // change obj; it runs without the server's lock, on a snapshot, so it may
 // call the server. Each does nothing for an unknown resource.
 func (s *Server) Each(resource string, fn func(rv uint64, obj []byte)) {
-	r, err := resourceByName(resource)
-	if err != nil {
-		return
-	}
-	s.mu.Lock()
-	objs := sorted(s.objects[r.plural])
-	s.mu.Unlock()
-	for _, o := range objs {
-		fn(o.rv, o.full)
-	}
+	s.EachIn(resource, nil, fn)
 }
 
 // ResourceVersion returns the cluster-wide resourceVersion of the last change.
@@ -211,13 +205,24 @@ func (s *Server) put(r *resource, m map[string]any) error {
 	}
 	s.rv++
 	old := s.objects[r.plural][o.key()]
-	s.objects[r.plural][o.key()] = o
+	s.store(r, o)
 	typ := "MODIFIED"
 	if old == nil {
 		typ = "ADDED"
 	}
 	s.record(event{typ: typ, obj: o, old: old})
 	return nil
+}
+
+// store makes o the current state of its object. s.mu must be held.
+func (s *Server) store(r *resource, o *object) {
+	s.objects[r.plural][o.key()] = o
+	ns := s.byNamespace[r.plural][o.namespace]
+	if ns == nil {
+		ns = map[key]*object{}
+		s.byNamespace[r.plural][o.namespace] = ns
+	}
+	ns[o.key()] = o
 }
 
 // remove deletes the object at k and records DELETED. s.mu must be held.
@@ -232,6 +237,7 @@ func (s *Server) remove(r *resource, k key) error {
 	}
 	s.rv++
 	delete(s.objects[r.plural], k)
+	delete(s.byNamespace[r.plural][k.namespace], k)
 	s.record(event{typ: "DELETED", obj: last, old: old})
 	return nil
 }

@@ -18,6 +18,9 @@ type Options struct {
 	// DeploymentsPerNamespace (default 3): each deployment has one
 	// ReplicaSet, 2-5 pods and a Service.
 	DeploymentsPerNamespace int
+	// Skip names namespaces another generator owns in the same store: the
+	// scenario never reads, lists or changes their objects (nil: none).
+	Skip func(namespace string) bool
 	// Now is the clock for timestamps (default time.Now). Set it to a
 	// fixed clock for byte-identical output across runs.
 	Now func() time.Time

@@ -29,12 +29,13 @@ const (
 
 // Store is where the scenario writes its objects and reads them back: an
 // API server's storage. Put creates or updates from JSON and returns the
-// resourceVersion it assigned; Each visits the current objects of a resource in
+// resourceVersion it assigned; EachIn visits the current objects of a
+// resource whose namespace keep accepts (all when keep is nil) in
 // namespace/name order with the resourceVersion each is stored at.
 type Store interface {
 	Put(resource string, obj []byte) (rv uint64, err error)
 	Delete(resource, namespace, name string) error
-	Each(resource string, fn func(rv uint64, obj []byte))
+	EachIn(resource string, keep func(namespace string) bool, fn func(rv uint64, obj []byte))
 }
 
 // Scenario generates a cluster into a Store and changes it step by step.
@@ -49,8 +50,9 @@ type Scenario struct {
 	nodes      []node
 	serviceIPs int
 	jobs       int
-	keep       key                       // the completed pod kept to show IP reuse
-	decoded    map[string]map[uint64]any // typed objects by resource and resourceVersion
+	keep       key                         // the completed pod kept to show IP reuse
+	mine       func(namespace string) bool // see mineFunc
+	decoded    map[string]map[uint64]any   // typed objects by resource and resourceVersion
 }
 
 // key is an object's namespace and name.
@@ -68,6 +70,7 @@ func New(opts Options, store Store) (s *Scenario, err error) {
 		rng:     rand.New(rand.NewPCG(uint64(opts.Seed), 0x6b756265696e6478)),
 		decoded: map[string]map[uint64]any{},
 	}
+	s.mine = s.mineFunc()
 	defer recoverStoreError(&err)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -122,7 +125,7 @@ func list[T any](s *Scenario, resource string) []*T {
 	prev := s.decoded[resource]
 	next := make(map[uint64]any, len(prev))
 	var out []*T
-	s.store.Each(resource, func(rv uint64, raw []byte) {
+	s.store.EachIn(resource, s.mine, func(rv uint64, raw []byte) {
 		v, ok := prev[rv].(*T)
 		if !ok {
 			v = new(T)
@@ -134,6 +137,32 @@ func list[T any](s *Scenario, resource string) []*T {
 		out = append(out, v)
 	})
 	s.decoded[resource] = next
+	return out
+}
+
+// mineFunc returns what accepts the namespaces the scenario reads: all
+// but those Options.Skip names; nil when it reads all.
+func (s *Scenario) mineFunc() func(string) bool {
+	if s.opts.Skip == nil {
+		return nil
+	}
+	return func(ns string) bool { return !s.opts.Skip(ns) }
+}
+
+// Node is a node of the scenario, as another generator places pods on it.
+type Node struct {
+	Name string
+	IPv4 string // its InternalIP, a pod's hostIP
+}
+
+// Nodes returns the scenario's nodes, in order.
+func (s *Scenario) Nodes() []Node {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Node, len(s.nodes))
+	for i, n := range s.nodes {
+		out[i] = Node{Name: n.name, IPv4: n.ipv4}
+	}
 	return out
 }
 

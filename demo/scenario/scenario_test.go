@@ -54,10 +54,12 @@ func (m *memStore) Delete(resource, namespace, name string) error {
 	return nil
 }
 
-func (m *memStore) Each(resource string, fn func(uint64, []byte)) {
+func (m *memStore) EachIn(resource string, keep func(string) bool, fn func(uint64, []byte)) {
 	keys := make([]string, 0, len(m.objects[resource]))
 	for k := range m.objects[resource] {
-		keys = append(keys, k)
+		if ns, _, _ := strings.Cut(k, "/"); keep == nil || keep(ns) {
+			keys = append(keys, k)
+		}
 	}
 	slices.Sort(keys)
 	for _, k := range keys {

@@ -38,6 +38,13 @@ type kubeindex struct {
 // until /readyz answers 200, and stops it when the test ends.
 func startKubeindex(t *testing.T, args ...string) *kubeindex {
 	t.Helper()
+	return startKubeindexWithin(t, 90*time.Second, args...)
+}
+
+// startKubeindexWithin is startKubeindex for a server that may take up to
+// ready to sync (a large simulated cluster).
+func startKubeindexWithin(t *testing.T, ready time.Duration, args ...string) *kubeindex {
+	t.Helper()
 	bin := kubeindexBinary(t)
 	logPath := filepath.Join(t.TempDir(), "kubeindex.log")
 	logf, err := os.Create(logPath)
@@ -92,7 +99,7 @@ func startKubeindex(t *testing.T, args ...string) *kubeindex {
 		t.Fatal("kubeindex did not start serving within 60s")
 	}
 	k.URL = "http://" + k.Addr
-	deadline := time.Now().Add(90 * time.Second)
+	deadline := time.Now().Add(ready)
 	for {
 		res, err := http.Get(k.URL + "/readyz")
 		if err == nil {
@@ -102,7 +109,7 @@ func startKubeindex(t *testing.T, args ...string) *kubeindex {
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("kubeindex at %s not ready within 90s (%v)", k.URL, err)
+			t.Fatalf("kubeindex at %s not ready within %v (%v)", k.URL, ready, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -52,9 +52,12 @@ export async function getJSON(path, {signal} = {}) {
   return body;
 }
 
+// query encodes params; an array value is a repeated parameter.
 function query(params) {
   const q = new URLSearchParams();
-  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== '') q.set(k, v);
+  for (const [k, v] of Object.entries(params)) {
+    for (const x of Array.isArray(v) ? v : [v]) if (x !== undefined && x !== '') q.append(k, x);
+  }
   const s = q.toString();
   return s ? `?${s}` : '';
 }
@@ -65,4 +68,7 @@ export const api = {
   indexValues: (resource, index, limit, opts) =>
     getJSON(`/api/v1/resources/${encodeURIComponent(resource)}/indexes/${encodeURIComponent(index)}${query({limit})}`, opts),
   list: (resource, params, opts) => getJSON(`/api/v1/${encodeURIComponent(resource)}${query(params)}`, opts),
+  get: (resource, key, opts) => getJSON(`/api/v1/${encodeURIComponent(resource)}/${key.split('/').map(encodeURIComponent).join('/')}`, opts),
+  counts: (resource, params, opts) => getJSON(`/api/v1/resources/${encodeURIComponent(resource)}/counts${query(params)}`, opts),
+  search: (params, opts) => getJSON(`/api/v1/search${query(params)}`, opts),
 };

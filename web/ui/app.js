@@ -1,19 +1,28 @@
 // The kubeindex dashboard: resources with their freshness (polled from
-// /api/v1/resources), a live table of the chosen resource over the
-// multiplexed stream, object detail, and the IP lookup. The location
-// hash holds the view, e.g. #/pods?namespace=media&labelSelector=app%3Dauth,
-// so a view can be reloaded, bookmarked and shared.
+// /api/v1/resources), a table of the chosen resource, object detail, and
+// the IP lookup. The location hash holds the view, e.g.
+// #/pods?namespace=media&filter=status%21%3DRunning&sort=-restarts, so a
+// view can be reloaded, bookmarked and shared.
+//
+// A resource of at most ASK_ABOVE objects, asked no question, is
+// downloaded and kept live whole (ResourceView: sorted and searched in the
+// page). A larger one, or any view with a filter or a sort, asks the
+// server (AskView: a live window of rows, sorted, filtered and counted by
+// the server).
 
-import {counted, clock, ago, typing} from './dom.js';
+import {counted, clock, ago, typing, h} from './dom.js';
 import {api, credentials, wsProtocols} from './api.js';
 import {StreamClient, streamURL} from './stream.js';
 import {VirtualTable} from './table.js';
 import {ResourceView, describe} from './view.js';
+import {AskView} from './ask.js';
 import {DetailPanel} from './detail.js';
 import {IPLookup} from './iplookup.js';
+import {Search} from './search.js';
 import {ResourceNav} from './nav.js';
 
 const POLL_MS = 2000;
+const ASK_ABOVE = 5000;
 const FILTERS = ['namespace', 'labelSelector', 'index', 'value'];
 const $ = (id) => document.getElementById(id);
 
@@ -37,6 +46,11 @@ const ui = {
   notice: $('notice'),
   noticeText: $('notice-text'),
   ipInput: $('ip-input'),
+  askForm: $('ask-form'),
+  askInput: $('ask-input'),
+  askChips: $('ask-chips'),
+  askError: $('ask-error'),
+  counts: $('counts'),
 };
 
 const app = {
@@ -58,6 +72,7 @@ const table = new VirtualTable($('table-region'), {
 });
 const detail = new DetailPanel($('detail'));
 const ip = new IPLookup($('ip-form'), ui.ipInput, $('ip-result'), {onOpen: openFromLookup});
+const find = new Search($('find-form'), $('find-input'), $('find-result'), {onOpen: openFromSearch});
 
 // Routing.
 
@@ -66,26 +81,29 @@ function parseHash() {
   const params = new URLSearchParams(m?.[2] ?? '');
   const filters = {};
   for (const k of FILTERS) if (params.get(k)) filters[k] = params.get(k);
-  return {resource: m ? decodeURIComponent(m[1]) : '', filters};
+  const ask = {filter: params.getAll('filter').filter(Boolean), sort: params.get('sort') ?? ''};
+  return {resource: m ? decodeURIComponent(m[1]) : '', filters, ask};
 }
 
-function hashFor(resource, filters) {
+function hashFor(resource, filters, ask = {}) {
   const q = new URLSearchParams();
   for (const k of FILTERS) if (filters[k]) q.set(k, filters[k]);
+  for (const f of ask.filter ?? []) q.append('filter', f);
+  if (ask.sort) q.set('sort', ask.sort);
   const s = q.toString();
   return `#/${encodeURIComponent(resource)}${s ? `?${s}` : ''}`;
 }
 
 function applyRoute() {
   if (app.resources.length === 0) return;
-  const {resource, filters} = parseHash();
+  const {resource, filters, ask} = parseHash();
   const res = app.byName.get(resource);
   if (!res) {
     const fallback = app.byName.get('pods') ?? app.resources[0];
     window.location.replace(hashFor(fallback.name, {}));
     return;
   }
-  const key = hashFor(res.name, filters);
+  const key = hashFor(res.name, filters, ask);
   if (key === app.viewKey) return;
   app.viewKey = key;
   detail.close();
@@ -93,9 +111,17 @@ function applyRoute() {
   app.liveCount = null;
   hideNotice();
   fillFilterForm(res, filters);
+  renderChips(ask.filter);
   ui.title.textContent = res.name;
-  app.view = new ResourceView({
-    resource: res, filters, stream, table,
+  const asking = ask.filter.length > 0 || !!ask.sort || res.count > ASK_ABOVE;
+  ui.quick.closest('.search').hidden = asking;
+  ui.counts.hidden = true;
+  ui.counts.replaceChildren();
+  const View = asking ? AskView : ResourceView;
+  app.view = new View({
+    resource: res, filters, ask, stream, table,
+    onAsk: (next) => { window.location.hash = hashFor(res.name, filters, {...ask, ...next}); },
+    onCounts: (counts) => renderCounts(counts),
     onState: ({phase, text}) => {
       ui.streamStatus.dataset.state = phase;
       ui.streamStatus.textContent = text;
@@ -172,13 +198,84 @@ ui.form.addEventListener('submit', (e) => {
     index: ui.index.value,
     value: ui.index.value ? ui.value.value.trim() : '',
   };
-  window.location.hash = hashFor(parseHash().resource, filters);
+  window.location.hash = hashFor(parseHash().resource, filters, parseHash().ask);
 });
 ui.value.addEventListener('input', () => ui.value.setCustomValidity(''));
 ui.clear.addEventListener('click', () => {
   window.location.hash = hashFor(parseHash().resource, {});
 });
 ui.quick.addEventListener('input', () => app.view?.setQuick(ui.quick.value));
+
+// Questions: filter chips (one filter= each, ANDed) and counts.
+
+function renderChips(filters) {
+  ui.askError.textContent = '';
+  ui.askChips.replaceChildren(...filters.map((f, i) => h('li', {class: 'ask-chip'},
+    h('span', {}, f),
+    h('button', {type: 'button', 'aria-label': `Remove filter ${f}`, title: 'Remove this filter',
+      onclick: () => setAsk({filter: filters.filter((_, j) => j !== i)})}, '×'))));
+}
+
+function setAsk(next) {
+  const {resource, filters, ask} = parseHash();
+  window.location.hash = hashFor(resource, filters, {...ask, ...next});
+}
+
+// addFilter asks the server before adding a chip: a filter it refuses
+// shows the server's message (which says where the error is) and is not
+// added.
+async function addFilter(expr) {
+  const {resource, filters, ask} = parseHash();
+  const filter = [...ask.filter, expr];
+  try {
+    await api.counts(resource, {namespace: filters.namespace, labelSelector: filters.labelSelector,
+      index: filters.index, value: filters.value, filter});
+  } catch (err) {
+    ui.askError.textContent = err.code === 400 ? err.message : `The server could not check the filter: ${err.message}`;
+    ui.askInput.setAttribute('aria-invalid', 'true');
+    return;
+  }
+  ui.askInput.value = '';
+  ui.askInput.removeAttribute('aria-invalid');
+  setAsk({filter});
+}
+
+ui.askForm.addEventListener('submit', (e) => {
+  e.preventDefault();
+  const expr = ui.askInput.value.trim();
+  if (expr) addFilter(expr);
+});
+ui.askInput.addEventListener('input', () => {
+  ui.askError.textContent = '';
+  ui.askInput.removeAttribute('aria-invalid');
+});
+
+const COUNTS_SHOWN = 12;
+
+// renderCounts shows the counts route's groups summed per key: per status
+// and per node for pods. A count is a button that adds its filter.
+function renderCounts(counts) {
+  const keys = counts?.groupBy ?? [];
+  if (keys.length === 0) {
+    ui.counts.hidden = true;
+    return;
+  }
+  const titles = {status: 'Status', node: 'Nodes', namespace: 'Namespaces'};
+  const sections = keys.map((key, k) => {
+    const sums = new Map();
+    for (const g of counts.groups ?? []) sums.set(g.values[k], (sums.get(g.values[k]) ?? 0) + g.count);
+    const top = [...sums].sort((a, b) => b[1] - a[1] || String(a[0]).localeCompare(String(b[0])));
+    const buttons = top.slice(0, COUNTS_SHOWN).map(([v, n]) => v === null
+      ? h('span', {class: 'more'}, `none ${n.toLocaleString('en-US')}`)
+      : h('button', {type: 'button', class: 'small', title: `Add the filter ${key}=${v}`, dataset: {key, value: String(v), count: String(n)},
+        onclick: () => addFilter(`${key}=${JSON.stringify(String(v))}`)}, `${v} ${n.toLocaleString('en-US')}`));
+    const more = top.length > COUNTS_SHOWN ? h('span', {class: 'more'}, `and ${top.length - COUNTS_SHOWN} more`) : null;
+    return [h('h2', {}, titles[key] ?? key), buttons, more];
+  });
+  ui.counts.replaceChildren(...sections.flat(2).filter(Boolean));
+  ui.counts.dataset.total = String(counts.total ?? '');
+  ui.counts.hidden = false;
+}
 
 // Freshness.
 
@@ -244,6 +341,7 @@ $('signin-form').addEventListener('submit', (e) => {
 function forgetView() {
   detail.close();
   ip.close();
+  find.close();
   app.view?.destroy();
   app.view = null;
   app.viewKey = '';
@@ -315,17 +413,23 @@ $('notice-close').addEventListener('click', hideNotice);
 
 function openRow(key) {
   const view = app.view;
-  detail.open({
-    resource: view.resource, key, store: view.store,
-    returnFocus: () => table.focusKey(key) || ui.quick.focus(),
-  });
+  const returnFocus = () => table.focusKey(key) || ui.quick.focus();
+  if (view.store) {
+    detail.open({resource: view.resource, key, store: view.store, returnFocus});
+    return;
+  }
+  // A question view holds projections: fetch the whole object.
+  api.get(view.resource.name, key).then((obj) => detail.open({
+    resource: view.resource, key, obj: {kind: view.resource.kind, ...obj}, returnFocus,
+    note: `As read at ${clock(Date.now())} (resourceVersion ${obj.metadata?.resourceVersion ?? '?'}); not followed live.`,
+  }), (err) => showNotice(`Could not read ${key}: ${err.message}`, 'bad'));
 }
 
 // openFromLookup opens an owner an IP lookup found: from the live table
 // when it is the current view's, else as the lookup returned it.
 function openFromLookup(plural, key, obj, res, button) {
   const view = app.view;
-  const live = view && view.resource.plural === plural && !view.resource.group && view.store.rows.has(key);
+  const live = view?.store && view.resource.plural === plural && !view.resource.group && view.store.rows.has(key);
   const kinds = {pods: 'Pod', services: 'Service', nodes: 'Node'};
   const resource = app.byName.get(plural) ?? {kind: kinds[plural], group: ''};
   detail.open({
@@ -335,13 +439,28 @@ function openFromLookup(plural, key, obj, res, button) {
   });
 }
 
-// Keyboard: Escape closes the detail panel, then the IP result; "/" jumps
-// to the row search.
+// openFromSearch opens an object a search found: read whole from the
+// server (a result carries only its metadata).
+function openFromSearch(name, key, meta, button) {
+  const resource = app.byName.get(name) ?? {name, kind: meta?.kind ?? name, group: ''};
+  const returnFocus = () => (button.isConnected ? button.focus() : $('find-input').focus());
+  api.get(name, key).then((obj) => detail.open({
+    resource, key, obj: {kind: resource.kind, ...obj}, returnFocus,
+    note: `As read at ${clock(Date.now())} (resourceVersion ${obj.metadata?.resourceVersion ?? '?'}); not followed live.`,
+  }), (err) => showNotice(`Could not read ${name} ${key}: ${err.message}`, 'bad'));
+}
+
+// Keyboard: Escape closes the detail panel, then the search or IP result;
+// "/" jumps to the row search.
 document.addEventListener('keydown', (e) => {
   if (e.key === 'Escape') {
     if (detail.isOpen) {
       e.preventDefault();
       detail.close();
+    } else if (find.isOpen) {
+      e.preventDefault();
+      find.close();
+      $('find-input').focus();
     } else if (ip.isOpen) {
       e.preventDefault();
       ip.close();
@@ -349,7 +468,7 @@ document.addEventListener('keydown', (e) => {
     }
   } else if (e.key === '/' && !typing(e.target) && !e.ctrlKey && !e.metaKey) {
     e.preventDefault();
-    ui.quick.focus();
+    (ui.quick.closest('.search').hidden ? ui.askInput : ui.quick).focus();
   }
 });
 

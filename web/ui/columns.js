@@ -1,6 +1,7 @@
 // Table columns per resource, close to what kubectl get prints. A column is
 //   {id, title, width, value(obj) → sortable value, text?(value, now) → string,
-//    tone?(obj) → 'ok' | 'warn' | 'bad' | 'host', align?: 'end', mono?: true}
+//    tone?(obj) → 'ok' | 'warn' | 'bad' | 'host', align?: 'end', mono?: true,
+//    key?: the server's sort key (docs/query.md) when it is not id}
 // value is computed once per object version; text runs at render time (ages
 // keep ticking).
 
@@ -77,7 +78,7 @@ const nodes = [
     tone: (o) => (nodeReady(o) === 'Ready' ? 'ok' : nodeReady(o).startsWith('Ready') ? 'warn' : 'bad')},
   {id: 'roles', title: 'Roles', width: 'minmax(6rem, 0.8fr)', value: (o) => Object.keys(o.metadata?.labels ?? {})
     .filter((k) => k.startsWith('node-role.kubernetes.io/')).map((k) => k.slice(24)).join(',') || '<none>'},
-  {id: 'ip', title: 'Internal IP', width: 'minmax(9rem, 1fr)', mono: true, value: (o) => (o.status?.addresses ?? [])
+  {id: 'ip', key: 'internal-ip', title: 'Internal IP', width: 'minmax(9rem, 1fr)', mono: true, value: (o) => (o.status?.addresses ?? [])
     .filter((a) => a.type === 'InternalIP').map((a) => a.address).join(', ')},
   {id: 'version', title: 'Version', width: 'minmax(6rem, 0.7fr)', value: (o) => o.status?.nodeInfo?.kubeletVersion ?? ''},
   age,
@@ -90,7 +91,7 @@ const deployments = [
   {id: 'ready', title: 'Ready', width: '5rem', align: 'end',
     value: (o) => `${o.status?.readyReplicas ?? 0}/${o.spec?.replicas ?? 1}`,
     tone: replicasTone((o) => o.status?.readyReplicas, (o) => o.spec?.replicas)},
-  num('updated', 'Up-to-date', (o) => o.status?.updatedReplicas),
+  {...num('updated', 'Up-to-date', (o) => o.status?.updatedReplicas), key: 'up-to-date'},
   num('available', 'Available', (o) => o.status?.availableReplicas),
   age,
 ];
@@ -107,9 +108,9 @@ const replicasets = [
 const services = [
   namespace, name,
   {id: 'type', title: 'Type', width: '7rem', value: (o) => o.spec?.type ?? 'ClusterIP'},
-  {id: 'clusterIP', title: 'Cluster IP', width: 'minmax(8rem, 1fr)', mono: true,
+  {id: 'clusterIP', key: 'cluster-ip', title: 'Cluster IP', width: 'minmax(8rem, 1fr)', mono: true,
     value: (o) => (o.spec?.clusterIPs ?? [o.spec?.clusterIP]).filter(Boolean).join(', ')},
-  {id: 'ports', title: 'Ports', width: 'minmax(7rem, 1fr)', value: (o) => (o.spec?.ports ?? [])
+  {id: 'ports', key: 'port(s)', title: 'Ports', width: 'minmax(7rem, 1fr)', value: (o) => (o.spec?.ports ?? [])
     .map((p) => `${p.port}${p.nodePort ? `:${p.nodePort}` : ''}/${p.protocol ?? 'TCP'}`).join(',')},
   age,
 ];
@@ -129,6 +130,11 @@ const known = {
   'deployments.apps': deployments,
   'replicasets.apps': replicasets,
 };
+
+// podFields are the paths the pod columns read: a question view asks for
+// only these (fields=), so that its rows are small.
+export const podFields = ['metadata.creationTimestamp', 'metadata.deletionTimestamp', 'spec.nodeName', 'spec.hostNetwork',
+  'status.phase', 'status.reason', 'status.podIP', 'status.podIPs', 'status.containerStatuses', 'status.initContainerStatuses'].join(',');
 
 // columnsFor returns the columns for a resource as /api/v1/resources
 // describes it; any other resource gets namespace, name and age.

@@ -11,6 +11,12 @@
 //
 // Each attempt gets a fresh wire id, so late messages of an ended attempt
 // can never be mistaken for the current one.
+//
+// A live window (see window.js) is a subscription too: it is sent as a
+// window op, resumed after a disconnect with the resume token of the last
+// message applied, and moved with scroll.
+
+import {windowMessage} from './window.js';
 
 const MIN_DELAY = 500;
 const MAX_DELAY = 10000;
@@ -22,11 +28,17 @@ const MAX_DELAY = 10000;
 //   synced({mode, resourceVersion, replayed})
 //   resync(reason)              the server ended the stream; a snapshot follows
 //   error(message, code)        the server refused the subscription (code: as HTTP)
+// A window's handler has begin, error and resync, and instead of the
+// event methods:
+//   window(msg)                 WINDOW: the whole window
+//   changes(msg)                WINDOW_CHANGES: ops to apply; throwing asks for the whole window again
 export class Subscription {
-  constructor(client, query, handler) {
+  constructor(client, query, handler, kind = 'watch') {
     this.client = client;
     this.query = query;
     this.handler = handler;
+    this.kind = kind;
+    this.resume = ''; // a window's resume token: of the last message applied
     this.position = ''; // where to resume from; '' until the first SYNCED
     this.wireId = '';
     this.mode = '';
@@ -37,6 +49,14 @@ export class Subscription {
 
   close() {
     this.client.unsubscribe(this);
+  }
+
+  // scroll moves a window to rows offset … offset+limit-1; the server
+  // answers with a fresh WINDOW.
+  scroll(offset, limit) {
+    this.query = {...this.query, offset, limit};
+    this.resume = '';
+    if (this.wireId) this.client.write({op: 'scroll', id: this.wireId, offset, limit});
   }
 }
 
@@ -67,6 +87,15 @@ export class StreamClient extends EventTarget {
 
   subscribe(query, handler) {
     const sub = new Subscription(this, query, handler);
+    this.subs.add(sub);
+    if (this.ws?.readyState === WebSocket.OPEN) this.send(sub);
+    return sub;
+  }
+
+  // window opens a live window (see window.js) for query: resource and the
+  // window op's optional fields.
+  window(query, handler) {
+    const sub = new Subscription(this, query, handler, 'window');
     this.subs.add(sub);
     if (this.ws?.readyState === WebSocket.OPEN) this.send(sub);
     return sub;
@@ -168,6 +197,12 @@ export class StreamClient extends EventTarget {
     sub.synced = false;
     sub.replayed = 0;
     this.byWire.set(sub.wireId, sub);
+    if (sub.kind === 'window') {
+      sub.mode = sub.resume ? 'resume' : 'snapshot';
+      sub.handler.begin?.({mode: sub.mode});
+      this.write(windowMessage(sub.wireId, sub.query, sub.resume));
+      return;
+    }
     const msg = {op: 'subscribe', id: sub.wireId, resource: sub.query.resource, diff: 'merge'};
     for (const k of ['namespace', 'labelSelector', 'index', 'value']) {
       if (sub.query[k]) msg[k] = sub.query[k];
@@ -198,7 +233,42 @@ export class StreamClient extends EventTarget {
     this.dispatch(sub, msg);
   }
 
+  dispatchWindow(sub, msg) {
+    switch (msg.type) {
+      case 'WINDOW':
+        sub.resume = msg.resume ?? '';
+        sub.handler.window?.(msg);
+        break;
+      case 'WINDOW_CHANGES':
+        try {
+          sub.handler.changes?.(msg);
+          sub.resume = msg.resume ?? '';
+        } catch (err) {
+          // Out of step: ask for the whole window again.
+          this.dispatchEvent(new CustomEvent('protocol-error', {detail: {message: `window: ${err.message}; reloading it`}}));
+          sub.resume = '';
+          this.send(sub);
+        }
+        break;
+      case 'RESYNC_REQUIRED':
+        sub.resume = '';
+        sub.handler.resync?.(msg.reason || 'the server asked for a resync');
+        if (!sub.closed) this.send(sub);
+        break;
+      case 'ERROR':
+      case 'UNSUBSCRIBED':
+        this.byWire.delete(sub.wireId);
+        sub.wireId = '';
+        sub.handler.error?.(msg.message || 'the server ended the window', msg.code);
+        break;
+    }
+  }
+
   dispatch(sub, msg) {
+    if (sub.kind === 'window') {
+      this.dispatchWindow(sub, msg);
+      return;
+    }
     // Snapshot items carry their object's version, which is not a stream
     // position; replayed and live events are positions.
     const snapshot = sub.mode === 'snapshot' && !sub.synced;

@@ -6,6 +6,11 @@
 // Keyboard: one row is in the tab order (roving tabindex); arrows, Page
 // Up/Down, Home and End move between rows, Enter opens one. The grid keeps
 // focus on the same object while rows are inserted or removed around it.
+//
+// Rows may be sparse: a view that holds only a window of the answer (see
+// ask.js) leaves the other positions empty; they are drawn as placeholders,
+// and onRange(start, end) says which rows are in view whenever that
+// changes, so the view can move its window there.
 
 import {h} from './dom.js';
 import {FLASH_MS} from './store.js';
@@ -23,6 +28,8 @@ export class VirtualTable {
     this.pool = [];
     this.activeKey = '';
     this.frame = 0;
+    this.onRange = null;
+    this.range = '';
 
     this.headRow = h('div', {class: 'vt-row vt-header', role: 'row', 'aria-rowindex': 1});
     this.body = h('div', {class: 'vt-body', role: 'rowgroup'});
@@ -51,6 +58,7 @@ export class VirtualTable {
 
   setColumns(columns, sort) {
     this.columns = columns;
+    this.empty_ = null;
     this.sort = sort;
     this.el.style.setProperty('--vt-cols', columns.map((c) => c.width).join(' '));
     this.el.setAttribute('aria-colcount', columns.length);
@@ -108,6 +116,11 @@ export class VirtualTable {
       this.fill(el, this.rows[i], i, now);
     }
     for (const el of this.pool.splice(Math.max(0, end - start))) el.remove();
+    const range = `${start}-${end}`;
+    if (range !== this.range) {
+      this.range = range;
+      this.onRange?.(start, end);
+    }
 
     let tabbable = this.pool.find((el) => el.dataset.key === this.activeKey) ?? this.pool[0];
     for (const el of this.pool) el.tabIndex = el === tabbable ? 0 : -1;
@@ -131,6 +144,7 @@ export class VirtualTable {
   }
 
   fill(el, row, i, now) {
+    row ??= this.placeholder();
     const y = `translateY(${i * this.rowHeight}px)`;
     if (el.style.transform !== y) el.style.transform = y;
     if (el.dataset.key !== row.key) el.dataset.key = row.key;
@@ -146,7 +160,7 @@ export class VirtualTable {
     for (let c = 0; c < this.columns.length; c++) {
       const col = this.columns[c];
       const v = row.values[c];
-      const text = col.text ? col.text(v, now) : String(v ?? '');
+      const text = !row.key ? '…' : col.text ? col.text(v, now) : String(v ?? '');
       const cell = cells[c];
       if (cell.textContent !== text) {
         cell.textContent = text;
@@ -160,8 +174,14 @@ export class VirtualTable {
     }
   }
 
+  // placeholder is what a row not (yet) held shows.
+  placeholder() {
+    this.empty_ ??= {key: '', rv: '', values: this.columns.map(() => '…'), tones: [], change: null};
+    return this.empty_;
+  }
+
   indexOf(key) {
-    return this.rows.findIndex((r) => r.key === key);
+    return key ? this.rows.findIndex((r) => r?.key === key) : -1;
   }
 
   keydown(e) {
@@ -194,7 +214,7 @@ export class VirtualTable {
   focusIndex(i) {
     if (this.rows.length === 0) return;
     i = Math.max(0, Math.min(this.rows.length - 1, i));
-    this.activeKey = this.rows[i].key;
+    this.activeKey = this.rows[i]?.key ?? '';
     const rh = this.rowHeight;
     const vp = this.viewport;
     if (i * rh < vp.scrollTop) vp.scrollTop = i * rh;

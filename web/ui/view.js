@@ -32,6 +32,7 @@ export class ResourceView {
     this.retryTimer = 0;
     this.phase = 'loading';
 
+    table.onRange = null;
     table.setLabel(`${resource.name}${describe(filters) ? `, ${describe(filters)}` : ''}`);
     table.setColumns(this.columns, this.sort);
     table.setRows([]);
