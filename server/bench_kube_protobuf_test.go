@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientfeatures "k8s.io/client-go/features"
 	"k8s.io/client-go/informers"
@@ -85,9 +86,11 @@ func BenchmarkKubeProtobufInformers(b *testing.B) {
 	}
 }
 
-// loadPods applies n copies of the real pod, each its own name and UID,
-// and waits for the cache to hold them.
-func loadPods(b *testing.B, f *cachetest.Fixture, n int) {
+// benchPods makes copies of the real pod (cache/testdata/pod.json), each
+// its own name, namespace and UID.
+type benchPods struct{ pod, md map[string]any }
+
+func newBenchPods(b *testing.B) benchPods {
 	tmpl, err := os.ReadFile("../cache/testdata/pod.json")
 	if err != nil {
 		b.Fatal(err)
@@ -98,13 +101,26 @@ func loadPods(b *testing.B, f *cachetest.Fixture, n int) {
 	}
 	md := pod["metadata"].(map[string]any)
 	delete(md, "managedFields")
-	before, _ := f.Cache.List("pods", cache.ListQuery{})
+	return benchPods{pod: pod, md: md}
+}
+
+// json is pod i, its label "round" set to round.
+func (p benchPods) json(i, round int) []byte {
+	p.md["name"] = fmt.Sprintf("bench-%06d", i)
+	p.md["namespace"] = fmt.Sprintf("bench-%03d", i/1000)
+	// Random-looking, as the API server's UUIDv4s are (shards hash them).
+	p.md["uid"] = uuid.NewSHA1(uuid.NameSpaceOID, []byte(p.md["name"].(string))).String()
+	p.md["labels"] = map[string]any{"app": "bench", "round": strconv.Itoa(round)}
+	raw, _ := json.Marshal(p.pod)
+	return raw
+}
+
+// loadPods applies n pods and waits for the cache to hold them.
+func loadPods(b *testing.B, f *cachetest.Fixture, n int) {
+	pods := newBenchPods(b)
+	before, _ := f.Cache.List("pods", cache.ListQuery{Limit: 1})
 	for i := range n {
-		md["name"] = fmt.Sprintf("bench-%06d", i)
-		md["namespace"] = fmt.Sprintf("bench-%03d", i/1000)
-		md["uid"] = fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
-		raw, _ := json.Marshal(pod)
-		if err := f.Sim.Apply("pods", raw); err != nil {
+		if err := f.Sim.Apply("pods", pods.json(i, 0)); err != nil {
 			b.Fatal(err)
 		}
 	}
