@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -14,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientfeatures "k8s.io/client-go/features"
 	"k8s.io/client-go/informers"
@@ -109,7 +109,8 @@ func (p benchPods) json(i, round int) []byte {
 	p.md["name"] = fmt.Sprintf("bench-%06d", i)
 	p.md["namespace"] = fmt.Sprintf("bench-%03d", i/1000)
 	// Random-looking, as the API server's UUIDv4s are (shards hash them).
-	p.md["uid"] = uuid.NewSHA1(uuid.NameSpaceOID, []byte(p.md["name"].(string))).String()
+	h := sha256.Sum256([]byte(p.md["name"].(string)))
+	p.md["uid"] = fmt.Sprintf("%x-%x-%x-%x-%x", h[0:4], h[4:6], h[6:8], h[8:10], h[10:16])
 	p.md["labels"] = map[string]any{"app": "bench", "round": strconv.Itoa(round)}
 	raw, _ := json.Marshal(p.pod)
 	return raw
