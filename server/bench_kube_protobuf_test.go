@@ -171,7 +171,11 @@ func runInformerClients(b *testing.B, url string, proto bool, n int) informerCli
 	if err != nil {
 		b.Fatal(err)
 	}
-	cmd := exec.Command(exe, "-test.run=^TestKubeInformerClients$", "-test.count=1", "-test.v")
+	args := []string{"-test.run=^TestKubeInformerClients$", "-test.count=1", "-test.v"}
+	if dir := os.Getenv("PROTO_CLIENT_PROFILES"); dir != "" { // a CPU profile of each client process
+		args = append(args, fmt.Sprintf("-test.cpuprofile=%s/client-proto-%v-%d-%d.pprof", dir, proto, n, time.Now().UnixNano()))
+	}
+	cmd := exec.Command(exe, args...)
 	cmd.Env = append(os.Environ(), informerEnvURL+"="+url, informerEnvProto+"="+strconv.FormatBool(proto), informerEnvN+"="+strconv.Itoa(n))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
@@ -209,6 +213,8 @@ func TestKubeInformerClients(t *testing.T) {
 		cfg := &restclient.Config{Host: url + "/k8s", QPS: -1,
 			// Each its own connection, as informers of separate processes.
 			Transport: &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 1}}
+		// Said either way: recent client-go prefers protobuf by default.
+		cfg.ContentType, cfg.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
 		if proto {
 			cfg.ContentType = runtime.ContentTypeProtobuf
 			cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON

@@ -162,7 +162,9 @@ func TestKubeProtobufClient(t *testing.T) {
 	srv := httptest.NewServer(New(withSubresources{f.Cache}, Options{Logger: quiet()}).Handler())
 	t.Cleanup(srv.Close)
 	ctx := context.Background()
-	jsonClient := kubernetes.NewForConfigOrDie(&restclient.Config{Host: srv.URL + "/k8s"})
+	// JSON said explicitly: recent client-go prefers protobuf by default.
+	jsonClient := kubernetes.NewForConfigOrDie(&restclient.Config{Host: srv.URL + "/k8s",
+		ContentConfig: restclient.ContentConfig{ContentType: runtime.ContentTypeJSON, AcceptContentTypes: runtime.ContentTypeJSON}})
 	protoClient := kubernetes.NewForConfigOrDie(&restclient.Config{Host: srv.URL + "/k8s",
 		ContentConfig: restclient.ContentConfig{ContentType: runtime.ContentTypeProtobuf,
 			AcceptContentTypes: runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON}})

@@ -38,7 +38,7 @@ func TestKubeShardSelector(t *testing.T) {
 	f, srv := startKube(t)
 	ctx := context.Background()
 	for _, proto := range []bool{false, true} {
-		cfg := &restclient.Config{Host: srv.URL + "/k8s"}
+		cfg := &restclient.Config{Host: srv.URL + "/k8s", ContentConfig: restclient.ContentConfig{ContentType: "application/json"}}
 		if proto {
 			cfg.ContentType = "application/vnd.kubernetes.protobuf"
 		}

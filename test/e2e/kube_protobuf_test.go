@@ -27,6 +27,15 @@ func protobufConfig(cfg *rest.Config) *rest.Config {
 	return cfg
 }
 
+// jsonConfig is cfg asking for JSON only: client-go's typed clients
+// prefer protobuf by default since 1.36.
+func jsonConfig(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.ContentType = runtime.ContentTypeJSON
+	cfg.AcceptContentTypes = runtime.ContentTypeJSON
+	return cfg
+}
+
 // protobufLists are the lists TestKubeProtobuf compares: a path under the
 // API root and the typed client whose REST client decodes it.
 var protobufLists = []struct {

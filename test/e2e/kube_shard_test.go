@@ -47,7 +47,7 @@ func TestKubeShardSelector(t *testing.T) {
 	seeded := cluster.SeedForTest(t, cs, dyn, cluster.SeedOptions{})
 	k := startKubeAPIKubeindex(t, c.Kubeconfig)
 	ctx := t.Context()
-	kcs := kubernetes.NewForConfigOrDie(k.restConfig())
+	kcs := kubernetes.NewForConfigOrDie(jsonConfig(k.restConfig()))
 	kpb := kubernetes.NewForConfigOrDie(protobufConfig(k.restConfig()))
 
 	for _, field := range []string{"object.metadata.uid", "object.metadata.namespace"} {
