@@ -24,8 +24,10 @@ lint: ## gofmt, go vet, go mod tidy (both modules) and make docs must leave noth
 	cd test && $(GO) vet ./...
 	$(GO) mod tidy -diff
 	cd test && $(GO) mod tidy -diff
+	cd test/sqlite && $(GO) vet ./... && $(GO) mod tidy -diff
 	cd test/table && $(GO) vet ./...
 	cd test/table && $(GO) mod tidy -diff
+	cd test/tools/kubectl128 && $(GO) mod tidy -diff
 	@$(GO) test -count=1 -run '^TestConfigurationDocIsCurrent$$' ./cmd/kubeindex || { echo "docs/configuration.md is out of date: run make docs"; exit 1; }
 
 .PHONY: docs
@@ -34,11 +36,12 @@ docs: ## Write the generated tables of docs/configuration.md (flags, environment
 
 .PHONY: test-unit
 test-unit: ## Unit tests (client-go fakes, the demo API server), with -race.
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
 
 .PHONY: test-e2e
 test-e2e: ## End-to-end tests against a real kube-apiserver + etcd built from Go modules.
 	cd test && $(GO) test -race -count=1 -timeout 40m ./...
+	cd test/sqlite && $(GO) test -race -count=1 ./...
 	cd test/table && $(GO) test -race -count=1 ./...
 
 .PHONY: test

@@ -330,3 +330,49 @@ func TestTokenFloodLeavesKnownUsersAlone(t *testing.T) {
 		t.Fatalf("%d reviews: the flooding address got more than its budget of 5/s over 11s", reviews)
 	}
 }
+
+// TestTokenFloodFromAKnownUsersAddress: a flood of bogus tokens from the
+// very address a known user asks from (one NAT, one ingress) must not lock
+// that user out once her answer expires: a token the API server called
+// valid lately is reviewed again without taking from the address's
+// budget, which only strangers' tokens spend.
+func TestTokenFloodFromAKnownUsersAddress(t *testing.T) {
+	api := authtest.New(t, map[string]auth.User{"alice-token": alice})
+	clock := newClock()
+	tr, err := auth.NewTokenReviewerForConfig(api.Config(), auth.TokenReviewOptions{Cache: auth.CacheOptions{Now: clock.now}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := auth.WithClientAddr(context.Background(), "10.0.0.7")
+	aliceAsks := func(when string) {
+		t.Helper()
+		if u, ok, err := tr.AuthenticateToken(shared, "alice-token"); err != nil || !ok || u.Name != "alice" {
+			t.Fatalf("%s: alice answered %+v %v %v", when, u, ok, err)
+		}
+	}
+	aliceAsks("before the flood")
+	for round := range 3 {
+		clock.add(11 * time.Second) // alice's answer expires; the address's budget refills
+		refused := 0
+		for i := range 1000 {
+			_, ok, err := tr.AuthenticateToken(shared, fmt.Sprintf("flood-%d-%d", round, i))
+			switch {
+			case errors.Is(err, auth.ErrTooManyReviews):
+				refused++
+			case err != nil || ok:
+				t.Fatalf("flood token %d: %v %v", i, ok, err)
+			}
+		}
+		if refused < 950 {
+			t.Fatalf("round %d: %d of 1,000 bogus tokens refused; expect the address held to its budget", round, refused)
+		}
+		aliceAsks(fmt.Sprintf("after round %d of the flood, her answer expired", round))
+	}
+	// A token valid once and revoked since is answered invalid, and from
+	// then on is a stranger's again.
+	api.SetTokens(map[string]auth.User{})
+	clock.add(11 * time.Second)
+	if _, ok, err := tr.AuthenticateToken(shared, "alice-token"); ok || err != nil {
+		t.Fatalf("alice's revoked token: %v %v; expect invalid", ok, err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 
 	authnv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilcache "k8s.io/apimachinery/pkg/util/cache"
 	authnclient "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	"k8s.io/client-go/rest"
 )
@@ -31,7 +32,17 @@ type TokenReviewOptions struct {
 	// ClientAddresses is how many addresses' budgets are remembered.
 	// Default 16384.
 	ClientAddresses int
+	// KnownFor is how long a token the API server called valid stays
+	// known: its answer expired, it is reviewed again without taking from
+	// its address's budget, so that strangers flooding from a shared
+	// address (a NAT, an ingress) cannot lock out the users behind it.
+	// Remembered for as many tokens as Cache.MaxEntries. Default
+	// DefaultKnownFor.
+	KnownFor time.Duration
 }
+
+// DefaultKnownFor is TokenReviewOptions.KnownFor's default.
+const DefaultKnownFor = time.Hour
 
 // DefaultReviewsPerSecond is TokenReviewOptions.ReviewsPerSecond's
 // default; ReviewBurstSeconds makes the default burst from the rate.
@@ -57,6 +68,10 @@ type TokenReviewer struct {
 	audiences []string
 	cache     *decisionCache[review]
 	limits    *addrLimiter
+	// known holds the hashes of the tokens found valid within knownFor:
+	// their reviews are not charged to an address.
+	known    *utilcache.LRUExpireCache
+	knownFor time.Duration
 }
 
 type review struct {
@@ -75,9 +90,13 @@ func NewTokenReviewer(client authnclient.TokenReviewInterface, o TokenReviewOpti
 	if o.ClientAddresses <= 0 {
 		o.ClientAddresses = 16384
 	}
+	if o.KnownFor <= 0 {
+		o.KnownFor = DefaultKnownFor
+	}
 	return &TokenReviewer{client: client, audiences: o.Audiences,
 		cache:  newDecisionCache(co, func(r review) bool { return r.user != nil }),
-		limits: newAddrLimiter(o.ReviewsPerSecond, o.ReviewBurst, o.ClientAddresses, co.Now)}
+		limits: newAddrLimiter(o.ReviewsPerSecond, o.ReviewBurst, o.ClientAddresses, co.Now),
+		known:  utilcache.NewLRUExpireCacheWithClock(co.MaxEntries, clock(co.Now)), knownFor: o.KnownFor}
 }
 
 // NewTokenReviewerForConfig builds a TokenReviewer that uses the same
@@ -99,19 +118,32 @@ func reviewConfig(cfg *rest.Config) *rest.Config {
 	return c
 }
 
-// AuthenticateToken implements Authenticator. A token the cache does not
-// know costs a review from the budget of the client's address
-// (WithClientAddr); a known one costs nothing, whatever else is asked.
+// AuthenticateToken implements Authenticator. A cached answer costs
+// nothing. A token the API server called valid within KnownFor is
+// reviewed again when its answer expires, without taking from any
+// address's budget: it is one of a bounded number of known callers', each
+// reviewed at most once per answer's lifetime. Any other token (a
+// stranger's) costs a review from the budget of the client's address
+// (WithClientAddr), or ErrTooManyReviews beyond it.
 func (t *TokenReviewer) AuthenticateToken(ctx context.Context, token string) (*User, bool, error) {
 	if token == "" {
 		return nil, false, nil
 	}
 	addr := ClientAddr(ctx)
-	r, err := t.cache.get(ctx, cacheKey(token), func(ctx context.Context) (review, error) {
-		if !t.limits.allow(addr) {
+	key := cacheKey(token)
+	r, err := t.cache.get(ctx, key, func(ctx context.Context) (review, error) {
+		if _, known := t.known.Get(key); !known && !t.limits.allow(addr) {
 			return review{}, ErrTooManyReviews
 		}
-		return t.review(ctx, token)
+		r, err := t.review(ctx, token)
+		switch {
+		case err != nil:
+		case r.user != nil:
+			t.known.Add(key, struct{}{}, t.knownFor)
+		default:
+			t.known.Remove(key) // revoked: a stranger's from now on
+		}
+		return r, err
 	})
 	if err != nil {
 		return nil, false, err

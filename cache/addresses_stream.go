@@ -79,10 +79,31 @@ func (c *Cache) WatchAddresses(q AddressWatchQuery, notify chan<- struct{}) (Sub
 	return addrSub{s}, nil
 }
 
+// Check reports, as ErrInvalid, what is wrong in q itself (a kind that
+// holds no addresses, a node name that cannot be one) without looking at
+// the cache: a server checks it before paying for authorization.
+// WatchAddresses checks it too.
+func (q AddressWatchQuery) Check() error {
+	for _, k := range q.Kinds {
+		if _, ok := ipowner.KindOf(k); !ok {
+			return fmt.Errorf("%w: kind %q: the kinds that hold addresses are pods, services and nodes", ErrInvalid, k)
+		}
+	}
+	if q.Node != "" {
+		if errs := validation.IsDNS1123Subdomain(q.Node); len(errs) > 0 {
+			return fmt.Errorf("%w: node %q is not a node name: %s", ErrInvalid, q.Node, strings.Join(errs, "; "))
+		}
+	}
+	return nil
+}
+
 // mirrorQuery checks q against what is cached.
 func (c *Cache) mirrorQuery(q AddressWatchQuery) (ipowner.MirrorQuery, error) {
 	mq := ipowner.MirrorQuery{Node: q.Node, Namespaces: map[ipowner.Kind][]string{}, Position: q.ResourceVersion,
 		QueueSize: q.QueueSize}
+	if err := q.Check(); err != nil {
+		return mq, err
+	}
 	if mq.QueueSize <= 0 {
 		mq.QueueSize = DefaultQueueSize
 	}
@@ -97,19 +118,11 @@ func (c *Cache) mirrorQuery(q AddressWatchQuery) (ipowner.MirrorQuery, error) {
 		kinds = cached
 	}
 	for _, k := range kinds {
-		kind, ok := ipowner.KindOf(k)
-		if !ok {
-			return mq, fmt.Errorf("%w: kind %q: the kinds that hold addresses are pods, services and nodes", ErrInvalid, k)
-		}
+		kind, _ := ipowner.KindOf(k) // checked
 		if !slices.Contains(cached, k) {
 			return mq, fmt.Errorf("%w: kind %q is not cached here (cached: %s)", ErrInvalid, k, strings.Join(cached, ", "))
 		}
 		mq.Kinds = append(mq.Kinds, kind)
-	}
-	if q.Node != "" {
-		if errs := validation.IsDNS1123Subdomain(q.Node); len(errs) > 0 {
-			return mq, fmt.Errorf("%w: node %q is not a node name: %s", ErrInvalid, q.Node, strings.Join(errs, "; "))
-		}
 	}
 	for plural, nss := range q.Namespaces {
 		kind, ok := ipowner.KindOf(plural)

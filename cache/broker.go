@@ -108,6 +108,10 @@ type broker struct {
 	pending []*event      // published, not yet offered to subscribers
 	joining []*eventSub   // subscribed, not yet seen by the fan-out
 	kick    chan struct{} // the fan-out has work
+	// handedRV is the highest resourceVersion of an object the handler
+	// has handed on: unlike the log's head, never moved to the informers'
+	// list (WaitPosition).
+	handedRV uint64
 	// started is set by the first subscription, once the informers have
 	// synced: the initial list is a snapshot, not a sequence of events, so
 	// no position before its end can be resumed from.
@@ -242,7 +246,9 @@ func (b *broker) publishLocked(ev *event) {
 	ev.at = b.now()
 	ev.seq = b.seq
 	b.seq++
-	ev.rvStr = strconv.FormatUint(b.log.Append(parseRV(ev.obj.resourceVersion), ev.at, ev), 10)
+	rv := parseRV(ev.obj.resourceVersion)
+	b.handedRV = max(b.handedRV, rv)
+	ev.rvStr = strconv.FormatUint(b.log.Append(rv, ev.at, ev), 10)
 	b.pending = append(b.pending, ev)
 	select {
 	case b.kick <- struct{}{}:

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -43,6 +44,8 @@ type Cache struct {
 	asks askSlots
 	// walks keep the answers questions are paged through (ask_pages.go).
 	walks *walks
+	// searches keep the hits searches are paged through (search_pages.go).
+	searches *searchWalks
 }
 
 // resourceCache is one resource: its informers and their bookkeeping.
@@ -55,6 +58,9 @@ type resourceCache struct {
 	opts    *Options
 	broker  *broker        // fed by every shard's one handler; serves streams
 	crds    *resourceCache // the cached CRDs, for a custom resource's field selectors; nil: none
+	// crdWatch follows the resource's CRD when crds is nil and the
+	// resource may be custom (crds.go); nil otherwise.
+	crdWatch *crdWatch
 }
 
 // shard is one informer: the whole resource, or one namespace of it.
@@ -69,6 +75,9 @@ type shard struct {
 	added, modified, deleted atomic.Int64
 	// synced remembers that the informer has synced (hasSynced).
 	synced atomic.Bool
+	// hold, when set (tests only), is called before each event is handed
+	// on: it stands for a handler that lags behind its reflector.
+	hold atomic.Pointer[func()]
 }
 
 // hasSynced reports whether the shard's handler has seen the initial
@@ -121,7 +130,8 @@ func New(cfg *rest.Config, resources []Configured, opts Options) (*Cache, error)
 	if err != nil {
 		return nil, err
 	}
-	c := &Cache{opts: opts, byName: map[string]*resourceCache{}, asks: newAskSlots(), walks: newWalks(opts.Now)}
+	c := &Cache{opts: opts, byName: map[string]*resourceCache{}, asks: newAskSlots(), walks: newWalks(opts.Now),
+		searches: newSearchWalks(opts.Now)}
 	if !opts.IPHistory.Off {
 		if c.history, err = ipowner.NewHistory(opts.IPHistory, opts.Now); err != nil {
 			return nil, err
@@ -143,6 +153,11 @@ func New(cfg *rest.Config, resources []Configured, opts Options) (*Cache, error)
 	}
 	c.indexNames()
 	c.linkCRDs()
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building the client of CRDs: %w", err)
+	}
+	c.addCRDWatches(dyn)
 	c.attachOwnerTable()
 	return c, nil
 }
@@ -218,6 +233,9 @@ func (c *Cache) Start(ctx context.Context) error {
 		wg.Go(func() { c.mirror.Run(ctx) })
 	}
 	for _, r := range c.resources {
+		if r.crdWatch != nil {
+			wg.Go(func() { r.crdWatch.run(ctx, c.opts.Logger) })
+		}
 		wg.Go(func() { r.broker.run(ctx) })
 		// The reflector's messages name the resource (the informer
 		// knows only *cache.Object).
@@ -237,6 +255,9 @@ func (c *Cache) WaitForSync(ctx context.Context) bool {
 	for _, r := range c.resources {
 		for _, sh := range r.shards {
 			synced = append(synced, sh.hasSynced)
+		}
+		if r.crdWatch != nil {
+			synced = append(synced, r.crdWatch.settled)
 		}
 	}
 	return toolscache.WaitForCacheSync(ctx.Done(), synced...)
@@ -268,8 +289,14 @@ func (c *Cache) names() []string {
 func (sh *shard) eventHandler(now func() time.Time, b *broker) toolscache.ResourceEventHandler {
 	touch := func() { sh.lastEvent.Store(now().UnixNano()) }
 	feed := b.handler()
+	wait := func() {
+		if hold := sh.hold.Load(); hold != nil {
+			(*hold)()
+		}
+	}
 	return toolscache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
+			wait()
 			feed.OnAdd(obj, initial)
 			sh.ips.add(obj, initial)
 			sh.added.Add(1)
@@ -279,12 +306,14 @@ func (sh *shard) eventHandler(now func() time.Time, b *broker) toolscache.Resour
 			if o, ok := old.(*Object); ok && o == cur {
 				return // a resync, not an event
 			}
+			wait()
 			feed.OnUpdate(old, cur)
 			sh.ips.update(old, cur)
 			sh.modified.Add(1)
 			touch()
 		},
 		DeleteFunc: func(obj any) {
+			wait()
 			feed.OnDelete(obj)
 			sh.ips.remove(obj)
 			sh.deleted.Add(1)

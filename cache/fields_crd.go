@@ -11,9 +11,9 @@ import (
 // served version, each valued as the API server values it (the JSON value
 // as text, "" when absent); anything else is "field label not supported"
 // (apiextensions-apiserver's crConverter.ConvertFieldLabel and its
-// strategy's selectableFields). kubeindex knows a CRD only when it caches
-// customresourcedefinitions too; otherwise a custom resource allows what a
-// built-in kind without a conversion allows.
+// strategy's selectableFields). kubeindex knows a CRD when it caches
+// customresourcedefinitions, or follows it (crds.go); one it may not read
+// allows what a built-in kind without a conversion allows.
 
 // crdResource is how the cache finds the CRDs it holds.
 const crdGroup, crdPlural = "apiextensions.k8s.io", "customresourcedefinitions"
@@ -40,20 +40,12 @@ func (c *Cache) linkCRDs() {
 // crdFieldTable returns the field table the resource's CRD declares; false
 // when the resource has no CRD in the cache.
 func (r *resourceCache) crdFieldTable() (fieldTable, bool) {
-	if r.crds == nil {
-		return fieldTable{}, false
-	}
-	var crd *Object
-	for _, sh := range r.crds.shards {
-		if item, ok, _ := sh.informer.GetIndexer().GetByKey(r.res.Plural + "." + r.res.Group); ok {
-			crd = item.(*Object)
-		}
-	}
-	if crd == nil {
+	raw, _ := r.crd()
+	if raw == nil {
 		return fieldTable{}, false
 	}
 	t := fieldTable{fields: map[string]fieldValue{}, unsupported: notSupported}
-	for _, v := range gjson.GetBytes(crd.raw, "spec.versions").Array() {
+	for _, v := range gjson.GetBytes(raw, "spec.versions").Array() {
 		if v.Get("name").String() != r.res.Version {
 			continue
 		}

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"log/slog"
 	"time"
 
 	"github.com/kubeindex/kubeindex/indexers"
@@ -98,6 +99,9 @@ type Options struct {
 	IPHistory ipowner.HistoryOptions
 	// Now is the clock; default time.Now. Tests replace it.
 	Now func() time.Time
+	// Logger says what the operator should know (a CRD that may not be
+	// read). Default: nothing is logged.
+	Logger *slog.Logger
 }
 
 // Options' defaults.
@@ -122,6 +126,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return o
 }

@@ -95,6 +95,9 @@ func (c *Cache) Ready() bool {
 }
 
 func (r *resourceCache) synced() bool {
+	if r.crdWatch != nil && !r.crdWatch.settled() {
+		return false
+	}
 	for _, sh := range r.shards {
 		if !sh.hasSynced() {
 			return false

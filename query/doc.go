@@ -39,6 +39,12 @@
 // namespace then name, ascending; the first value of a key is compared;
 // objects without a value come last in either direction.
 //
+// # Projections
+//
+// Schema.ParseFields reads fields=: member paths are kept where they are
+// in the object; Table columns are written as their printed cells under
+// the item's ColumnsMember, beside the object's own members.
+//
 // # Live windows
 //
 // A window (a query whose page and counts are kept current as events

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/tidwall/gjson"
 )
@@ -14,6 +15,11 @@ import (
 // resourceVersion. A Projection is immutable and safe for concurrent use.
 type Projection struct {
 	root *node
+	// columns are the Table columns asked for (project_columns.go), read
+	// through schema's Table at now.
+	columns []projColumn
+	schema  *Schema
+	now     time.Time
 }
 
 // node is a member of the projected object: a path kept whole (leaf) or
@@ -109,7 +115,11 @@ func (p *Projection) add(segs []string) {
 // Apply appends the projection of the JSON object raw to dst. Members
 // the object lacks are left out, as are objects left empty.
 func (p *Projection) Apply(dst, raw []byte) []byte {
-	out, _ := p.root.appendTo(dst, gjson.ParseBytes(raw))
+	start := len(dst)
+	out, ok := p.root.appendTo(dst, gjson.ParseBytes(raw))
+	if ok && len(p.columns) > 0 {
+		out = p.appendColumns(out, start, raw)
+	}
 	return out
 }
 

@@ -306,3 +306,59 @@ func FuzzParseSortAndFields(f *testing.F) {
 		}
 	})
 }
+
+// TestProjectionColumns: a column in fields= is its cell as kubectl
+// prints it, under "columns", in the order asked, beside the projected
+// members; a leading "." keeps a member of the same name; the object's
+// own "columns" member cannot be kept beside them.
+func TestProjectionColumns(t *testing.T) {
+	for _, tc := range []struct{ given, expect string }{
+		{"restarts,STATUS,ready,.status.phase", `{"kind":"Pod","apiVersion":"v1","metadata":{"name":"web-0","namespace":"a","uid":"u-web-0","resourceVersion":"7"},"status":{"phase":"Running"},` +
+			`"columns":{"restarts":"5","status":"Running","ready":"1/2"}}`},
+		{"age,namespace,name,node,ip,restarts", `{"kind":"Pod","apiVersion":"v1","metadata":{"name":"web-0","namespace":"a","uid":"u-web-0","resourceVersion":"7"},` +
+			`"columns":{"age":"90m","namespace":"a","name":"web-0","node":"n1","ip":"10.0.0.1","restarts":"5"}}`},
+		{"spec.nodeName", `{"kind":"Pod","apiVersion":"v1","metadata":{"name":"web-0","namespace":"a","uid":"u-web-0","resourceVersion":"7"},"spec":{"nodeName":"n1"}}`},
+		{".columns", `{"kind":"Pod","apiVersion":"v1","metadata":{"name":"web-0","namespace":"a","uid":"u-web-0","resourceVersion":"7"}}`},
+	} {
+		p, err := pods.ParseFields(tc.given, now)
+		if err != nil {
+			t.Fatalf("fields=%s: %v", tc.given, err)
+		}
+		if got := string(p.Apply(nil, web0.json())); got != tc.expect {
+			t.Errorf("fields=%s:\nexpect %s\ngot    %s", tc.given, tc.expect, got)
+		}
+	}
+	for _, tc := range []struct{ given, expect string }{
+		{"restarts,columns.x", `fields: at position 10: the object's own "columns" member cannot be kept`},
+		{"status,spec.containers.#.image", `fields: at position 8: path "spec.containers.#.image"`},
+	} {
+		_, err := pods.ParseFields(tc.given, now)
+		if err == nil || !strings.HasPrefix(err.Error(), tc.expect) {
+			t.Errorf("fields=%s: %v; expect %q", tc.given, err, tc.expect)
+		}
+	}
+}
+
+func FuzzParseFieldsColumns(f *testing.F) {
+	for _, s := range []string{"restarts,status", ".status,age", "columns,ready", `metadata.labels.app\.kubernetes\.io/name,ip`} {
+		f.Add(s)
+	}
+	raw := web0.json()
+	f.Fuzz(func(t *testing.T, s string) {
+		p, err := pods.ParseFields(s, now)
+		if err != nil {
+			var qe *Error
+			if !asError(err, &qe) || qe.Param != "fields" || qe.Pos < 0 || qe.Pos > len(s)+1 {
+				t.Fatalf("%q: error %v has no parameter or position in range", s, err)
+			}
+			return
+		}
+		if p == nil {
+			return
+		}
+		var out map[string]any
+		if err := json.Unmarshal(p.Apply(nil, raw), &out); err != nil {
+			t.Fatalf("fields=%q: invalid JSON: %v", s, err)
+		}
+	})
+}

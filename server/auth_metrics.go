@@ -20,10 +20,12 @@ var (
 	descOpenConns = prometheus.NewDesc("kubeindex_open_connections", "Open client TCP connections, streams included.", nil, nil)
 	descRefused   = prometheus.NewDesc("kubeindex_refused_total",
 		"Connections refused beyond the connection limit (connection) or the per-address limit (connection_per_address), and streams beyond the per-client limit.", []string{"what"}, nil)
+	descReclaimed = prometheus.NewDesc("kubeindex_reclaimed_connections_total",
+		"Idle connections closed to make room for a new one at the connection limit.", nil, nil)
 )
 
 func (sc *securityCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descAuthDecisions, descAuthCache, descOpenConns, descRefused} {
+	for _, d := range []*prometheus.Desc{descAuthDecisions, descAuthCache, descOpenConns, descRefused, descReclaimed} {
 		ch <- d
 	}
 }
@@ -36,6 +38,7 @@ func (sc *securityCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descRefused, prometheus.CounterValue, float64(refusedConns), "connection")
 	ch <- prometheus.MustNewConstMetric(descRefused, prometheus.CounterValue, float64(refusedAddrConns), "connection_per_address")
 	ch <- prometheus.MustNewConstMetric(descRefused, prometheus.CounterValue, float64(refusedStreams), "stream")
+	ch <- prometheus.MustNewConstMetric(descReclaimed, prometheus.CounterValue, float64(sc.s.limits.reclaimed()))
 }
 
 func (sc *securityCollector) collectAuth(ch chan<- prometheus.Metric, stage string, x any) {

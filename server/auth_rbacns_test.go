@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -193,5 +194,65 @@ func TestTooManyAccessReviewsSaysWhenToRetry(t *testing.T) {
 	}
 	if st := kubeStatus(errTooManyAccessReviews); st.Code != 429 || st.Details == nil || st.Details.RetryAfterSeconds != 1 {
 		t.Errorf("Kubernetes API: %+v; expect 429 with retryAfterSeconds 1", st)
+	}
+}
+
+// The address stream asks about namespaces as lists do: a restricted
+// caller across 2,000 namespaces costs the reviews of the namespaces RBAC
+// grants it, for pods and for Services, not one per namespace known; a
+// caller RBAC grants nothing is refused as cheaply, and a bad ?node= is a
+// 400 before any review. The multiplexed socket's subscription is the same.
+func TestAddressStreamAsksOnlyRBACGrantedNamespaces(t *testing.T) {
+	e := startRBACAuth(t, carolRBAC...)
+	e.api.SetRules(append(authRules(), carolAllowed...)...)
+	bearer := func(token string) http.Header { return http.Header{"Authorization": {"Bearer " + token}} }
+	reviews := func() int64 { _, n := e.api.Reviews(); return n }
+
+	before := reviews()
+	carol := addrSSE(t, e.ss.url+"/api/v1/ip:watch", bearer("carol-token"))
+	carol.until("SYNCED", func() bool { return carol.synced })
+	// Pods: cluster-wide, then tenants 10, 20, 30 and 50; Services:
+	// cluster-wide, then tenant 30 (the wildcard role); nodes: cluster-wide.
+	if n := reviews() - before; n > 8 {
+		t.Errorf("carol's address stream across 2,000 namespaces cost %d access reviews; expect at most 8", n)
+	}
+	for ip, owners := range carol.owners {
+		if !strings.HasPrefix(owners, "Pod tenant-0010/") && !strings.HasPrefix(owners, "Pod tenant-0020/") && !strings.HasPrefix(owners, "Pod tenant-0030/") {
+			t.Errorf("carol sees %s held by %q", ip, owners)
+		}
+	}
+	if len(carol.owners) != 3 {
+		t.Errorf("carol sees %d addresses; expect the 3 pods of her namespaces", len(carol.owners))
+	}
+
+	before = reviews()
+	m, resp := openMuxWith(t, e.ss.wsURL("/api/v1/stream"), bearer("carol-token"))
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("carol's socket: %d", resp.StatusCode)
+	}
+	m.send(t, `{"op":"subscribe","id":"ip","resource":"ip:watch"}`)
+	for got := m.expectOther(t); got.Get("type").Str != "SYNCED"; got = m.expectOther(t) {
+		if got.Get("type").Str == "ERROR" {
+			t.Fatalf("carol's ip:watch subscription: %s", got.Raw)
+		}
+	}
+	if n := reviews() - before; n > 8 {
+		t.Errorf("carol's ip:watch subscription cost %d access reviews; expect at most 8 (cached: fewer)", n)
+	}
+
+	before = reviews()
+	if sse := openSSE(t, e.ss.url+"/api/v1/ip:watch", bearer("nobody-token")); sse.resp.StatusCode != http.StatusForbidden {
+		t.Errorf("nobody's address stream: %d; expect 403", sse.resp.StatusCode)
+	}
+	if n := reviews() - before; n > 3 {
+		t.Errorf("nobody's refusal cost %d access reviews; expect at most 3 (one per kind, cluster-wide)", n)
+	}
+
+	before = reviews()
+	if sse := openSSE(t, e.ss.url+"/api/v1/ip:watch?node=Not_A_Node", bearer("robot-token")); sse.resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("a bad node: %d; expect 400", sse.resp.StatusCode)
+	}
+	if n := reviews() - before; n != 0 {
+		t.Errorf("a bad node cost %d access reviews before its 400; expect none", n)
 	}
 }

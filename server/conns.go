@@ -22,6 +22,17 @@ import (
 // only briefly, UnauthenticatedTimeout, to send headers or between
 // requests. Once a request on it passed authentication (any request,
 // with authentication off), it keeps the usual timeouts.
+//
+// At MaxConnections, a new connection is not refused while another sits
+// idle between requests: the idle connection of whoever holds the most
+// (a connection not yet authenticated first, then by identity, the user
+// or, with authentication off, the address) is closed to make room. An
+// idle keep-alive closed is a normal event of HTTP (clients open another
+// when they need one), so a caller who holds many idle connections, with
+// any valid token, cannot starve others: idle connections last their
+// IdleTimeout while there is room, and no longer than the next newcomer
+// under pressure. Busy connections (a request being served, a stream)
+// are never taken; streams are bounded per client apart.
 
 // counts are the open connections and the refusals: connections beyond
 // MaxConnections, beyond MaxConnectionsPerAddress, and streams.
@@ -34,6 +45,13 @@ func (l *limiter) allCounts() (conns int, refusedConns, refusedAddrConns, refuse
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.conns, l.refusedConns, l.refusedAddrConns, l.refusedStreams
+}
+
+// reclaimed counts the idle connections closed to make room (reclaimIdle).
+func (l *limiter) reclaimed() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.reclaimedConns
 }
 
 // listener applies MaxConnections and MaxConnectionsPerAddress to ln.
@@ -67,6 +85,7 @@ func (ll *limitListener) Accept() (net.Conn, error) {
 		}
 		l := ll.l
 		addr := connAddress(conn)
+		l.reclaimIdle(addr)
 		l.mu.Lock()
 		var refusal []byte
 		switch {
@@ -80,15 +99,62 @@ func (ll *limitListener) Accept() (net.Conn, error) {
 			l.conns++
 			l.perAddr[addr]++
 		}
-		l.mu.Unlock()
+		var lc *limitedConn
 		if refusal == nil {
-			return &limitedConn{Conn: conn, l: l, addr: addr}, nil
+			lc = &limitedConn{Conn: conn, l: l, addr: addr}
+			l.open[lc] = struct{}{}
+		}
+		l.mu.Unlock()
+		if lc != nil {
+			return lc, nil
 		}
 		if ll.refusalTLS != nil {
 			conn = tls.Server(conn, ll.refusalTLS)
 		}
 		go refuseConn(conn, refusal)
 	}
+}
+
+// reclaimIdle makes room at MaxConnections for a connection from addr
+// (which its address's own bound would admit) by closing the idle
+// connection of whoever holds the most connections.
+func (l *limiter) reclaimIdle(addr string) {
+	l.mu.Lock()
+	var victim *limitedConn
+	if l.conns >= l.opts.MaxConnections && l.perAddr[addr] < l.opts.MaxConnectionsPerAddress {
+		victim = l.idlestLocked()
+		if victim != nil {
+			l.reclaimedConns++
+		}
+	}
+	l.mu.Unlock()
+	if victim != nil {
+		victim.Close() // frees its slots before the count is read again
+	}
+}
+
+// idlestLocked (under mu) is an idle connection of the owner holding the
+// most connections, one not yet authenticated before any; nil when none
+// is idle. It looks at every connection, only at the limit.
+func (l *limiter) idlestLocked() *limitedConn {
+	held := map[string]int{}
+	for c := range l.open {
+		held[c.ownerKey()]++
+	}
+	var victim *limitedConn
+	most := 0
+	for c := range l.open {
+		if !c.idle.Load() {
+			continue
+		}
+		if !c.authenticated.Load() {
+			return c
+		}
+		if n := held[c.ownerKey()]; n > most {
+			victim, most = c, n
+		}
+	}
+	return victim
 }
 
 // connAddress is the IP address a connection comes from, in one spelling
@@ -168,6 +234,11 @@ type limitedConn struct {
 	once          sync.Once
 	// certID is what its client certificate was found to be (tls.go).
 	certID atomic.Pointer[certIdentity]
+	// idle: no request is being served on it (net/http's StateIdle), so
+	// it may be closed to make room (reclaimIdle).
+	idle atomic.Bool
+	// owner is who it first authenticated as (clientKey).
+	owner atomic.Pointer[string]
 	// unauthIdle (under wmu) closes an HTTP/2 connection left idle before
 	// any request on it passed authentication (connState).
 	unauthIdle *time.Timer
@@ -280,6 +351,7 @@ func (c *limitedConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(func() {
 		c.l.mu.Lock()
+		delete(c.l.open, c)
 		c.l.conns--
 		if c.l.perAddr[c.addr]--; c.l.perAddr[c.addr] <= 0 {
 			delete(c.l.perAddr, c.addr)
@@ -319,6 +391,7 @@ func connState(conn net.Conn, state http.ConnState) {
 	if lc == nil {
 		return
 	}
+	lc.idle.Store(state == http.StateIdle)
 	switch state {
 	case http.StateHijacked:
 		lc.authenticated.Store(true)
@@ -351,9 +424,19 @@ func connOf(r *http.Request) *limitedConn {
 }
 
 // connAuthenticated gives the connection of r the usual timeouts from now
-// on.
-func connAuthenticated(r *http.Request) {
+// on, and records whom it serves (owner, called once per connection).
+func connAuthenticated(r *http.Request, owner func() string) {
 	if lc := connOf(r); lc != nil && !lc.authenticated.Load() {
+		o := owner()
+		lc.owner.Store(&o)
 		lc.authenticated.Store(true)
 	}
+}
+
+// ownerKey is whom the connection serves; "" before it authenticated.
+func (c *limitedConn) ownerKey() string {
+	if o := c.owner.Load(); o != nil {
+		return *o
+	}
+	return ""
 }

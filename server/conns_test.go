@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -152,5 +153,40 @@ func TestWithoutAuthenticationAServedRequestKeepsTheConnection(t *testing.T) {
 	}
 	if code, body := served.get(t, "/api/v1/pods?limit=1", ""); code != 200 {
 		t.Errorf("a served connection after the short timeout: %d %q; expect it open and answered", code, body)
+	}
+}
+
+// TestIdleAuthenticatedSocketsLeaveRoomForOthers: a caller with a valid
+// token, whatever it may read, opens every connection slot from four
+// addresses and leaves each idle after one request. Another caller must
+// still be answered: at the limit, an idle connection of whoever holds the
+// most is closed to make room (a keep-alive, which its client opens again
+// when it needs it), rather than the newcomer refused.
+func TestIdleAuthenticatedSocketsLeaveRoomForOthers(t *testing.T) {
+	st, err := auth.ParseStaticTokens([]byte("hoarder-token,hoarder,1\nother-token,other,2\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := cachetest.Start(t, cachetest.PodSpec())
+	s, addr := serveReal(t, f.Cache, Options{Auth: AuthOptions{Authenticator: st},
+		Limits: LimitOptions{MaxConnections: 1000}})
+	for i := range 1000 {
+		c := dialFrom(t, fmt.Sprintf("127.0.0.%d", 2+i%4), addr)
+		if code, body := c.get(t, "/api/v1/pods?limit=1", "hoarder-token"); code != 200 {
+			t.Fatalf("the hoarder's connection %d: %d %q", i, code, body)
+		}
+	}
+	if conns, _, _ := s.limits.counts(); conns != 1000 {
+		t.Fatalf("%d connections open; expect the hoarder's 1,000 idle ones", conns)
+	}
+	start := time.Now()
+	code, body := dialFrom(t, "127.0.0.1", addr).get(t, "/api/v1/pods?limit=1", "other-token")
+	took := time.Since(start)
+	if code != 200 {
+		t.Fatalf("another caller, with 1,000 idle authenticated sockets open: %d %q; expect 200", code, body)
+	}
+	t.Logf("another caller answered in %v beside 1,000 idle authenticated sockets of one identity", took)
+	if _, refused, _ := s.limits.counts(); refused != 0 || s.limits.reclaimed() != 1 {
+		t.Errorf("%d connections refused, %d reclaimed; expect none refused, one idle connection reclaimed", refused, s.limits.reclaimed())
 	}
 }

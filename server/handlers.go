@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -110,18 +111,24 @@ func (s *Server) list(c echo.Context) error {
 		return err
 	}
 	var ask *cache.Ask
-	if asks(q) {
+	var fields *query.Projection
+	if asks(q) || q.Get("fields") != "" {
 		sc, err := s.schema(resource)
 		if err != nil {
 			return err
 		}
-		if ask, err = parseAsk(q, sc); err != nil {
+		if asks(q) {
+			if ask, err = parseAsk(q, sc); err != nil {
+				return err
+			}
+		}
+		now := time.Now()
+		if ask != nil {
+			now = ask.Now // ages printed as the question measured them
+		}
+		if fields, err = sc.ParseFields(q.Get("fields"), now); err != nil {
 			return err
 		}
-	}
-	fields, err := query.ParseFields(q.Get("fields"))
-	if err != nil {
-		return err
 	}
 	lq := cache.ListQuery{
 		Ask:           ask,

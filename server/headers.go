@@ -131,12 +131,13 @@ func (s *Server) freshnessDetail(c echo.Context, resource string) bool {
 // freshness of the cache as a whole, unless a handler set a resource's.
 //
 // An unauthenticated answer (a probe, a 401, the dashboard's files while
-// authentication is on) carries none: when the cache last changed, and its
+// authentication is on), and the 403 of a Host not served while it is off,
+// carry none: when the cache last changed, and its
 // resourceVersion, tell activity in namespaces the caller may not read.
 // When authorizing, the whole cache's last event is given to nobody (it
 // would take a review per resource to know who may see them all).
 func (s *Server) fillFreshness(c echo.Context) {
-	if s.authenticating() && userOf(c) == nil {
+	if s.authenticating() && userOf(c) == nil || c.Get(hostRefusedKey) != nil {
 		return
 	}
 	if h := c.Response().Header(); h[HeaderStale] == nil {

@@ -27,12 +27,16 @@ type HostOptions struct {
 	AcceptIPs bool
 }
 
+// hostRefusedKey marks a request refused for its Host.
+const hostRefusedKey = "kubeindex.hostRefused"
+
 // checkHost refuses a request whose Host is not ours while nothing else
 // stands between a browser page and the cache (authentication is off).
 func (s *Server) checkHost(c echo.Context) error {
 	if s.authenticating() || s.opts.Hosts.accepts(c.Request().Host) {
 		return nil
 	}
+	c.Set(hostRefusedKey, true) // its answer carries no freshness (fillFreshness)
 	return echo.NewHTTPError(http.StatusForbidden, fmt.Sprintf(
 		"the Host %q is not served: with authentication off, kubeindex answers loopback addresses and localhost only; "+
 			"to serve this name, add it with --accept-hosts", text.Truncate(c.Request().Host, 64)))

@@ -1,6 +1,10 @@
 package server
 
-import "testing"
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
 
 func TestHostsServedWithoutAuthentication(t *testing.T) {
 	for _, tc := range []struct {
@@ -27,6 +31,31 @@ func TestHostsServedWithoutAuthentication(t *testing.T) {
 	} {
 		if got := tc.opts.accepts(tc.host); got != tc.want {
 			t.Errorf("given %+v, Host %q: accepted=%v; expect %v", tc.opts, tc.host, got, tc.want)
+		}
+	}
+}
+
+// TestRefusedHostLearnsNothing: with authentication off, the 403 for a
+// Host that is not served carries none of the cache's freshness (its
+// last event, whether it synced, its watches): a rebinding page learns
+// nothing of the cluster, not even how busy it is.
+func TestRefusedHostLearnsNothing(t *testing.T) {
+	ss := startStreams(t, Options{})
+	for _, path := range []string{"/api/v1/pods", "/healthz", "/api/v1/resources", "/nowhere", "/k8s/api/v1/pods"} {
+		req, _ := http.NewRequest(http.MethodGet, ss.url+path, nil)
+		req.Host = "attacker.example"
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("%s with a foreign Host: %d; expect 403", path, resp.StatusCode)
+		}
+		for k := range resp.Header {
+			if strings.HasPrefix(k, "X-Kubeindex-") {
+				t.Errorf("%s with a foreign Host: its 403 carries %s: %q", path, k, resp.Header.Get(k))
+			}
 		}
 	}
 }

@@ -97,9 +97,53 @@ var hostileRequests = []struct {
 	{"a name that only starts like localhost", "GET /api/v1/pods HTTP/1.1\r\nHost: localhost.attacker.example\r\n\r\n", 403},
 	{"a rebound WebSocket", "GET /api/v1/stream HTTP/1.1\r\nHost: attacker.example\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n" +
 		"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nOrigin: http://attacker.example\r\n\r\n", 403},
+	// The security probe's attempts (docs/security.md, "The probe's
+	// attempts"), each with the answer it must keep getting.
+	{"Host 127.1", "GET /api/v1/pods?limit=1 HTTP/1.1\r\nHost: 127.1\r\n\r\n", 403},
+	{"Host 0x7f.0.0.1", "GET /api/v1/pods?limit=1 HTTP/1.1\r\nHost: 0x7f.0.0.1\r\n\r\n", 403},
+	{"Host 2130706433", "GET /api/v1/pods?limit=1 HTTP/1.1\r\nHost: 2130706433\r\n\r\n", 403},
+	{"Host 127.0.0.1.nip.io", "GET /api/v1/pods?limit=1 HTTP/1.1\r\nHost: 127.0.0.1.nip.io\r\n\r\n", 403},
+	{"an h2c upgrade from another site", "GET /api/v1/pods HTTP/1.1\r\nHost: evil.example\r\nConnection: Upgrade, HTTP2-Settings\r\n" +
+		"Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n", 403},
+	{"a WebSocket to localhost from an evil Origin", hostileGET("/api/v1/stream", "Connection: Upgrade", "Upgrade: websocket",
+		"Sec-WebSocket-Version: 13", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", "Origin: http://evil.example"), 403},
+	{"a WebSocket to localhost from Origin null", hostileGET("/api/v1/stream", "Connection: Upgrade", "Upgrade: websocket",
+		"Sec-WebSocket-Version: 13", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", "Origin: null"), 403},
+	{"a WebSocket to localhost from Origin 127.0.0.1", hostileGET("/api/v1/stream", "Connection: Upgrade", "Upgrade: websocket",
+		"Sec-WebSocket-Version: 13", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", "Origin: http://127.0.0.1:8080"), 403},
+	{"a cross-site text/plain IP batch", "POST /api/v1/ip:lookup HTTP/1.1\r\nHost: localhost\r\nOrigin: http://evil.example\r\n" +
+		"Content-Type: text/plain\r\nContent-Length: 31\r\n\r\n" + `{"queries":[{"ip":"10.0.0.1"}]}`, 403},
+	{"a cross-site form IP batch", "POST /api/v1/ip:lookup HTTP/1.1\r\nHost: localhost\r\nOrigin: http://evil.example\r\n" +
+		"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 31\r\n\r\n" + `{"queries":[{"ip":"10.0.0.1"}]}`, 403},
+	{"an IP batch of 10,001", batchPOST(`{"queries":[` + strings.TrimSuffix(strings.Repeat(`{"ip":"10.0.0.1"},`, 10001), ",") + "]}"), 400},
+	{"an IP batch over 2 MiB", batchPOST(`{"queries":[` + strings.Repeat(" ", 2<<20) + "]}"), 413},
+	{"a malformed IP batch", batchPOST(`{"queries":[{"ip":"10.0.0.1"`), 400},
+	{"an IP batch with trailing data", batchPOST(`{"queries":[{"ip":"10.0.0.1"}]} x`), 400},
+	{"an IP batch nested 200k deep", batchPOST(`{"queries":` + strings.Repeat("[", 200000)), 400},
+	{"an NDJSON IP batch body", batchPOST("{\"ip\":\"10.0.0.1\"}\n{\"ip\":\"10.0.0.2\"}\n"), 400},
+	{"an IP batch with an unknown field", batchPOST(`{"queries":[{"ip":"10.0.0.1","owner":"x"}]}`), 400},
+	{"at 2263", hostileGET("/api/v1/ip/10.0.0.12?at=2263-01-01T00:00:00Z"), 400},
+	{"at 9999999999", hostileGET("/api/v1/ip/10.0.0.12?at=9999999999"), 400},
+	{"at 1e9", hostileGET("/api/v1/ip/10.0.0.12?at=1e9"), 400},
+	{"at NaN", hostileGET("/api/v1/ip/10.0.0.12?at=NaN"), 400},
+	{"at negative", hostileGET("/api/v1/ip/10.0.0.12?at=-5"), 400},
+	{"at in Unicode digits", hostileGET("/api/v1/ip/10.0.0.12?at=%D9%A1%D9%A2%D9%A3"), 400},
+	{"101 label terms", hostileGET("/api/v1/pods?labelSelector=" + strings.TrimSuffix(strings.Repeat("a%3Db,", 101), ",")), 400},
+	{"!×4000", hostileGET("/api/v1/pods?labelSelector=" + strings.Repeat("!", 4000) + "a"), 400},
+	{"/k8s: 60 field and 60 label terms", hostileGET("/k8s/api/v1/pods?fieldSelector=" + strings.TrimSuffix(strings.Repeat("spec.nodeName%3Dn,", 60), ",") +
+		"&labelSelector=" + strings.TrimSuffix(strings.Repeat("a%3Db,", 60), ",")), 400},
+	{"/k8s: an 8,300-character fieldSelector", hostileGET("/k8s/api/v1/pods?fieldSelector=spec.nodeName%3D" + strings.Repeat("n", 8300)), 400},
+	{"/k8s: a 9 KiB labelSelector", hostileGET("/k8s/api/v1/pods?labelSelector=a%3D" + strings.Repeat("b", 9<<10)), 400},
+	{"/k8s: an unsupported field label", hostileGET("/k8s/api/v1/pods?fieldSelector=spec.foo%3D1"), 400},
+	{"a NUL in a /k8s selector", hostileGET("/k8s/api/v1/pods?labelSelector=a%3Db%00"), 400},
 	{"Content-Length and chunked", "GET /api/v1/pods HTTP/1.1\r\nHost: localhost\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 413}, // chunked wins (RFC 9112)
 	{"two Content-Lengths", "GET /api/v1/pods HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab", 400},
 	{"a header without a colon", "GET /api/v1/pods HTTP/1.1\r\nHost: localhost\r\nBroken\r\n\r\n", 400},
+}
+
+// batchPOST is a raw IP batch of body, as a client without an Origin sends it.
+func batchPOST(body string) string {
+	return fmt.Sprintf("POST /api/v1/ip:lookup HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 }
 
 // TestHostileRequests sends each hostile request to the real server, then

@@ -113,6 +113,11 @@ func (q batchQuery) toIPQuery() (ipowner.Query, error) {
 // lookupIPBatch answers a batch in order, as one JSON document, or as
 // NDJSON (one answer a line) when the client accepts application/x-ndjson.
 func (s *Server) lookupIPBatch(c echo.Context) error {
+	// A page of another site may post text/plain or a form without a
+	// preflight: it is refused before anything is read or computed.
+	if err := s.checkOrigin(c.Request()); err != nil {
+		return err
+	}
 	if _, err := queryParams(c); err != nil {
 		return err
 	}

@@ -153,7 +153,15 @@ func (s *Server) kubeServe(c echo.Context, t kubeTarget) error {
 // one object that carries a field selector must select that name.
 func kubeListOptions(req *http.Request, name string) (metainternalversion.ListOptions, error) {
 	opts := metainternalversion.ListOptions{}
-	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(req.URL.Query(), metav1.SchemeGroupVersion, &opts); err != nil {
+	query := req.URL.Query()
+	for k, vs := range query {
+		for _, v := range vs {
+			if len(v) > maxParamBytes { // as on /api/v1: every event is matched against a stream's selectors
+				return opts, apierrors.NewBadRequest(fmt.Sprintf("query parameter %q is longer than %d bytes", text.Truncate(k, 64), maxParamBytes))
+			}
+		}
+	}
+	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(query, metav1.SchemeGroupVersion, &opts); err != nil {
 		return opts, apierrors.NewBadRequest(err.Error())
 	}
 	metainternalversion.SetListOptionsDefaults(&opts, true)
@@ -189,11 +197,16 @@ func (s *Server) kubePosition(ctx context.Context, res cache.Resource, rv string
 	if err != nil {
 		return 0, err
 	}
-	pos, err := s.r.Position(res.Name)
-	if err != nil {
-		return 0, err
-	}
-	if want > pos {
+	var pos uint64
+	if want == 0 {
+		if pos, err = s.r.Position(res.Name); err != nil {
+			return 0, err
+		}
+	} else {
+		// WaitPosition answers at once a position this server reached, and
+		// waits for one it has not until the event at it is handed on (a
+		// watch from it then never repeats it); Position first would move
+		// the position before that.
 		ctx, cancel := context.WithTimeout(ctx, freshWait)
 		defer cancel()
 		var reached bool
@@ -201,6 +214,9 @@ func (s *Server) kubePosition(ctx context.Context, res cache.Resource, rv string
 			return 0, err
 		}
 		if !reached {
+			if _, err := s.r.Position(res.Name); err != nil {
+				return 0, err // not synced
+			}
 			return 0, kubeTooLarge(want, pos)
 		}
 	}

@@ -43,7 +43,7 @@ const (
 
 // kubeDiscoveryURLs are the non-resource URLs of /k8s, as the API
 // server's system:discovery role names its own.
-var kubeDiscoveryURLs = []string{"/api", "/api/*", "/apis", "/apis/*", "/openapi/v3", "/openapi/v3/*", "/version", "/version/"}
+var kubeDiscoveryURLs = []string{"/api", "/api/*", "/apis", "/apis/*", "/openapi/v2", "/openapi/v3", "/openapi/v3/*", "/version", "/version/"}
 
 func allowed(reason string) authzv1.SubjectAccessReviewStatus {
 	return authzv1.SubjectAccessReviewStatus{Allowed: true, Reason: reason}

@@ -25,9 +25,7 @@ type tableRequest struct {
 }
 
 // tableFor prepares the Table of a request, or an error worded as the API
-// server words a bad includeObject. A custom resource's columns come from
-// its CRD when the cache holds CRDs; otherwise it gets the default table
-// (Name, Created At), as any resource without a printer.
+// server words a bad includeObject. The columns are convertor's.
 func (s *Server) tableFor(c echo.Context, res cache.Resource) (*tableRequest, error) {
 	opts, err := table.ParseOptions(c.QueryParams())
 	if err != nil {

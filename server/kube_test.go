@@ -215,7 +215,7 @@ func TestKubeReads(t *testing.T) {
 		{name: "delete", method: "DELETE", target: "/k8s/api/v1/namespaces/" + ns + "/pods/" + pod.Name(), code: 405, reason: "MethodNotAllowed"},
 		{name: "patch", method: "PATCH", target: "/k8s/apis/apps/v1/namespaces/kube-system/deployments/coredns", code: 405},
 		{name: "put", method: "PUT", target: "/k8s/api/v1/nodes/" + node, code: 405},
-		{name: "unknown path", target: "/k8s/openapi/v2", code: 404, reason: "NotFound"},
+		{name: "unknown path", target: "/k8s/openapi/v4", code: 404, reason: "NotFound"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

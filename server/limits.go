@@ -93,12 +93,13 @@ type limiter struct {
 	conns   int
 	perAddr map[string]int // client IP address → open connections
 	streams map[string]int // client → open streams
+	open    map[*limitedConn]struct{}
 
-	refusedConns, refusedAddrConns, refusedStreams int64
+	refusedConns, refusedAddrConns, refusedStreams, reclaimedConns int64
 }
 
 func newLimiter(o LimitOptions) *limiter {
-	return &limiter{opts: o, perAddr: map[string]int{}, streams: map[string]int{}}
+	return &limiter{opts: o, perAddr: map[string]int{}, streams: map[string]int{}, open: map[*limitedConn]struct{}{}}
 }
 
 // guard runs the checks of this file and auth.go before the handler: it
@@ -117,7 +118,7 @@ func (s *Server) guard(c echo.Context, rt *route, stream bool, next echo.Handler
 		return err
 	}
 	if userOf(c) != nil || !s.authenticating() {
-		connAuthenticated(c.Request())
+		connAuthenticated(c.Request(), func() string { return clientKey(c) })
 	}
 	return s.limitRequests(c, stream, next, now)
 }

@@ -48,8 +48,9 @@ func loadSpec(t *testing.T) *openapi3.T {
 // which is fine for tests that never reach a handler needing the cache.
 type noCache struct{ Reader }
 
-func (noCache) Resources() []cache.Status  { return nil }
-func (noCache) Freshness() cache.Freshness { return cache.Freshness{} }
+func (noCache) Resources() []cache.Status      { return nil }
+func (noCache) Freshness() cache.Freshness     { return cache.Freshness{} }
+func (noCache) APIResources() []cache.Resource { return nil }
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
@@ -196,6 +197,10 @@ func TestResponsesMatchTheSpec(t *testing.T) {
 		{"/api/v1/resources/{resource}/counts", "/api/v1/resources/pods/counts?groupBy=a,b,c", synced, 400, false},
 		{"/api/v1/resources/{resource}/counts", "/api/v1/resources/widgets/counts", synced, 404, false},
 		{"/api/v1/resources/{resource}/counts", "/api/v1/resources/pods/counts", unsynced, 503, false},
+		{"/api/v1/search", "/api/v1/search?q=node", synced, 200, false},
+		{"/api/v1/search", "/api/v1/search?q=10.0.0.12&resources=pods,services&limit=1", synced, 200, false},
+		{"/api/v1/search", "/api/v1/search?q=", synced, 400, false},
+		{"/api/v1/search", "/api/v1/search?q=web", unsynced, 503, false},
 		{"/api/v1/ip/{ip}", "/api/v1/ip/10.0.0.12", synced, 200, false},
 		{"/api/v1/ip/{ip}", "/api/v1/ip/192.0.2.1", synced, 404, false},
 		{"/api/v1/ip/{ip}", "/api/v1/ip/not-an-ip", synced, 400, false},
@@ -213,6 +218,7 @@ func TestResponsesMatchTheSpec(t *testing.T) {
 		{"/api/v1/{resource}", "/api/v1/nodes", synced, 200, false},
 		{"/api/v1/{resource}", "/api/v1/pods?filter=status=Running&filter=node+in+(node-1,node-2)&sort=-restarts,age&limit=3&fields=status.phase", synced, 200, false},
 		{"/api/v1/{resource}", "/api/v1/pods?sort=-age&offset=2&limit=2", synced, 200, false},
+		{"/api/v1/{resource}", "/api/v1/pods?limit=2&fields=restarts,ready,age,.status.phase", synced, 200, false},
 		{"/api/v1/{resource}", "/api/v1/pods?filter=age%3Eabc", synced, 400, false},
 		{"/api/v1/{resource}", "/api/v1/deployments", synced, 200, false},
 		{"/api/v1/{resource}", "/api/v1/pods?labelSelector=app+in+(", synced, 400, false},
@@ -235,6 +241,7 @@ func TestResponsesMatchTheSpec(t *testing.T) {
 		{"/k8s/apis", "/k8s/apis", synced, 200, false},
 		{"/k8s/apis/{group}", "/k8s/apis/apps", synced, 200, false},
 		{"/k8s/apis/{group}/{version}", "/k8s/apis/apps/v1", synced, 200, false},
+		{"/k8s/openapi/v2", "/k8s/openapi/v2", synced, 200, false},
 		{"/k8s/openapi/v3", "/k8s/openapi/v3", synced, 200, false},
 		{"/k8s/openapi/v3/api/v1", "/k8s/openapi/v3/api/v1", synced, 200, false},
 		{"/k8s/openapi/v3/apis/{group}/{version}", "/k8s/openapi/v3/apis/apps/v1", synced, 200, false},
@@ -267,6 +274,8 @@ func TestResponsesMatchTheSpec(t *testing.T) {
 		"GET /api/v1/ip:watch Service Unavailable": true,
 		// query_test.go: a question's walk expired
 		"GET /api/v1/{resource} Gone": true,
+		// search_test.go: a search's walk expired
+		"GET /api/v1/search Gone": true,
 		// authorization unreachable: auth_test.go switches the API server off
 		"GET /api/v1/resources Service Unavailable":            true,
 		"GET /api/v1/resources/{resource} Service Unavailable": true,

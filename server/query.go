@@ -24,15 +24,20 @@ import (
 const maxOffset = 10_000_000
 
 // convertor is the Table a resource's columns are read from: the API
-// server's printer for a built-in kind, a CRD's printer columns when the
-// cache holds CRDs, the default table otherwise.
+// server's printer for a built-in kind; for a custom resource its CRD's
+// printer columns (from the cached or followed CRD), or Name and Age when
+// kubeindex may not read the CRD; the default table otherwise.
 func (s *Server) convertor(res cache.Resource) table.Convertor {
 	gr := schema.GroupResource{Group: res.Group, Resource: res.Plural}
 	if !table.HasPrinter(gr) && res.Group != "" {
-		if crd, _, err := s.r.Get(crdResource, "", res.GroupResource()); err == nil {
-			if conv, err := table.ForCRD(crd.Raw(), res.Version); err == nil {
+		crd, state, err := s.r.CRD(res.Name)
+		if err == nil && crd != nil {
+			if conv, err := table.ForCRD(crd, res.Version); err == nil {
 				return conv
 			}
+		}
+		if err == nil && state != cache.CRDNone {
+			return table.ForUnreadCRD()
 		}
 	}
 	return table.ForResource(gr)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"testing"
 
@@ -47,6 +48,7 @@ func TestQuestionErrorsAre400sThatSayWhere(t *testing.T) {
 		{"/api/v1/pods?sort=-a..b", `sort: at position 2: path "a..b"`},
 		{"/api/v1/pods?fields=spec.containers.%23.image", `fields: at position 1: path "spec.containers.#.image": fields takes plain member paths`},
 		{"/api/v1/pods?offset=-1", `bad request: offset must be an integer`},
+		{"/api/v1/pods?fields=restarts,columns", `fields: at position 10: the object's own "columns" member cannot be kept`},
 		{"/api/v1/pods?sort=name&sort=age", `bad request: query parameter "sort" given 2 times`},
 		{"/api/v1/resources/pods/counts?groupBy=status,node,ip", `groupBy: at most 2 keys, got 3`},
 		{"/api/v1/resources/pods/counts?filter=ready%3Dyes", `filter: at position 7: "yes" is not a fraction`},
@@ -55,6 +57,50 @@ func TestQuestionErrorsAre400sThatSayWhere(t *testing.T) {
 		msg := gjson.GetBytes(rec.Body.Bytes(), "message").Str
 		if rec.Code != 400 || len(msg) < len(tc.expect) || msg[:len(tc.expect)] != tc.expect {
 			t.Errorf("%s: %d %q; expect 400 starting %q", tc.target, rec.Code, msg, tc.expect)
+		}
+	}
+}
+
+// TestFieldsTakeColumns: a column in fields= is its cell as the Table
+// output prints it, under the item's "columns"; a leading "." keeps the
+// member of that name.
+func TestFieldsTakeColumns(t *testing.T) {
+	f := cachetest.Start(t, cachetest.PodSpec())
+	h := New(f.Cache, Options{Logger: quiet()}).Handler()
+	rec := do(t, h, http.MethodGet, "/api/v1/pods?namespace=kube-system&limit=3&fields=Restarts,status,node,.status.phase")
+	items := gjson.GetBytes(rec.Body.Bytes(), "items").Array()
+	if rec.Code != 200 || len(items) == 0 {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+	req := localRequest(http.MethodGet, "/k8s/api/v1/namespaces/kube-system/pods", nil)
+	req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+	tr := httptest.NewRecorder()
+	h.ServeHTTP(tr, req)
+	table := gjson.ParseBytes(tr.Body.Bytes())
+	col := map[string]int{}
+	for i, def := range table.Get("columnDefinitions").Array() {
+		col[def.Get("name").Str] = i
+	}
+	cells := map[string]gjson.Result{}
+	for _, row := range table.Get("rows").Array() {
+		cells[row.Get("object.metadata.name").Str] = row.Get("cells")
+	}
+	for _, it := range items {
+		row, ok := cells[it.Get("metadata.name").Str]
+		if !ok {
+			t.Fatalf("%s is not in the Table output", it.Get("metadata.name").Str)
+		}
+		cols := it.Get("columns")
+		for key, name := range map[string]string{"restarts": "Restarts", "status": "Status", "node": "Node"} {
+			if got, expect := cols.Get(key).Raw, row.Array()[col[name]].Raw; got != expect {
+				t.Errorf("%s: column %s is %s; the Table output prints %s", it.Get("metadata.name").Str, key, got, expect)
+			}
+		}
+		if it.Get("status.phase").Str == "" || it.Get("spec").Exists() {
+			t.Errorf("the projected members: %s", it.Raw)
+		}
+		if keys := it.Get("columns.@keys").Raw; keys != `["restarts","status","node"]` {
+			t.Errorf("columns %s; expect restarts, status, node in the order asked", keys)
 		}
 	}
 }

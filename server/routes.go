@@ -84,6 +84,10 @@ type route struct {
 	metrics *routeMetrics // set at registration
 }
 
+// kubePrefix is where the Kubernetes read API is served: a kubeconfig's
+// server is http://host:port/k8s.
+const kubePrefix = "/k8s"
+
 // table lists every route. Read it as a table: method, path, facts, summary.
 func (s *Server) table() []*route {
 	table := []*route{
@@ -103,6 +107,7 @@ func (s *Server) table() []*route {
 			summary: "Many IP lookups in one request (read-only): answers in order, JSON or NDJSON.", handler: s.lookupIPBatch},
 		{method: http.MethodGet, path: `/api/v1/ip\:watch`, kind: streamKind, authz: byHandler, freshness: cacheFreshness,
 			summary: "Who holds each address: a snapshot, SYNCED, then every change of an address's owners, resumable; WebSocket or SSE.", handler: s.watchAddresses},
+		rest("/api/v1/search", cacheFreshness, "Search every resource by name fragment, label value or IP, ranked and paged.", s.search),
 		{method: http.MethodGet, path: "/api/v1/stream", kind: streamKind, authz: byHandler,
 			summary: "One WebSocket multiplexing subscriptions to several resources.", handler: s.stream},
 		{method: http.MethodGet, path: "/api/v1/:resource", kind: watchableKind, authz: byHandler, freshness: resourceFreshness,
@@ -135,6 +140,7 @@ func (s *Server) table() []*route {
 		s.kubeDiscovery("/k8s/apis", "Kubernetes API: the groups of the cached resources, or aggregated discovery.", s.kubeAPIs),
 		s.kubeDiscovery("/k8s/apis/:group", "Kubernetes API: one group.", s.kubeGroup),
 		s.kubeDiscovery("/k8s/apis/:group/:version", "Kubernetes API: the cached resources of a group version.", s.kubeGroupVersion),
+		s.kubeDiscovery("/k8s/openapi/v2", "Kubernetes API: the OpenAPI v2 document.", s.kubeOpenAPIV2),
 		s.kubeDiscovery("/k8s/openapi/v3", "Kubernetes API: the OpenAPI v3 group versions.", s.kubeOpenAPIV3),
 		s.kubeDiscovery("/k8s/openapi/v3/api/v1", "Kubernetes API: the core group's OpenAPI v3 document.", s.kubeOpenAPIV3Core),
 		s.kubeDiscovery("/k8s/openapi/v3/apis/:group/:version", "Kubernetes API: a group version's OpenAPI v3 document.", s.kubeOpenAPIV3Group))

@@ -14,9 +14,11 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"k8s.io/apimachinery/pkg/version"
+	restclient "k8s.io/client-go/rest"
 
 	"github.com/kubeindex/kubeindex/cache"
 	"github.com/kubeindex/kubeindex/ipowner"
+	"github.com/kubeindex/kubeindex/kubespec"
 	"github.com/kubeindex/kubeindex/query"
 )
 
@@ -33,6 +35,9 @@ type Reader interface {
 	// Count counts what a list would select, grouped by keys.
 	Count(resource string, q cache.ListQuery, groupBy []query.Key) (cache.CountResult, error)
 	IndexValues(resource, index string, limit int, after string) (cache.IndexValues, error)
+	// Search finds objects of several resources by name, label value or
+	// address (see cache.Cache.Search).
+	Search(q cache.SearchQuery) (cache.SearchResult, error)
 	// LookupAddress answers who holds an address, now or at a moment.
 	LookupAddress(q ipowner.Query) (cache.IPLookup, error)
 	// AddressLookups answers a batch of them (see cache.AddressLookups).
@@ -55,6 +60,8 @@ type Reader interface {
 	// APIResources, Position and WaitPosition serve the Kubernetes API
 	// (see cache.Cache).
 	APIResources() []cache.Resource
+	// CRD is the CRD that defines a custom resource, for its columns.
+	CRD(resource string) ([]byte, cache.CRDState, error)
 	Position(resource string) (uint64, error)
 	WaitPosition(ctx context.Context, resource string, rv uint64) (pos uint64, reached bool, err error)
 }
@@ -84,6 +91,11 @@ type Options struct {
 	// upstream API server's, as discovery found it at start. nil: a
 	// version naming kubeindex only.
 	KubeVersion *version.Info
+	// KubeUpstream reads the API server's OpenAPI documents, which the
+	// Kubernetes API's /openapi serves trimmed to what it serves: a
+	// client of the API server's root (discovery's RESTClient). nil: it
+	// serves documents without schemas.
+	KubeUpstream restclient.Interface
 }
 
 // DefaultMaxHeaderBytes is Options.MaxHeaderBytes' default.
@@ -101,6 +113,8 @@ type Server struct {
 	headers []header // security headers of every response
 	// routeInfo is read by every request and written only by New.
 	routeInfo map[routeKey]*route
+	// kubeSpecs serves the Kubernetes API's OpenAPI documents.
+	kubeSpecs *kubespec.Docs
 	// allow is each path's Allow header (routes.go); written only by New.
 	allow map[string]string
 	// fresh holds the freshness header values last written (headers.go).
@@ -126,6 +140,7 @@ func New(r Reader, opts Options) *Server {
 	s.limits, s.headers = newLimiter(opts.Limits), newSecurityHeaders(opts.Auth.Authenticator != nil || opts.TLS.clientCerts())
 	s.metrics.registry.MustRegister(&securityCollector{s: s})
 	s.echo.Use(s.edge) // recovery, metrics, freshness, security headers, no body, authentication, limits
+	s.kubeSpecs = kubespec.New(opts.KubeUpstream, s.kubeSpecServed(), kubespec.Options{Prefix: kubePrefix, Logger: opts.Logger})
 	s.routes()
 	return s
 }

@@ -192,16 +192,17 @@ func newStreamHub(o StreamOptions) *streamHub {
 // up to freshWait, as the /k8s watch and the API server's watch cache do.
 // Positions are the API server's resourceVersions, so such a position is
 // one another replica sent a moment before this one received the same
-// event: once this server has it too, the stream resumes with no gap and
-// no repeat. A position still ahead after the wait gets RESYNC_REQUIRED.
+// event: once this server has handed it to its broker too, the stream
+// resumes with no gap and no repeat. A position still ahead after the wait
+// gets RESYNC_REQUIRED.
 func (h *streamHub) subscribe(r Reader, resource string, q cache.WatchQuery, notify chan<- struct{}) (cache.Subscription, error) {
 	return h.admit(func() (cache.Subscription, error) {
 		if from, err := strconv.ParseUint(q.ResourceVersion, 10, 64); err == nil && from > 0 {
-			if pos, err := r.Position(resource); err == nil && pos < from {
-				ctx, cancel := context.WithTimeout(h.ctx, freshWait)
-				_, _, _ = r.WaitPosition(ctx, resource, from) // not reached: Watch answers RESYNC_REQUIRED
-				cancel()
-			}
+			// Not Position first: it would move the position to what the
+			// informers took in, before the event at from is handed on.
+			ctx, cancel := context.WithTimeout(h.ctx, freshWait)
+			_, _, _ = r.WaitPosition(ctx, resource, from) // not reached: Watch answers RESYNC_REQUIRED
+			cancel()
 		}
 		return r.Watch(resource, q, notify)
 	})
@@ -354,8 +355,10 @@ func acceptsEventStream(r *http.Request) bool {
 	return false
 }
 
-// checkOrigin allows a WebSocket from the server's own host, from the
-// configured origins, and from clients that are not browsers (no Origin).
+// checkOrigin allows a WebSocket, or a request a page of another site
+// could send without asking (a "simple" cross-site POST: text/plain or a
+// form), from the server's own host, from the configured origins, and from
+// clients that are not browsers (no Origin).
 func (s *Server) checkOrigin(r *http.Request) error {
 	origin := r.Header.Get("Origin")
 	if origin == "" {
@@ -370,5 +373,5 @@ func (s *Server) checkOrigin(r *http.Request) error {
 		}
 	}
 	return echo.NewHTTPError(http.StatusForbidden,
-		fmt.Sprintf("WebSocket from origin %q refused: only pages served by %s and the configured allowed origins may open streams", text.Truncate(origin, 128), text.Truncate(r.Host, 128)))
+		fmt.Sprintf("a request from origin %q refused: only pages served by %s and the configured allowed origins may open streams or post", text.Truncate(origin, 128), text.Truncate(r.Host, 128)))
 }

@@ -115,12 +115,17 @@ func (s *Server) openAddressSocket(c echo.Context, q cache.AddressWatchQuery) (*
 // restrictAddresses keeps, of each kind that holds addresses, the owners
 // the caller may watch: all of them when allowed cluster-wide, else those
 // of the namespaces where it is allowed (fixed for the stream's life, as
-// for any stream), else none of that kind, silently, as an IP lookup
+// for any stream; only the namespaces where RBAC might allow it are asked
+// about, as for a stream of one resource: knownNamespaces), else none of
+// that kind, silently, as an IP lookup
 // leaves out the holders the caller may not list. A caller who may watch
 // none of them is refused.
 func (a access) restrictAddresses(q *cache.AddressWatchQuery) error {
 	if !a.s.authorizing() {
 		return nil
+	}
+	if err := q.Check(); err != nil {
+		return err // a 400 before any review
 	}
 	asked := q.Kinds
 	if len(asked) == 0 {
@@ -148,7 +153,7 @@ func (a access) restrictAddresses(q *cache.AddressWatchQuery) error {
 		if !res.Namespaced {
 			continue
 		}
-		allowed, err := a.namespacesAllowed(auth.VerbWatch, res, a.s.r.Namespaces())
+		allowed, err := a.namespacesAllowed(auth.VerbWatch, res, a.knownNamespaces(auth.VerbWatch, res))
 		if err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -303,6 +304,7 @@ func TestAuthAddressStreamHidesForbiddenOwners(t *testing.T) {
 	bearer := func(token string) http.Header { return http.Header{"Authorization": {"Bearer " + token}} }
 	alice := addrSSE(t, e.ss.url+"/api/v1/ip:watch", bearer("alice-token"))
 	alice.until("SYNCED", func() bool { return alice.synced })
+	syncedAt := alice.pos
 	for ip, want := range map[string]string{
 		"10.77.0.1": "Pod team-a/a-0 podIP", "10.77.0.9": "Pod team-a/a-shared podIP",
 		"10.77.0.2": "", "10.96.0.1": "", "10.0.0.11": "",
@@ -334,6 +336,21 @@ func TestAuthAddressStreamHidesForbiddenOwners(t *testing.T) {
 	alice.until("10.77.0.9 is free", func() bool { return len(alice.log) > 0 })
 	if want := []string{"OWNERS 10.77.0.9 "}; strings.Join(alice.log, ";") != strings.Join(want, ";") {
 		t.Errorf("alice's changes: %q; expect only %q", alice.log, want)
+	}
+	// The accepted exposure (docs/security.md): a position counts the
+	// address changes of the whole cluster, one each, and tells nothing
+	// else: her one change arrives 3 past her SYNCED, the two hidden
+	// changes before it counted, nothing of what or where they were.
+	seq := func(pos string) int {
+		_, n, _ := strings.Cut(pos, "-")
+		v, err := strconv.Atoi(n)
+		if err != nil {
+			t.Fatalf("position %q", pos)
+		}
+		return v
+	}
+	if moved := seq(alice.pos) - seq(syncedAt); moved != 3 {
+		t.Errorf("alice's position moved by %d over 2 hidden changes and 1 of hers; expect 3", moved)
 	}
 
 	nobody := openSSE(t, e.ss.url+"/api/v1/ip:watch", bearer("nobody-token"))

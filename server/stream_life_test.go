@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -309,4 +310,58 @@ func TestStreamLifetimeEndsResumably(t *testing.T) {
 		r.waitEqual(t, name+" resumed after its lifetimes", all)
 		end()
 	}
+}
+
+// TestTokenFloodFromAKnownUsersAddressLeavesHerStream: 1,000 bogus tokens
+// from the address alice's stream comes from, while her token's answer
+// expires again and again: her requests are answered and her open stream
+// goes on, though the flooder is held to the address's review budget.
+func TestTokenFloodFromAKnownUsersAddressLeavesHerStream(t *testing.T) {
+	api, ss := startRevocable(t, 10*time.Millisecond)
+	bearer := http.Header{"Authorization": {"Bearer alice-token"}}
+	sse := openSSE(t, ss.url+"/api/v1/pods?watch=true", bearer)
+	get := func(token string) int {
+		req, _ := http.NewRequest(http.MethodGet, ss.url+"/api/v1/pods?limit=1", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	tokenReviews := func() int64 { n, _ := api.Reviews(); return n }
+	codes := map[int]int{}
+	aliceReviewed := tokenReviews()
+	for i := range 1000 {
+		codes[get(fmt.Sprintf("bogus-%d", i))]++
+		if i%100 == 99 {
+			if code := get("alice-token"); code != http.StatusOK {
+				t.Fatalf("alice during the flood (%d bogus tokens): %d; expect 200", i+1, code)
+			}
+		}
+	}
+	if codes[http.StatusTooManyRequests] == 0 {
+		t.Fatalf("1,000 bogus tokens from one address: %v; expect 429s beyond its budget", codes)
+	}
+	// Her answer outlives 20ms only: her stream's token was reviewed again
+	// during the flood, and was not refused for the flooder's sake.
+	cachetest.Eventually(t, "alice's token is reviewed again", func() bool {
+		return tokenReviews() > aliceReviewed+int64(codes[http.StatusUnauthorized])
+	})
+	if code := get("alice-token"); code != http.StatusOK {
+		t.Fatalf("alice after the flood: %d; expect 200", code)
+	}
+	ss.f.Sim.Apply("pods", probePod("probe", "after-the-flood", "node-1", "web"))
+	for {
+		ev, ok := sse.next(t)
+		if !ok || ev.event == "ERROR" {
+			t.Fatalf("alice's stream ended during the flood: %+v", ev)
+		}
+		if strings.Contains(ev.data, "after-the-flood") {
+			break
+		}
+	}
+	t.Logf("1,000 bogus tokens from alice's address: answers %v", codes)
 }

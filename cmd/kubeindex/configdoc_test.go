@@ -138,7 +138,7 @@ func limitRows() []limitRow {
 		{bound: "one page of a list (`limit`)", value: fmt.Sprint(server.MaxPageSize), beyond: "400; on `/k8s`, pages of at most that"},
 		{bound: "what an error message echoes of the request (names, selectors, `Last-Event-ID`, query parameters, `Origin`, a batch's addresses)",
 			value: fmt.Sprintf("cut short (`…` marks the cut); %s per message in all", size(server.MaxErrorMessageBytes)), beyond: "—"},
-		{bound: "open connections", flag: "max-connections", beyond: "503 and closed at once"},
+		{bound: "open connections", flag: "max-connections", beyond: "the idle connection of whoever holds the most is closed to make room; with none idle, 503 and closed at once"},
 		{bound: "open connections from one client IP address", flag: "max-connections-per-address",
 			value: fmt.Sprintf("a quarter of `--max-connections` (%d)", perAddress), beyond: "429 and closed at once"},
 		{bound: "a connection on which no request has passed authentication yet: time to send a request's headers, and to stay idle between requests",

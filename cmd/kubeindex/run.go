@@ -55,9 +55,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return err
 	}
-	resources, kubeVersion, err := resolve(restCfg, cfg)
+	resources, kubeVersion, upstream, err := resolve(restCfg, cfg)
 	if err != nil {
 		return err
+	}
+	if cfg.Demo {
+		upstream = nil // the simulated API server has no OpenAPI documents
 	}
 	authOpts, err := cfg.Security.serverAuth(restCfg)
 	if err != nil {
@@ -70,14 +73,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	cfg.Security.warn(log, cfg.Listen)
 	authOpts.Namespaces = cfg.Security.namespaceFinder(ctx, restCfg, log)
 	c, err := cache.New(restCfg, resources, cache.Options{StaleAfter: cfg.StaleAfter, WatchIdleTimeout: cfg.WatchIdle,
-		Compression: cfg.APICompression, HTTP2: cfg.APIHTTP2, Simulated: cfg.Demo,
+		Compression: cfg.APICompression, HTTP2: cfg.APIHTTP2, Simulated: cfg.Demo, Logger: log,
 		IPHistory: ipowner.HistoryOptions{Off: cfg.IPHistory == 0, Retention: cfg.IPHistory, Skew: cfg.IPHistorySkew, MaxIntervals: cfg.IPHistoryMax, Dir: cfg.IPHistoryDir}})
 	if err != nil {
 		return err
 	}
 	srv := server.New(c, server.Options{Simulated: cfg.Demo, Logger: log,
 		Auth: authOpts, Hosts: cfg.Security.hosts(cfg.Demo), Limits: cfg.Security.limits(), Streams: server.StreamOptions{Coalesce: cfg.StreamCoalesce, MaxLifetime: cfg.StreamMaxLifetime},
-		KubeVersion: kubeVersion, TLS: serverTLS})
+		KubeVersion: kubeVersion, KubeUpstream: upstream, TLS: serverTLS})
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", cfg.Listen, err)
@@ -107,22 +110,24 @@ func clusterConfig(cfg *Config, getenv func(string) string) (*rest.Config, error
 // resolve asks the API server what it serves and maps the configuration
 // onto it (configure). It also returns the API server's version, which
 // the Kubernetes API's /version repeats (nil when it would not say: only
-// /version needs it, not worth refusing to start).
-func resolve(rc *rest.Config, cfg *Config) ([]cache.Configured, *version.Info, error) {
+// /version needs it, not worth refusing to start), and the client of its
+// root the Kubernetes API's /openapi reads the API server's documents
+// with.
+func resolve(rc *rest.Config, cfg *Config) ([]cache.Configured, *version.Info, rest.Interface, error) {
 	dc, err := discovery.NewDiscoveryClientForConfig(rc)
 	if err != nil {
-		return nil, nil, fmt.Errorf("discovery client: %w", err)
+		return nil, nil, nil, fmt.Errorf("discovery client: %w", err)
 	}
 	found, err := cache.Discover(dc)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	v, err := dc.ServerVersion()
 	if err != nil {
 		v = nil
 	}
 	configured, err := cfg.configure(found)
-	return configured, v, err
+	return configured, v, dc.RESTClient(), err
 }
 
 // startDemo serves the simulated cluster on a loopback port, and churns it,

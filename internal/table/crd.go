@@ -63,11 +63,25 @@ func ForCRD(crd []byte, version string) (Convertor, error) {
 		}
 		cols := v.AdditionalPrinterColumns
 		if len(cols) == 0 {
-			cols = []printerColumn{{Name: "Age", Type: "date", Description: metaDoc["creationTimestamp"], JSONPath: ".metadata.creationTimestamp"}}
+			cols = ageColumns()
 		}
 		return newCRDConvertor(cols)
 	}
 	return nil, &ErrNoVersion{CRD: obj.Metadata.Name, Version: version}
+}
+
+// ageColumns are a CRD version's columns when it declares none.
+func ageColumns() []printerColumn {
+	return []printerColumn{{Name: "Age", Type: "date", Description: metaDoc["creationTimestamp"], JSONPath: ".metadata.creationTimestamp"}}
+}
+
+// ForUnreadCRD is the table of a custom resource whose CRD is not known
+// (kubeindex may not read it): Name and Age, what the API server prints
+// for a CRD version without printer columns, rather than the generic
+// table's Created At.
+func ForUnreadCRD() Convertor {
+	c, _ := newCRDConvertor(ageColumns())
+	return c
 }
 
 func newCRDConvertor(cols []printerColumn) (Convertor, error) {

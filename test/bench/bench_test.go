@@ -46,7 +46,16 @@ func TestHarness(t *testing.T) {
 		"idle CPU", "idle allocation rate",
 		"fan-out ceiling frames/s (fake source)", "fan-out CPU per frame (fake source)",
 		"live heap per pod at N against N/3", "by-IP latency p50 at N against N/3", "by-IP latency p99 at N against N/3",
-		"initial sync wall per pod at N against N/3", "initial sync CPU per pod at N against N/3"}
+		"initial sync wall per pod at N against N/3", "initial sync CPU per pod at N against N/3",
+		"live heap per pod after the questions", "question memory per pod vs SQLite",
+		"question page 1 (running by restarts) vs API server list", "question page 1 (running by restarts) bytes vs API server list"}
+	for _, q := range []string{"running by restarts", "running by node (columns)"} {
+		for _, page := range []string{"page 1", "page 900"} {
+			want = append(want, "question p50: "+page+" ("+q+")", "question p99: "+page+" ("+q+")")
+		}
+		want = append(want, "question p99 page 900 vs page 1: ("+q+")")
+	}
+	want = append(want, "question p50: counts (phase x node)", "question p99: counts (phase x node)")
 	got := map[string]*Figure{}
 	for _, f := range rep.Figures {
 		got[f.Name] = f

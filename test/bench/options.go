@@ -74,8 +74,10 @@ type Options struct {
 	// and through /k8s), klist (a full list and kubectl get pods -A),
 	// kwatch (watch delivery), idle (CPU and allocations with Subscribers
 	// idle streams), fanfloor (the fan-out ceiling from a fake source,
-	// beside a bare WebSocket broadcaster), scale (heap per pod, sync and
-	// lookup latency at N against a kubeindex caching N/3). Empty: all.
+	// beside a bare WebSocket broadcaster), questions (sorted, filtered
+	// pages and grouped counts beside an in-memory SQLite of the same rows,
+	// and the same page through the API server), scale (heap per pod, sync
+	// and lookup latency at N against a kubeindex caching N/3). Empty: all.
 	Figures []string
 	// IdleGCWait is how long the scale figure waits for a GC of each
 	// kubeindex while idle (the Go runtime forces one after two minutes

@@ -206,7 +206,7 @@ func (p plan) setStatus(pod *corev1.Pod, i int) {
 		StartTime: &start,
 		QOSClass:  corev1.PodQOSBurstable,
 	}
-	for _, c := range pod.Spec.Containers {
+	for k, c := range pod.Spec.Containers {
 		h := sha256.Sum256([]byte(c.Image))
 		cid := sha256.Sum256([]byte(pod.Name + c.Name))
 		started := true
@@ -216,5 +216,17 @@ func (p plan) setStatus(pod *corev1.Pod, i int) {
 			State:       corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: start}},
 			Ready:       true, Started: &started,
 		})
+		if k == 0 {
+			pod.Status.ContainerStatuses[k].RestartCount = p.restarts(i)
+		}
 	}
+}
+
+// restarts is how often pod i's app container has restarted: one pod in
+// eight, 1 to 15 times, so that a sort by restarts has a spread and ties.
+func (p plan) restarts(i int) int32 {
+	if i%8 != 3 {
+		return 0
+	}
+	return int32(1 + (i/8)%15)
 }

@@ -28,6 +28,7 @@ type runner struct {
 	informer     string
 	feedBin      string // the fan-out ceiling's fake source and comparison
 	broadcastBin string
+	sqliteBin    string     // SQLite beside kubeindex, for the questions
 	main         *kubeindex // 5 indexes, synced; serves figures 1, 2, 3, 5, 6
 	procs        []*proc    // everything started, stopped at the end
 	report       *Report
@@ -95,12 +96,12 @@ func (r *runner) run(ctx context.Context) error {
 		{"sync", r.initialSync}, {"rate", r.requestRate}, {"latency", r.lookupLatency},
 		{"heap", r.heap}, {"fanout", r.fanOut}, {"upkeep", r.upkeep},
 		{"kinformers", r.kubeInformers}, {"klist", r.kubeList}, {"kwatch", r.kubeWatch},
-		{"idle", r.idleCost}, {"fanfloor", r.fanFloor},
+		{"idle", r.idleCost}, {"fanfloor", r.fanFloor}, {"questions", r.askQuestions},
 		{"scale", r.scale}, // last: it stops the main kubeindex
 	}
 	for _, f := range r.o.Figures {
 		if !slices.ContainsFunc(steps, func(s step) bool { return s.name == f }) {
-			return fmt.Errorf("unknown figure %q (known: sync, rate, latency, heap, fanout, upkeep, kinformers, klist, kwatch, idle, fanfloor, scale)", f)
+			return fmt.Errorf("unknown figure %q (known: sync, rate, latency, heap, fanout, upkeep, kinformers, klist, kwatch, idle, fanfloor, questions, scale)", f)
 		}
 	}
 	want := slices.Clone(r.o.Figures)
@@ -135,13 +136,15 @@ func (r *runner) buildAll(ctx context.Context) error {
 	r.informer = filepath.Join(r.dir, "benchinformer")
 	r.feedBin = filepath.Join(r.dir, "benchfeed")
 	r.broadcastBin = filepath.Join(r.dir, "benchbroadcast")
-	r.logf("building kubeindex, benchecho, benchinformer, benchfeed, benchbroadcast")
+	r.sqliteBin = filepath.Join(r.dir, "benchsqlite")
+	r.logf("building kubeindex, benchecho, benchinformer, benchfeed, benchbroadcast, benchsqlite")
 	for _, b := range []struct{ dir, pkg, out string }{
 		{rootDir, "./cmd/kubeindex", r.kubeindex},
 		{testDir, "./cmd/benchecho", r.echoBin},
 		{testDir, "./cmd/benchinformer", r.informer},
 		{rootDir, "./demo/cmd/benchfeed", r.feedBin},
 		{testDir, "./cmd/benchbroadcast", r.broadcastBin},
+		{filepath.Join(testDir, "sqlite"), "./cmd/benchsqlite", r.sqliteBin},
 	} {
 		if err := build(ctx, b.dir, b.pkg, b.out); err != nil {
 			return err

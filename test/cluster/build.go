@@ -25,7 +25,11 @@ type toolBinary struct {
 	sync.Mutex
 	name string // file name in the cache directory
 	pkg  string // package to build, as `go build` takes it
-	path string // set once built
+	// dir is the directory, under this module's, of the module to build
+	// in: "" for this one, or a tool's module of its own.
+	dir     string
+	ldflags string
+	path    string // set once built
 }
 
 var (
@@ -33,6 +37,14 @@ var (
 	// kubectl comes from the k8s.io/kubernetes that test/go.mod requires (a
 	// `tool` there), so it is the same release as the test API server.
 	kubectl = &toolBinary{name: "kubectl", pkg: "k8s.io/kubernetes/cmd/kubectl"}
+	// kubectl128 is kubectl 1.28, the oldest the tests point at kubeindex,
+	// from a module of its own (tools/kubectl128), its version stamped as
+	// the release's build stamps it.
+	kubectl128 = &toolBinary{name: "kubectl-1.28", pkg: ".", dir: "tools/kubectl128",
+		ldflags: "-X k8s.io/component-base/version.gitVersion=v1.28.15 -X k8s.io/component-base/version.gitMajor=1 " +
+			"-X k8s.io/component-base/version.gitMinor=28 -X k8s.io/client-go/pkg/version.gitVersion=v1.28.15"}
+	// k9s, from a module of its own (tools/k9s).
+	k9s = &toolBinary{name: "k9s", pkg: ".", dir: "tools/k9s"}
 )
 
 // Build compiles cmd/testcluster into a stable cache directory and returns
@@ -52,6 +64,14 @@ func Build(ctx context.Context) (string, error) { return testcluster.build(ctx) 
 // installed on the machine, nor on its version. The first build on a machine
 // compiles kubectl's own packages (minutes on a small machine).
 func BuildKubectl(ctx context.Context) (string, error) { return kubectl.build(ctx) }
+
+// BuildKubectl128 is BuildKubectl for kubectl 1.28 (its first build
+// downloads and compiles its own dependencies: minutes).
+func BuildKubectl128(ctx context.Context) (string, error) { return kubectl128.build(ctx) }
+
+// BuildK9s is BuildKubectl for k9s. Its first build downloads and
+// compiles a large dependency graph (see TestK9s for what it costs).
+func BuildK9s(ctx context.Context) (string, error) { return k9s.build(ctx) }
 
 func (b *toolBinary) build(ctx context.Context) (string, error) {
 	b.Lock()
@@ -74,8 +94,12 @@ func (b *toolBinary) build(ctx context.Context) (string, error) {
 	defer unlock()
 
 	bin := filepath.Join(binDir, b.name)
-	cmd := exec.CommandContext(ctx, goTool(), "build", "-o", bin, b.pkg)
-	cmd.Dir = modDir
+	args := []string{"build", "-o", bin}
+	if b.ldflags != "" {
+		args = append(args, "-ldflags", b.ldflags)
+	}
+	cmd := exec.CommandContext(ctx, goTool(), append(args, b.pkg)...)
+	cmd.Dir = filepath.Join(modDir, b.dir)
 	if flags, ok := os.LookupEnv("GOFLAGS"); ok {
 		cmd.Env = append(os.Environ(), "GOFLAGS="+withoutRace(flags))
 	}

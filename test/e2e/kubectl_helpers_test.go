@@ -50,9 +50,15 @@ func (k *kubectlCmd) command(ctx context.Context, args ...string) *exec.Cmd {
 
 // run runs kubectl to completion and returns its stdout and stderr.
 func (k *kubectlCmd) run(args ...string) (stdout, stderr string, err error) {
+	return k.runEnv(nil, args...)
+}
+
+// runEnv is run with more environment variables (KUBE_EDITOR=...).
+func (k *kubectlCmd) runEnv(env []string, args ...string) (stdout, stderr string, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), kubectlTimeout)
 	defer cancel()
 	cmd := k.command(ctx, args...)
+	cmd.Env = append(cmd.Env, env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err = cmd.Run()

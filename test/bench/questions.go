@@ -1,0 +1,357 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+)
+
+// questionLimit is the page size of every question: a dashboard's page.
+const questionLimit = 100
+
+// questionVariant is one question asked of both servers: a page of one of
+// benchsqlite's questions at an offset, or its grouped counts.
+type questionVariant struct {
+	label       string
+	kubeindex   string // URL
+	sqlite      string // URL
+	counts      bool
+	page900     bool
+	offset      int
+	firstPageOf int // for a page 900: the index of its page 1 among the variants
+}
+
+// questionVariants are page 1 and page 900 (the last full page of a
+// smaller cluster) of each question, and the counts.
+func (r *runner) questionVariants(sqliteBase string, cat questionCatalog) []questionVariant {
+	far := min(899, r.p.n/questionLimit-1) * questionLimit
+	var vs []questionVariant
+	for _, q := range cat.Questions {
+		for _, offset := range []int{0, far} {
+			v := questionVariant{
+				label:     fmt.Sprintf("page 1 (%s)", q.Name),
+				offset:    offset,
+				kubeindex: fmt.Sprintf("%s/api/v1/pods?%s&limit=%d&offset=%d", r.main.base, q.Query, questionLimit, offset),
+				sqlite:    fmt.Sprintf("%s/questions?name=%s&limit=%d&offset=%d", sqliteBase, url.QueryEscape(q.Name), questionLimit, offset),
+			}
+			if offset > 0 {
+				v.label, v.page900, v.firstPageOf = fmt.Sprintf("page 900 (%s)", q.Name), true, len(vs)-1
+			}
+			vs = append(vs, v)
+		}
+	}
+	return append(vs, questionVariant{label: "counts (" + cat.Counts.Name + ")", counts: true,
+		kubeindex: r.main.base + "/api/v1/resources/pods/counts?" + cat.Counts.Query,
+		sqlite:    sqliteBase + "/counts"})
+}
+
+// askQuestions compares kubeindex's answers to questions with an in-memory
+// SQLite's (steve's schema, loaded with the same pods' Table rows), both
+// behind HTTP in a process of their own and asked by the same client, one
+// request to each in turn; then the same page as a dashboard gets it from
+// the API server (list every pod, filter and sort in the client), and the
+// memory the questions cost.
+func (r *runner) askQuestions(ctx context.Context) error {
+	base, err := r.emptyHeap(ctx)
+	if err != nil {
+		return err
+	}
+	heapBefore, err := currentHeap(ctx, r.main)
+	if err != nil {
+		return err
+	}
+	sq, err := startProc("benchsqlite", r.sqliteBin, []string{"-source", r.main.base}, nil)
+	if err != nil {
+		return err
+	}
+	r.track(sq)
+	defer sq.stop()
+	var sqliteBase string
+	select {
+	case line := <-sq.stdoutC:
+		sqliteBase = "http://" + strings.TrimPrefix(line, "READY ")
+	case <-sq.exited:
+		return fmt.Errorf("benchsqlite exited: %v: %s", sq.err, sq.logTail())
+	case <-time.After(15 * time.Minute):
+		return fmt.Errorf("benchsqlite not loaded in 15m: %s", sq.logTail())
+	}
+	client := loopbackClient(2) // one keep-alive connection to each
+	defer client.CloseIdleConnections()
+	var st sqliteStats
+	if err := getJSON(ctx, client, sqliteBase+"/stats", &st); err != nil {
+		return err
+	}
+	if st.Rows != r.p.n {
+		return fmt.Errorf("benchsqlite loaded %d pods, want %d", st.Rows, r.p.n)
+	}
+	r.logf("questions: SQLite loaded %d pods in %.1f s: database %.0f MB, RSS %.0f → %.0f MB", st.Rows, st.LoadSeconds,
+		float64(st.DBBytes)/(1<<20), float64(st.RSSBefore)/(1<<20), float64(st.RSSAfter)/(1<<20))
+
+	var cat questionCatalog
+	if err := getJSON(ctx, client, sqliteBase+"/catalog", &cat); err != nil {
+		return err
+	}
+	if len(cat.Questions) == 0 || cat.Questions[0].Name != apiServerQuestion {
+		return fmt.Errorf("benchsqlite's first question is not %q: %+v", apiServerQuestion, cat)
+	}
+	// Both answer the same (the first answers also warm both up).
+	vs := r.questionVariants(sqliteBase, cat)
+	var cold []string
+	pageBytes := make([]int, len(vs))
+	for i, v := range vs {
+		t := time.Now()
+		kb, err := getBody(ctx, client, v.kubeindex)
+		if err != nil {
+			return err
+		}
+		cold = append(cold, fmt.Sprintf("%s %.0f ms", v.label, ms(time.Since(t))))
+		sb, err := getBody(ctx, client, v.sqlite)
+		if err != nil {
+			return err
+		}
+		if err := agree(v, kb, sb); err != nil {
+			return err
+		}
+		pageBytes[i] = len(kb)
+	}
+
+	pairs := make([][2][][2]float64, len(vs)) // [variant][p50, p99] rounds of (kubeindex, SQLite)
+	counts := make([]int, len(vs))
+	for round := range r.o.Rounds {
+		for i, v := range vs {
+			k, s, err := pairedTimes(ctx, client, r.o.LatencyRequests/10, r.o.RoundTime, v.kubeindex, v.sqlite, round%2 == 1)
+			if err != nil {
+				return err
+			}
+			pairs[i][0] = append(pairs[i][0], [2]float64{ms(percentile(k, .5)), ms(percentile(s, .5))})
+			pairs[i][1] = append(pairs[i][1], [2]float64{ms(percentile(k, .99)), ms(percentile(s, .99))})
+			counts[i] += len(k)
+			r.logf("questions round %d, %s: kubeindex p50 %v p99 %v, SQLite p50 %v p99 %v (%d each)", round, v.label,
+				percentile(k, .5), percentile(k, .99), percentile(s, .5), percentile(s, .99), len(k))
+		}
+	}
+	for i, v := range vs {
+		note := fmt.Sprintf("sequential over keep-alive loopback HTTP, one client, kubeindex and SQLite in turn (which goes first alternating by round), %d requests each in %d rounds; kubeindex's answer %d bytes",
+			counts[i], r.o.Rounds, pageBytes[i])
+		f := pairFigure("question p50: "+v.label, "ms", sqliteAgainst, information, pairs[i][0], kOverC, func(float64) bool { return true })
+		f.Note = note
+		r.add(f)
+		limit, target := 10.0, "<= 10 ms and ratio <= 1.0"
+		if v.counts {
+			limit, target = 20, "<= 20 ms and ratio <= 1.0"
+		}
+		f = pairFigure("question p99: "+v.label, "ms", sqliteAgainst, target, pairs[i][1], kOverC, func(x float64) bool { return x <= 1.0 })
+		f.Met = f.Met && f.Kubeindex <= limit
+		f.Note = note
+		r.add(f)
+		if v.page900 {
+			var p [][2]float64
+			for round := range pairs[i][1] {
+				p = append(p, [2]float64{pairs[i][1][round][0], pairs[v.firstPageOf][1][round][0]})
+			}
+			f := pairFigure("question p99 page 900 vs page 1: "+strings.TrimPrefix(v.label, "page 900 "), "ms", "kubeindex's page 1, same rounds",
+				"ratio <= 1.2", p, kOverC, func(x float64) bool { return x <= 1.2 })
+			f.Note = fmt.Sprintf("offset %d; SQLite's page 900 p99 against its page 1, by round: %s", v.offset,
+				sqliteGrowth(pairs[i][1], pairs[v.firstPageOf][1]))
+			r.add(f)
+		}
+	}
+	r.report.Context = append(r.report.Context, "questions, kubeindex's first (cold) answers: "+strings.Join(cold, ", "))
+	if err := r.questionThroughAPIServer(ctx, vs[0], pairs[0][0]); err != nil {
+		return err
+	}
+
+	heapAfter, err := currentHeap(ctx, r.main)
+	if err != nil {
+		return err
+	}
+	n := float64(r.p.n)
+	before, after := (heapBefore-base)*(1<<20)/n, (heapAfter-base)*(1<<20)/n
+	f := &Figure{Name: "live heap per pod after the questions", Unit: "B", Kubeindex: after, Comparison: before,
+		Against: "the same kubeindex before them", Ratio: safeDiv(after, before), Target: information, Met: true,
+		Note: fmt.Sprintf("kubeindex live heap %.0f MB before, %.0f MB after, an empty kubeindex %.0f MB (GODEBUG=gctrace=1, 1 MB resolution); "+
+			"after: what the questions keep (the answers kept for their walks, at most 256 for 5 minutes; kept column values; any sort index)", heapBefore, heapAfter, base)}
+	r.add(f)
+	rssPerPod := float64(st.RSSAfter-st.RSSBefore) / n
+	f = &Figure{Name: "question memory per pod vs SQLite", Unit: "B", Kubeindex: after, Comparison: rssPerPod,
+		Against: "SQLite process RSS growth over the load", Ratio: safeDiv(after, rssPerPod), Target: information, Met: true,
+		Note: fmt.Sprintf("kubeindex: live heap per pod after the questions (all of it: objects, indexes, kept columns); SQLite: %.0f B per pod of database pages (objects, fields, 9 indexes), Go heap %.0f MB, loaded from kubeindex's Table in %.1f s",
+			float64(st.DBBytes)/n, float64(st.GoHeap)/(1<<20), st.LoadSeconds)}
+	r.add(f)
+	return nil
+}
+
+// sqliteAgainst names the comparison of the question figures.
+const sqliteAgainst = "SQLite, steve's schema, same HTTP shape"
+
+// questionCatalog is benchsqlite's GET /catalog: each question's name and
+// kubeindex's parameters for it.
+type questionCatalog struct {
+	Questions []struct{ Name, Query string }
+	Counts    struct{ Name, Query string }
+}
+
+// sqliteStats is benchsqlite's GET /stats.
+type sqliteStats struct {
+	Rows                         int
+	DBBytes, RSSBefore, RSSAfter int64
+	GoHeap                       int64
+	LoadSeconds                  float64
+}
+
+func sqliteGrowth(far, first [][2]float64) string {
+	var out []string
+	for i := range far {
+		out = append(out, ratioText(safeDiv(far[i][1], first[i][1])))
+	}
+	return strings.Join(out, ", ")
+}
+
+// currentHeap is k's live heap (MB): the median of three GCs made now.
+func currentHeap(ctx context.Context, k *kubeindex) (float64, error) {
+	gcs := len(k.gcs())
+	if err := collectGarbage(ctx, k, gcs+3); err != nil {
+		return 0, err
+	}
+	live, n := k.liveHeap(gcs)
+	if n == 0 {
+		return math.NaN(), nil
+	}
+	return live, nil
+}
+
+// pairedTimes times GETs of a and b, one of each in turn (b first when
+// bFirst), count of each or as many as fit in budget (at least 5), and
+// returns both sets of durations, sorted.
+func pairedTimes(ctx context.Context, client *http.Client, count int, budget time.Duration, a, b string, bFirst bool) (as, bs []time.Duration, err error) {
+	deadline := time.Now().Add(budget)
+	order := []string{a, b}
+	if bFirst {
+		order = []string{b, a}
+	}
+	for i := 0; i < max(count, 5) && (i < 5 || time.Now().Before(deadline)); i++ {
+		for _, u := range order {
+			t := time.Now()
+			if _, err := getBody(ctx, client, u); err != nil {
+				return nil, nil, err
+			}
+			if u == a {
+				as = append(as, time.Since(t))
+			} else {
+				bs = append(bs, time.Since(t))
+			}
+		}
+	}
+	slices.Sort(as)
+	slices.Sort(bs)
+	return as, bs, nil
+}
+
+// getBody GETs u and returns the body of a 200.
+func getBody(ctx context.Context, client *http.Client, u string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s: %.300s", u, resp.Status, b)
+	}
+	return b, nil
+}
+
+func getJSON(ctx context.Context, client *http.Client, u string, v any) error {
+	b, err := getBody(ctx, client, u)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
+}
+
+// pageAnswer is what the agreement check reads of a page.
+type pageAnswer struct {
+	Metadata struct {
+		Total *int `json:"totalItemCount"`
+	} `json:"metadata"`
+	Items []struct {
+		Metadata struct {
+			Namespace string `json:"namespace"`
+			Name      string `json:"name"`
+		} `json:"metadata"`
+	} `json:"items"`
+}
+
+func (p pageAnswer) keys() []string {
+	var out []string
+	for _, it := range p.Items {
+		out = append(out, it.Metadata.Namespace+"/"+it.Metadata.Name)
+	}
+	return out
+}
+
+// countsAnswer is what the agreement check reads of counts.
+type countsAnswer struct {
+	Total  *int `json:"total"`
+	Groups []struct {
+		Values []*string `json:"values"`
+		Count  int       `json:"count"`
+	} `json:"groups"`
+}
+
+func (c countsAnswer) byValues() map[string]int {
+	out := map[string]int{}
+	for _, g := range c.Groups {
+		var vs []string
+		for _, v := range g.Values {
+			if v == nil {
+				vs = append(vs, "<null>")
+			} else {
+				vs = append(vs, *v)
+			}
+		}
+		out[strings.Join(vs, " × ")] = g.Count
+	}
+	return out
+}
+
+// agree checks that kubeindex's answer k and SQLite's s are the same:
+// the same objects in the same order and the same total, or the same
+// counts. An empty page is an error: it would agree with anything.
+func agree(v questionVariant, k, s []byte) error {
+	if v.counts {
+		var ka, sa countsAnswer
+		if err := firstErr(json.Unmarshal(k, &ka), json.Unmarshal(s, &sa)); err != nil {
+			return fmt.Errorf("%s: %w", v.label, err)
+		}
+		km, sm := ka.byValues(), sa.byValues()
+		if ka.Total == nil || sa.Total == nil || *ka.Total != *sa.Total || len(km) == 0 || fmt.Sprint(km) != fmt.Sprint(sm) {
+			return fmt.Errorf("%s: kubeindex and SQLite disagree:\nkubeindex %s\nSQLite    %s", v.label, k, s)
+		}
+		return nil
+	}
+	var ka, sa pageAnswer
+	if err := firstErr(json.Unmarshal(k, &ka), json.Unmarshal(s, &sa)); err != nil {
+		return fmt.Errorf("%s: %w", v.label, err)
+	}
+	kk, sk := ka.keys(), sa.keys()
+	if ka.Metadata.Total == nil || sa.Metadata.Total == nil || *ka.Metadata.Total != *sa.Metadata.Total || len(kk) == 0 || !slices.Equal(kk, sk) {
+		return fmt.Errorf("%s: kubeindex and SQLite disagree: totals %v and %v, pages\nkubeindex %v\nSQLite    %v",
+			v.label, ka.Metadata.Total, sa.Metadata.Total, kk, sk)
+	}
+	return nil
+}
