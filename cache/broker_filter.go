@@ -8,7 +8,7 @@ package cache
 func (f *filter) route(ev *event, fc *[2]*facts) (EventType, bool) {
 	in := func(i int, o *Object) bool {
 		if f.selector == nil && f.fn == nil && f.fields == nil {
-			return f.inNamespace(o.namespace)
+			return f.inNamespace(o.namespace) && f.inShard(o)
 		}
 		if fc[i] == nil {
 			fc[i] = &facts{}

@@ -3,6 +3,7 @@ package cache
 import (
 	"errors"
 	"fmt"
+	"k8s.io/apimachinery/pkg/sharding"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,6 +30,9 @@ type WatchQuery struct {
 	// Fields is a field selector (see ListQuery.Fields).
 	Fields       fields.Selector
 	Index, Value string
+	// ShardSelector: see ListQuery.ShardSelector. An object's UID and
+	// namespace never change, so an object never moves between shards.
+	ShardSelector sharding.Selector
 	// ResourceVersion resumes after a position a previous stream reported
 	// (an event's, SYNCED's or BOOKMARK's resourceVersion). Empty: no resume.
 	ResourceVersion string

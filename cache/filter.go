@@ -2,6 +2,7 @@ package cache
 
 import (
 	"fmt"
+	"k8s.io/apimachinery/pkg/sharding"
 	"slices"
 	"strings"
 
@@ -47,9 +48,10 @@ type filter struct {
 	selector   labels.Selector             // nil: everything
 	multi      bool                        // selector has several requirements
 	index      string
-	value      string        // normalised
-	fn         indexers.Func // nil: no index
-	fields     *fieldMatcher // nil: every object
+	value      string            // normalised
+	fn         indexers.Func     // nil: no index
+	fields     *fieldMatcher     // nil: every object
+	shard      sharding.Selector // nil: every object
 	// costly: the selectors have more than cheapTerms terms, so the
 	// subscription's consumer filters its events, not the fan-out.
 	costly bool
@@ -70,7 +72,7 @@ type facts struct {
 // newFilter compiles a subscription's selection: the list filters.
 func (r *resourceCache) newFilter(q WatchQuery) (*filter, error) {
 	f, _, err := r.compileQuery(ListQuery{Namespace: q.Namespace, Namespaces: q.Namespaces,
-		LabelSelector: q.LabelSelector, Index: q.Index, Value: q.Value, Fields: q.Fields})
+		LabelSelector: q.LabelSelector, Index: q.Index, Value: q.Value, Fields: q.Fields, ShardSelector: q.ShardSelector})
 	return f, err
 }
 
@@ -119,6 +121,9 @@ func (r *resourceCache) compileQuery(q ListQuery) (*filter, continueToken, error
 	if !sel.Empty() {
 		f.selector, f.multi = sel, manyRequirements(sel)
 	}
+	if q.ShardSelector != nil && !q.ShardSelector.Empty() {
+		f.shard = q.ShardSelector
+	}
 	if q.Index != "" {
 		spec, norm, err := r.indexValue(q.Index, q.Value)
 		if err != nil {
@@ -133,13 +138,23 @@ func (r *resourceCache) compileQuery(q ListQuery) (*filter, continueToken, error
 // what was read from o, for the other filters that ask about the same
 // object.
 func (f *filter) matches(o *Object, fa *facts) bool {
-	return f.inNamespace(o.namespace) && f.labelsMatch(o.raw, fa) && f.indexMatches(o.raw, fa) && f.fields.matches(o)
+	return f.inNamespace(o.namespace) && f.inShard(o) && f.labelsMatch(o.raw, fa) && f.indexMatches(o.raw, fa) && f.fields.matches(o)
 }
 
 // selects is matches for an object taken from candidates, which already
 // hold f's index value only; nothing is shared with other filters.
 func (f *filter) selects(o *Object) bool {
-	return f.inNamespace(o.namespace) && f.labelsMatch(o.raw, nil) && f.fields.matches(o)
+	return f.inNamespace(o.namespace) && f.inShard(o) && f.labelsMatch(o.raw, nil) && f.fields.matches(o)
+}
+
+// inShard applies the shard selector, with apimachinery's hashing
+// (FNV-1a 64 of the UID or namespace, KEP-5866).
+func (f *filter) inShard(o *Object) bool {
+	if f.shard == nil {
+		return true
+	}
+	ok, err := f.shard.Matches(o)
+	return err == nil && ok
 }
 
 // inNamespace applies the namespace and the namespace scope.

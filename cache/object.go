@@ -36,6 +36,9 @@ type Object struct {
 	// columns are the values questions read (Table columns, paths), kept once
 	// made (ask_columns.go); nil until a question reads a column.
 	columns atomic.Pointer[keptValues]
+	// proto are the object's protobuf encodings, made at the first
+	// reader that asks for one (object_proto.go); nil until then.
+	proto atomic.Pointer[keptProto]
 }
 
 // sectionNames are the top-level members whose place Build records.

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"k8s.io/apimachinery/pkg/sharding"
 	"slices"
 	"sort"
 	"strings"
@@ -35,6 +36,9 @@ type ListQuery struct {
 	// Ask, when not nil, filters, sorts and offsets what the above select
 	// (see Ask); nil lists in key order.
 	Ask *Ask
+	// ShardSelector, when not nil, keeps the objects whose hashed UID or
+	// namespace falls in its ranges (KEP-5866 shardSelector).
+	ShardSelector sharding.Selector
 }
 
 // ListResult is one page of a list, ordered by namespace/name.

@@ -117,12 +117,18 @@ func (s *Server) writeKubeError(c echo.Context, err error) error {
 		return nil
 	}
 	body, merr := json.Marshal(st)
+	contentType := jsonContentType
+	if errorAsProtobuf(c.Request()) {
+		body, merr = st.Marshal()
+		body = protoStatusEnvelope.appendEnveloped(nil, body)
+		contentType = []string{kubeProtobufMediaType}
+	}
 	if merr != nil {
 		return merr
 	}
 	h := c.Response().Header()
 	s.fillFreshness(c) // errors raised before a handler found its resource
-	h["Content-Type"] = jsonContentType
+	h["Content-Type"] = contentType
 	if st.Details != nil && st.Details.RetryAfterSeconds > 0 {
 		h.Set("Retry-After", strconv.Itoa(int(st.Details.RetryAfterSeconds)))
 	}

@@ -8,9 +8,8 @@ import (
 	"strings"
 )
 
-// What a request of the Kubernetes API may be answered with. Only JSON is
-// served: objects are held as the API server's JSON bytes, so a protobuf
-// answer would cost a decode and an encode per object.
+// What a request of the Kubernetes API may be answered with, in JSON or
+// (negotiateKube) protobuf.
 type kubeMedia int
 
 const (
@@ -90,23 +89,67 @@ func (r mediaRange) is(as, version, group string) bool {
 // the request is a list: a list asked for as PartialObjectMetadata is
 // refused after (kubeMetadataFor).
 func negotiateObjects(req *http.Request, table bool) kubeMedia {
+	media, _ := negotiateKube(req, table, kubeProtoNone)
+	return media
+}
+
+// kubeProto is which protobuf answers a resource has.
+type kubeProto int
+
+const (
+	kubeProtoNone     kubeProto = iota // none: JSON only
+	kubeProtoMetadata                  // PartialObjectMetadata(List) only: a custom resource's
+	kubeProtoAll                       // the objects too: a built-in kind's
+)
+
+// negotiateKube is negotiateObjects where protobuf (Content-Type
+// application/vnd.kubernetes.protobuf) may be served too, as proto says:
+// the answer's form, and whether it is protobuf. As on the API server, a
+// Table is JSON only, and the metadata forms are offered in protobuf for
+// every resource, custom ones included, whose objects are JSON only.
+func negotiateKube(req *http.Request, table bool, proto kubeProto) (kubeMedia, bool) {
 	h := strings.Join(req.Header.Values("Accept"), ",")
 	if strings.TrimSpace(h) == "" {
-		return kubeJSON
+		return kubeJSON, false
 	}
 	for _, r := range parseAccept(h) {
+		if r.protobuf() && proto != kubeProtoNone {
+			switch {
+			case r.params["as"] == "" && proto == kubeProtoAll:
+				return kubeJSON, true
+			case table && r.isMeta("PartialObjectMetadata"):
+				return kubeMetadata, true
+			case table && r.isMeta("PartialObjectMetadataList"):
+				return kubeMetadataList, true
+			}
+			continue
+		}
 		switch {
 		case r.json():
-			return kubeJSON
+			return kubeJSON, false
 		case table && r.is("Table", "v1", "meta.k8s.io"):
-			return kubeTable
+			return kubeTable, false
 		case table && r.is("PartialObjectMetadata", "v1", "meta.k8s.io"):
-			return kubeMetadata
+			return kubeMetadata, false
 		case table && r.is("PartialObjectMetadataList", "v1", "meta.k8s.io"):
-			return kubeMetadataList
+			return kubeMetadataList, false
 		}
 	}
-	return kubeNotAcceptableM
+	return kubeNotAcceptableM, false
+}
+
+// protobuf reports whether r is the Kubernetes protobuf media type (as
+// the API server reads it: a stream parameter other than "watch" is not).
+func (r mediaRange) protobuf() bool {
+	if s, ok := r.params["stream"]; ok && s != "watch" {
+		return false
+	}
+	return r.typ == "application" && r.sub == "vnd.kubernetes.protobuf"
+}
+
+// isMeta reports whether r asks for the meta.k8s.io/v1 kind as.
+func (r mediaRange) isMeta(as string) bool {
+	return r.params["as"] == as && r.params["v"] == "v1" && r.params["g"] == "meta.k8s.io"
 }
 
 // negotiateDiscovery picks between aggregated discovery and the legacy

@@ -35,6 +35,8 @@ type kubeTarget struct {
 	// asMetadata: the answer is PartialObjectMetadata(List), not the
 	// objects (kube_metadata.go).
 	asMetadata bool
+	// proto: the answer is protobuf, not JSON (kube_protobuf.go).
+	proto bool
 }
 
 // kubeTargetOf resolves the path's group, version and resource to a
@@ -113,9 +115,13 @@ func (s *Server) kubeNamespace(c echo.Context) error {
 
 func (s *Server) kubeServe(c echo.Context, t kubeTarget) error {
 	var tb *tableRequest
-	media := negotiateObjects(c.Request(), true)
+	proto := kubeProtoOf(t.res)
+	media, asProto := negotiateKube(c.Request(), true, proto)
 	switch media {
 	case kubeNotAcceptableM:
+		if proto == kubeProtoAll {
+			return kubeNotAcceptable("application/json", kubeTableMediaType, kubeMetadataMediaType, kubeMetadataListMediaType, kubeProtobufMediaType)
+		}
 		return kubeNotAcceptable("application/json", kubeTableMediaType, kubeMetadataMediaType, kubeMetadataListMediaType)
 	case kubeTable:
 		var err error
@@ -131,6 +137,7 @@ func (s *Server) kubeServe(c echo.Context, t kubeTarget) error {
 		return err
 	}
 	t.asMetadata = media == kubeMetadata || media == kubeMetadataList
+	t.proto = asProto
 	switch {
 	case opts.Watch:
 		return s.kubeWatch(c, t, &opts, tb)
@@ -285,6 +292,14 @@ func (s *Server) kubeGet(c echo.Context, t kubeTarget, opts *metainternalversion
 		}
 		return writeTable(c, body)
 	}
+	if t.proto {
+		msgs := kubeProtoMessages{metadata: t.asMetadata}
+		msg, err := msgs.of(obj)
+		if err != nil {
+			return err
+		}
+		return writeKubeProtoGet(c.Response(), msgs.envelope(t.res), msg)
+	}
 	if t.asMetadata {
 		return writeKubeMetadata(c, t.res, obj.Raw())
 	}
@@ -302,8 +317,12 @@ func (s *Server) kubeList(c echo.Context, t kubeTarget, opts *metainternalversio
 	if err != nil {
 		return err
 	}
+	shard, err := kubeShardSelector(opts)
+	if err != nil {
+		return err
+	}
 	q := cache.ListQuery{Namespace: t.namespace, LabelSelector: c.QueryParam("labelSelector"),
-		Fields: opts.FieldSelector, Continue: opts.Continue}
+		Fields: opts.FieldSelector, Continue: opts.Continue, ShardSelector: shard}
 	// A first page at resourceVersion=0 is the whole list: the API server
 	// answers it from its watch cache, which ignores limit there
 	// (computeListLimit in k8s.io/apiserver's cacher), and client-go's
@@ -323,17 +342,24 @@ func (s *Server) kubeList(c echo.Context, t kubeTarget, opts *metainternalversio
 		return err
 	}
 	meta := ListMeta{ResourceVersion: strconv.FormatUint(pos, 10), Continue: res.Continue, Remaining: res.Remaining}
+	lm := metav1.ListMeta{ResourceVersion: meta.ResourceVersion, Continue: meta.Continue}
+	if meta.Continue != "" {
+		n := int64(meta.Remaining)
+		lm.RemainingItemCount = &n
+	}
 	if tb != nil {
-		lm := metav1.ListMeta{ResourceVersion: meta.ResourceVersion, Continue: meta.Continue}
-		if meta.Continue != "" {
-			n := int64(meta.Remaining)
-			lm.RemainingItemCount = &n
-		}
 		body, err := tb.build(res.Items, lm)
 		if err != nil {
 			return err
 		}
 		return writeTable(c, body)
+	}
+	if t.proto {
+		if shard != nil && !t.asMetadata {
+			lm.ShardInfo = &metav1.ShardInfo{Selector: shard.String()}
+		}
+		msgs := kubeProtoMessages{metadata: t.asMetadata}
+		return writeKubeProtoList(c.Response(), msgs.listEnvelope(t.res), lm, res.Items, msgs)
 	}
 	kind, apiVersion, items := t.res.Kind+"List", t.res.APIVersion(), listItems(t.res)
 	if t.asMetadata {
@@ -352,6 +378,12 @@ func (s *Server) kubeList(c echo.Context, t kubeTarget, opts *metainternalversio
 			b = jsonscan.AppendString(b, meta.Continue)
 			b = append(b, `,"remainingItemCount":`...)
 			b = strconv.AppendInt(b, int64(meta.Remaining), 10)
+		}
+		if shard != nil && !t.asMetadata {
+			// As the API server's list, not its Table or metadata forms.
+			b = append(b, `,"shardInfo":{"selector":`...)
+			b = jsonscan.AppendString(b, shard.String())
+			b = append(b, '}')
 		}
 		return append(b, '}')
 	}, items)

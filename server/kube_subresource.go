@@ -77,8 +77,19 @@ func (s *Server) kubeSubresource(c echo.Context, t kubeTarget, sub string) error
 		gr = schema.GroupResource{Group: "autoscaling", Resource: "scales"}
 	}
 	var tb *tableRequest
-	switch negotiateObjects(c.Request(), true) {
+	proto := kubeProtoNone
+	if kubeProtoOf(t.res) == kubeProtoAll {
+		proto = kubeProtoAll // the object, or a Scale: both built-in kinds
+	}
+	media, asProto := negotiateKube(c.Request(), true, proto)
+	if media != kubeJSON {
+		asProto = false // the metadata forms of a subresource are not served
+	}
+	switch media {
 	case kubeNotAcceptableM:
+		if proto == kubeProtoAll {
+			return kubeNotAcceptable("application/json", kubeTableMediaType, kubeProtobufMediaType)
+		}
 		return kubeNotAcceptable("application/json", kubeTableMediaType)
 	case kubeTable:
 		if sub == "status" {
@@ -100,10 +111,24 @@ func (s *Server) kubeSubresource(c echo.Context, t kubeTarget, sub string) error
 	if err != nil {
 		return err
 	}
+	if asProto && sub == "status" {
+		msg, err := obj.Protobuf()
+		if err != nil {
+			return err
+		}
+		return writeKubeProtoGet(c.Response(), protoEnvelope{apiVersion: t.res.APIVersion(), kind: t.res.Kind}, msg)
+	}
 	raw := obj.Raw()
 	if sub == "scale" {
 		if raw, err = scaleOf(t.res, raw); err != nil {
 			return err
+		}
+		if asProto {
+			msg, err := cache.MarshalProtobuf(raw)
+			if err != nil {
+				return err
+			}
+			return writeKubeProtoGet(c.Response(), protoEnvelope{apiVersion: "autoscaling/v1", kind: "Scale"}, msg)
 		}
 	}
 	if tb != nil {

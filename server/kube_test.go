@@ -90,7 +90,8 @@ func TestKubeDiscovery(t *testing.T) {
 			check: func(t *testing.T, b gjson.Result) {
 				want(t, b.Get(`items.#(metadata.name=="apps").versions.0.resources.#(resource=="replicasets").shortNames.0`).Str == "rs", b.Raw)
 			}},
-		{name: "protobuf only", path: "/k8s/apis", accept: "application/vnd.kubernetes.protobuf", code: 406},
+		// In protobuf: a 406 too, its Status in protobuf (TestKubeProtobufNegotiation).
+		{name: "YAML only", path: "/k8s/apis", accept: "application/yaml", code: 406},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -205,8 +206,9 @@ func TestKubeReads(t *testing.T) {
 			message: "invalid continue token"},
 		{name: "continue with resourceVersion", target: "/k8s/api/v1/pods?limit=1&continue=x&resourceVersion=5", code: 400,
 			message: "specifying resource version is not allowed when using continue"},
-		{name: "protobuf only", target: "/k8s/api/v1/pods", accept: "application/vnd.kubernetes.protobuf", code: 406, reason: "NotAcceptable"},
-		{name: "protobuf or JSON", target: "/k8s/api/v1/pods", accept: "application/vnd.kubernetes.protobuf, application/json", code: 200,
+		// A Table is JSON only (protobuf answers: kube_protobuf_test.go).
+		{name: "a Table in protobuf only", target: "/k8s/api/v1/pods", accept: "application/vnd.kubernetes.protobuf;as=Table;g=meta.k8s.io;v=v1", code: 406, reason: "NotAcceptable"},
+		{name: "a Table in protobuf or JSON", target: "/k8s/api/v1/pods", accept: "application/vnd.kubernetes.protobuf;as=Table;g=meta.k8s.io;v=v1, application/json", code: 200,
 			items: func(gjson.Result) bool { return true }},
 		{name: "create", method: "POST", target: "/k8s/api/v1/namespaces/" + ns + "/pods", code: 405, reason: "MethodNotAllowed",
 			message: "read-only"},

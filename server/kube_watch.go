@@ -33,8 +33,12 @@ func (s *Server) kubeWatch(c echo.Context, t kubeTarget, opts *metainternalversi
 	if err := s.kubeAllow(c, auth.VerbWatch, t.res, t.namespace, ""); err != nil {
 		return err
 	}
+	shard, err := kubeShardSelector(opts)
+	if err != nil {
+		return err
+	}
 	wq := cache.WatchQuery{Namespace: t.namespace, LabelSelector: c.QueryParam("labelSelector"),
-		Fields: opts.FieldSelector, QueueSize: s.streams.opts.QueueSize}
+		Fields: opts.FieldSelector, ShardSelector: shard, QueueSize: s.streams.opts.QueueSize}
 	if t.name != "" {
 		wq.Fields = fields.AndSelectors(fields.OneTermEqualSelector("metadata.name", t.name), nonNil(opts.FieldSelector))
 	}
@@ -83,7 +87,9 @@ func (s *Server) kubeWatch(c echo.Context, t kubeTarget, opts *metainternalversi
 
 	w := c.Response()
 	s.fillFreshness(c) // the whole cache's: a resource's would cost a count of its objects
-	if tb != nil {
+	if t.proto {
+		w.Header().Set(echo.HeaderContentType, kubeProtobufWatchMediaType)
+	} else if tb != nil {
 		w.Header().Set(echo.HeaderContentType, kubeTableMediaType)
 	} else if t.asMetadata {
 		w.Header().Set(echo.HeaderContentType, kubeMetadataMediaType)
@@ -97,6 +103,9 @@ func (s *Server) kubeWatch(c echo.Context, t kubeTarget, opts *metainternalversi
 	if t.asMetadata {
 		m := metadataOf(t.res)
 		out.metadata = &m
+	}
+	if t.proto {
+		out.proto = &kubeProtoMessages{metadata: t.asMetadata}
 	}
 	defer out.conn.rc.SetWriteDeadline(time.Time{}) // the connection may serve another request
 	if oldest, expired := sub.Expired(); expired {
@@ -127,6 +136,9 @@ type kubeWatchWriter struct {
 	initialEnd bool          // mark the end of the initial events with a bookmark
 	table      *tableRequest // nil: objects as they are
 	metadata   *asMetadata   // non-nil: objects as PartialObjectMetadata
+	// proto, when non-nil, writes the events in protobuf, length-prefixed
+	// (kube_protobuf.go), instead of JSON lines.
+	proto *kubeProtoMessages
 }
 
 func (w *kubeWatchWriter) write(m *cache.Message) error {
@@ -148,6 +160,17 @@ func (w *kubeWatchWriter) write(m *cache.Message) error {
 	default:
 		o := m.Object()
 		if o == nil {
+			return nil
+		}
+		if w.proto != nil {
+			msg, err := w.proto.of(o)
+			if err != nil {
+				return err
+			}
+			if err := writeProtoEvent(w.bw, string(m.Type), w.proto.envelope(w.res), msg); err != nil {
+				return err
+			}
+			w.delivery.add(m)
 			return nil
 		}
 		raw := o.Raw()
@@ -186,6 +209,13 @@ func (w *kubeWatchWriter) end(why error, _ position) error {
 // and resourceVersion (and the end-of-initial-events annotation).
 func (w *kubeWatchWriter) bookmark(rv string, initialEnd bool) {
 	w.begin()
+	if w.proto != nil {
+		env := w.proto.envelope(w.res)
+		if msg, err := protoBookmark(env, rv, initialEnd); err == nil {
+			writeProtoEvent(w.bw, "BOOKMARK", env, msg)
+		}
+		return
+	}
 	b := w.bw.AvailableBuffer()
 	kind, apiVersion := w.res.Kind, w.res.APIVersion()
 	if w.metadata != nil {
@@ -205,8 +235,14 @@ func (w *kubeWatchWriter) bookmark(rv string, initialEnd bool) {
 }
 
 // status writes an ERROR event carrying st.
-func (w *kubeWatchWriter) status(st any) {
+func (w *kubeWatchWriter) status(st metav1.Status) {
 	w.begin()
+	if w.proto != nil {
+		if msg, err := st.Marshal(); err == nil {
+			writeProtoEvent(w.bw, "ERROR", protoStatusEnvelope, msg)
+		}
+		return
+	}
 	body, _ := json.Marshal(st) // a Status always encodes
 	w.bw.WriteString(`{"type":"ERROR","object":`)
 	w.bw.Write(body)

@@ -14,7 +14,7 @@ require (
 	k8s.io/api v0.37.2
 	k8s.io/apiextensions-apiserver v0.0.0
 	k8s.io/apimachinery v0.37.2
-	k8s.io/apiserver v0.36.3
+	k8s.io/apiserver v0.37.2
 	k8s.io/utils v0.0.0-20260626114624-be93311217bd
 )
 

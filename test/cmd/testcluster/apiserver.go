@@ -46,6 +46,9 @@ func apiServerArgs(st state, f files, extra []string) []string {
 		// the "kubernetes" Service, which Endpoints validation rejects
 		// (loopback), logging an error every few seconds.
 		"--endpoint-reconciler-type=none",
+		// Sharded lists and watches (alpha from 1.36): the e2e tests
+		// compare kubeindex's shardSelector answers with the API server's.
+		"--feature-gates=ShardedListAndWatch=true",
 	}
 	return append(args, extra...)
 }
