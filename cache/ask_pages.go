@@ -1,15 +1,10 @@
 package cache
 
 import (
-	"crypto/rand"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -33,14 +28,7 @@ const (
 var ErrExpired = errors.New("continue token expired")
 
 // walks are a cache's kept answers.
-type walks struct {
-	mu    sync.Mutex
-	epoch string // this process's, so another replica's token is told apart
-	byID  map[uint64]*walk
-	order []uint64 // oldest first
-	rows  int
-	now   func() time.Time
-}
+type walks struct{ *pageStore[*walk] }
 
 // walk is a question's sorted matches, as they were at its first page:
 // rows, or the snapshot of an ordered index they are read from.
@@ -54,7 +42,6 @@ type walk struct {
 	// caller confined to the same namespaces, never to one who may read
 	// less.
 	asked string
-	made  time.Time
 }
 
 // askedBy is what selected a question's rows: its selection, the
@@ -71,21 +58,17 @@ func askedBy(q ListQuery) string {
 	return strings.Join([]string{q.Namespace, ns, q.LabelSelector, q.Index, q.Value, fs, q.Ask.FilterText, q.Ask.SortText}, "\x00")
 }
 
-func newWalks(now func() time.Time) *walks {
-	b := make([]byte, 6)
-	rand.Read(b)
-	return &walks{epoch: hex.EncodeToString(b), byID: map[uint64]*walk{}, now: now}
+func newWalks(now func() time.Time) walks {
+	return walks{newPageStore(maxWalks, maxWalkRows, walkLifetime, (*walk).length, now)}
 }
 
-// keep stores rows and returns the walk's reference for tokens: the
-// process's epoch and a random number, not a count, so that one caller's
-// reference tells nothing of another's.
-func (w *walks) keep(resource, sort, asked string, rows []row) string {
+// keep stores rows and returns the walk's reference for tokens.
+func (w walks) keep(resource, sort, asked string, rows []row) string {
 	return w.add(&walk{rows: rows, resource: resource, sort: sort, asked: asked})
 }
 
 // keepOrdered stores a walk through an ordered index's snapshot.
-func (w *walks) keepOrdered(resource, sort, asked string, o *orderedWalk) string {
+func (w walks) keepOrdered(resource, sort, asked string, o *orderedWalk) string {
 	return w.add(&walk{ordered: o, resource: resource, sort: sort, asked: asked})
 }
 
@@ -97,56 +80,14 @@ func (wk *walk) length() int {
 	return len(wk.rows)
 }
 
-func (w *walks) add(wk *walk) string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.expire()
-	for len(w.order) > 0 && (len(w.order) >= maxWalks || w.rows+wk.length() > maxWalkRows) {
-		w.dropOldest()
-	}
-	var b [8]byte
-	id := uint64(0)
-	for id == 0 || w.byID[id] != nil {
-		rand.Read(b[:])
-		id = binary.LittleEndian.Uint64(b[:])
-	}
-	wk.made = w.now()
-	w.byID[id] = wk
-	w.order = append(w.order, id)
-	w.rows += wk.length()
-	return fmt.Sprintf("%s-%d", w.epoch, id)
-}
-
 // find returns the walk a token refers to; ok is false for another
 // process's reference (the caller resumes from the live cache), err is
 // ErrExpired for one of ours that is gone.
-func (w *walks) find(ref string) (*walk, bool, error) {
-	epoch, n, _ := strings.Cut(ref, "-")
-	id, err := strconv.ParseUint(n, 10, 64)
-	if epoch != w.epoch || err != nil {
-		return nil, false, nil
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.expire()
-	wk := w.byID[id]
-	if wk == nil {
+func (w walks) find(ref string) (*walk, bool, error) {
+	wk, ours, found := w.pageStore.find(ref)
+	if ours && !found {
 		return nil, true, fmt.Errorf("%w: the answer this token pages through is no longer kept (at most %d answers, %s each); start the list again without it",
 			ErrExpired, maxWalks, walkLifetime)
 	}
-	return wk, true, nil
-}
-
-func (w *walks) expire() {
-	now := w.now()
-	for len(w.order) > 0 && now.Sub(w.byID[w.order[0]].made) > walkLifetime {
-		w.dropOldest()
-	}
-}
-
-func (w *walks) dropOldest() {
-	id := w.order[0]
-	w.rows -= w.byID[id].length()
-	delete(w.byID, id)
-	w.order = w.order[1:]
+	return wk, ours, nil
 }

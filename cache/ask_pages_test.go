@@ -31,8 +31,8 @@ func TestWalksAreBounded(t *testing.T) {
 		t.Errorf("the newest: %v", err)
 	}
 	big := w.keep("pods", "name", "", make([]row, maxWalkRows))
-	if w.rows != maxWalkRows || len(w.order) != 1 {
-		t.Errorf("rows %d in %d walks; expect the big one alone", w.rows, len(w.order))
+	if w.size != maxWalkRows || len(w.order) != 1 {
+		t.Errorf("rows %d in %d walks; expect the big one alone", w.size, len(w.order))
 	}
 	if _, _, err := w.find(big); err != nil {
 		t.Error(err)

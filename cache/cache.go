@@ -43,9 +43,9 @@ type Cache struct {
 	// asks are the slots for costly questions (ask.go).
 	asks askSlots
 	// walks keep the answers questions are paged through (ask_pages.go).
-	walks *walks
+	walks walks
 	// searches keep the hits searches are paged through (search_pages.go).
-	searches *searchWalks
+	searches searchWalks
 	// wins are the live windows' views and parked windows (window.go).
 	wins *windows
 }

@@ -1,16 +1,11 @@
 package cache
 
 import (
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"strconv"
-	"strings"
-	"sync"
 	"time"
 )
 
@@ -69,81 +64,36 @@ func decodeSearchToken(token, asked string) (searchToken, error) {
 }
 
 // searchWalks are a cache's kept searches.
-type searchWalks struct {
-	mu    sync.Mutex
-	epoch string
-	byID  map[uint64]*searchWalk
-	order []uint64 // oldest first
-	hits  int
-	now   func() time.Time
-}
+type searchWalks struct{ *pageStore[*searchWalk] }
 
 type searchWalk struct {
 	hits  []SearchHit
 	asked string
-	made  time.Time
 }
 
-func newSearchWalks(now func() time.Time) *searchWalks {
-	b := make([]byte, 6)
-	rand.Read(b)
-	return &searchWalks{epoch: hex.EncodeToString(b), byID: map[uint64]*searchWalk{}, now: now}
+func newSearchWalks(now func() time.Time) searchWalks {
+	return searchWalks{newPageStore(maxSearchWalks, maxSearchWalkHits, searchLifetime,
+		func(w *searchWalk) int { return len(w.hits) }, now)}
 }
 
-// keep stores hits and returns the reference tokens carry: the epoch and
-// a random number.
-func (w *searchWalks) keep(hits []SearchHit, asked string) string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.expire()
-	for len(w.order) > 0 && (len(w.order) >= maxSearchWalks || w.hits+len(hits) > maxSearchWalkHits) {
-		w.dropOldest()
-	}
-	var b [8]byte
-	id := uint64(0)
-	for id == 0 || w.byID[id] != nil {
-		rand.Read(b[:])
-		id = binary.LittleEndian.Uint64(b[:])
-	}
-	w.byID[id] = &searchWalk{hits: hits, asked: asked, made: w.now()}
-	w.order = append(w.order, id)
-	w.hits += len(hits)
-	return fmt.Sprintf("%s-%d", w.epoch, id)
+// keep stores hits and returns the reference tokens carry.
+func (w searchWalks) keep(hits []SearchHit, asked string) string {
+	return w.add(&searchWalk{hits: hits, asked: asked})
 }
 
 // find returns the kept hits of ref; ours is false for another process's
 // reference, err ErrExpired for one of ours that is gone, ErrInvalid for
 // one asked otherwise.
-func (w *searchWalks) find(ref, asked string) (hits []SearchHit, ours bool, err error) {
-	epoch, n, _ := strings.Cut(ref, "-")
-	id, perr := strconv.ParseUint(n, 10, 64)
-	if epoch != w.epoch || perr != nil {
-		return nil, false, nil
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.expire()
-	wk := w.byID[id]
+func (w searchWalks) find(ref, asked string) (hits []SearchHit, ours bool, err error) {
+	wk, ours, found := w.pageStore.find(ref)
 	switch {
-	case wk == nil:
+	case !ours:
+		return nil, false, nil
+	case !found:
 		return nil, true, fmt.Errorf("%w: the search this token pages through is no longer kept (at most %d searches, %s each); start the search again without it",
 			ErrExpired, maxSearchWalks, searchLifetime)
 	case wk.asked != asked:
 		return nil, true, fmt.Errorf("%w: continue token belongs to another search; start the search again without it", ErrInvalid)
 	}
 	return wk.hits, true, nil
-}
-
-func (w *searchWalks) expire() {
-	now := w.now()
-	for len(w.order) > 0 && now.Sub(w.byID[w.order[0]].made) > searchLifetime {
-		w.dropOldest()
-	}
-}
-
-func (w *searchWalks) dropOldest() {
-	id := w.order[0]
-	w.hits -= len(w.byID[id].hits)
-	delete(w.byID, id)
-	w.order = w.order[1:]
 }
