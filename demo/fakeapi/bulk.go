@@ -79,14 +79,7 @@ func (s *Server) Write(resource string, render func(rv uint64) ([]byte, error)) 
 	if err != nil {
 		return err
 	}
-	s.rv++
-	old := s.objects[r.plural][o.key()]
-	s.store(r, o)
-	typ := "MODIFIED"
-	if old == nil {
-		typ = "ADDED"
-	}
-	s.record(event{typ: typ, obj: o, old: old})
+	s.commit(r, o)
 	return nil
 }
 

@@ -203,6 +203,13 @@ func (s *Server) put(r *resource, m map[string]any) error {
 	if o.name == "" || r.namespaced != (o.namespace != "") {
 		return fmt.Errorf("fakeapi: %s %s/%s: bad name or namespace", r.plural, o.namespace, o.name)
 	}
+	s.commit(r, o)
+	return nil
+}
+
+// commit makes o, built at the next resourceVersion, the new state of its
+// object and records ADDED or MODIFIED. s.mu must be held.
+func (s *Server) commit(r *resource, o *object) {
 	s.rv++
 	old := s.objects[r.plural][o.key()]
 	s.store(r, o)
@@ -211,7 +218,6 @@ func (s *Server) put(r *resource, m map[string]any) error {
 		typ = "ADDED"
 	}
 	s.record(event{typ: typ, obj: o, old: old})
-	return nil
 }
 
 // store makes o the current state of its object. s.mu must be held.
