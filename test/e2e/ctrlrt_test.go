@@ -77,7 +77,7 @@ func TestControllerRuntimeOverTLS(t *testing.T) {
 		})
 	}
 	eventually(t, converge, "the same events of the churned pods", func() error {
-		a, k := api.churnEvents(), ki.churnEvents()
+		a, k := api.churnEvents(ch), ki.churnEvents(ch)
 		// Each step creates a pod, relabels one and deletes one: at least
 		// 30 adds, 29 updates and 27 deletes per informer.
 		for _, informer := range []string{"typed", "metadata"} {
@@ -258,12 +258,13 @@ func (p *ctrlrtProcess) allEvents() []ctrlrtLine {
 	return slices.Clone(p.events)
 }
 
-// churnEvents are the events of the churner's pods, per informer, in the
-// order each informer handed them over.
-func (p *ctrlrtProcess) churnEvents() map[string][]string {
+// churnEvents are the events of ch's pods, per informer, in the order
+// each informer handed them over. Other tests' churners leave pods of the
+// same names in their own namespaces, which the first sync lists.
+func (p *ctrlrtProcess) churnEvents(ch *churner) map[string][]string {
 	out := map[string][]string{}
 	for _, e := range p.allEvents() {
-		if e.Pod != nil && strings.HasPrefix(e.Pod.Name, "churn-") {
+		if e.Pod != nil && ch.owns(e.Pod.Namespace, e.Pod.Name) {
 			out[e.Informer] = append(out[e.Informer], fmt.Sprintf("%s %s/%s rv=%s uid=%s", e.Event, e.Pod.Namespace, e.Pod.Name, e.Pod.ResourceVersion, e.Pod.UID))
 		}
 	}
@@ -280,6 +281,11 @@ func runCtrlrtOnce(t *testing.T, bin, kubeconfig string) (string, error) {
 	cmd.Stdin = strings.NewReader("")
 	out, err := cmd.CombinedOutput()
 	return string(out), err
+}
+
+// owns reports whether the pod namespace/name is one c makes.
+func (c *churner) owns(namespace, name string) bool {
+	return slices.Contains(c.namespaces, namespace) && strings.HasPrefix(name, "churn-")
 }
 
 // tail is the last n lines of s.

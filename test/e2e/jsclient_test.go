@@ -102,7 +102,7 @@ func TestJSClientOverTLS(t *testing.T) {
 		return nil
 	})
 	eventually(t, converge, "the informer to hand on the churned pods' events as it does from the API server", func() error {
-		a, k := api.churnEvents(t), js.churnEvents(t)
+		a, k := api.churnEvents(t, ch), js.churnEvents(t, ch)
 		// Step i created churn-i, relabelled churn-(i-1) and deleted
 		// churn-(i-3): at least 10 adds, 9 updates and 7 deletes.
 		if len(a) < 26 {
@@ -243,9 +243,9 @@ func (j *jsClient) dump() map[string]json.RawMessage {
 	return j.next("cache")
 }
 
-// churnEvents are the events of the churner's pods the informer handed
-// on, in order.
-func (j *jsClient) churnEvents(t *testing.T) []string {
+// churnEvents are the events of ch's pods the informer handed on, in
+// order.
+func (j *jsClient) churnEvents(t *testing.T, ch *churner) []string {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	var out []string
@@ -257,7 +257,7 @@ func (j *jsClient) churnEvents(t *testing.T) []string {
 		if err := json.Unmarshal(l, &e); err != nil {
 			t.Fatal(err)
 		}
-		if strings.HasPrefix(e.Pod.Name, "churn-") {
+		if ch.owns(e.Pod.Namespace, e.Pod.Name) {
 			out = append(out, fmt.Sprintf("%s %s/%s rv=%s uid=%s", e.Event, e.Pod.Namespace, e.Pod.Name, e.Pod.ResourceVersion, e.Pod.UID))
 		}
 	}
