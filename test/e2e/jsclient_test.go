@@ -131,7 +131,9 @@ func jsTools(t *testing.T) (node, npm string) {
 }
 
 // jsModules installs test/js's dependencies from its lockfile (npm ci)
-// when node_modules is missing, and returns test/js.
+// when node_modules is missing or older than the lockfile (npm's record of
+// what it installed, node_modules/.package-lock.json, predates it), and
+// returns test/js.
 func jsModules(t *testing.T, npm string) string {
 	t.Helper()
 	root, err := repoRoot()
@@ -139,7 +141,11 @@ func jsModules(t *testing.T, npm string) string {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(root, "test", "js")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@kubernetes", "client-node")); err == nil {
+	lock, errLock := os.Stat(filepath.Join(dir, "package-lock.json"))
+	if errLock != nil {
+		t.Fatal(errLock)
+	}
+	if installed, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json")); err == nil && !installed.ModTime().Before(lock.ModTime()) {
 		return dir
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
