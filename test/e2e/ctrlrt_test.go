@@ -76,6 +76,20 @@ func TestControllerRuntimeOverTLS(t *testing.T) {
 			return nil
 		})
 	}
+	// A watch names only its stream's framing (as the API server's does,
+	// whatever the items' form); a list names the form of its items.
+	meta, typed := bytes["metadata"], bytes["typed"]
+	for ct := range meta.ContentTypes {
+		if !strings.Contains(ct, "as=PartialObjectMetadata") && !strings.Contains(ct, "stream=watch") {
+			t.Errorf("kubeindex answered the metadata-only informer %q: not metadata (all: %v)", ct, meta.ContentTypes)
+		}
+	}
+	apiBytes := api.dump().bytes
+	t.Logf("bytes read by controller-runtime's pods informers through the sync and 30 churn steps: from kubeindex over TLS, metadata-only %d, typed %d (%.1f×); from the API server (managedFields included), metadata-only %d, typed %d; kubeindex's answers %v and %v",
+		meta.Bytes, typed.Bytes, float64(typed.Bytes)/float64(max(meta.Bytes, 1)), apiBytes["metadata"].Bytes, apiBytes["typed"].Bytes, meta.ContentTypes, typed.ContentTypes)
+	if meta.Bytes == 0 || meta.Bytes*2 > typed.Bytes {
+		t.Errorf("the metadata-only informer read %d bytes from kubeindex, the typed one %d: not metadata only", meta.Bytes, typed.Bytes)
+	}
 	eventually(t, converge, "the same events of the churned pods", func() error {
 		a, k := api.churnEvents(ch), ki.churnEvents(ch)
 		// Each step creates a pod, relabels one and deletes one: at least
@@ -94,21 +108,6 @@ func TestControllerRuntimeOverTLS(t *testing.T) {
 		if wantType := map[string]string{"typed": "*v1.Pod", "metadata": "*v1.PartialObjectMetadata"}[e.Informer]; e.GoType != wantType {
 			t.Fatalf("the %s informer handed its handler a %s, want %s", e.Informer, e.GoType, wantType)
 		}
-	}
-
-	// A watch names only its stream's framing (as the API server's does,
-	// whatever the items' form); a list names the form of its items.
-	meta, typed := bytes["metadata"], bytes["typed"]
-	for ct := range meta.ContentTypes {
-		if !strings.Contains(ct, "as=PartialObjectMetadata") && !strings.Contains(ct, "stream=watch") {
-			t.Errorf("kubeindex answered the metadata-only informer %q: not metadata (all: %v)", ct, meta.ContentTypes)
-		}
-	}
-	apiBytes := api.dump().bytes
-	t.Logf("bytes read by controller-runtime's pods informers through the sync and 30 churn steps: from kubeindex over TLS, metadata-only %d, typed %d (%.1f×); from the API server (managedFields included), metadata-only %d, typed %d; kubeindex's answers %v and %v",
-		meta.Bytes, typed.Bytes, float64(typed.Bytes)/float64(max(meta.Bytes, 1)), apiBytes["metadata"].Bytes, apiBytes["typed"].Bytes, meta.ContentTypes, typed.ContentTypes)
-	if meta.Bytes == 0 || meta.Bytes*2 > typed.Bytes {
-		t.Errorf("the metadata-only informer read %d bytes from kubeindex, the typed one %d: not metadata only", meta.Bytes, typed.Bytes)
 	}
 }
 
