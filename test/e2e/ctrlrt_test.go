@@ -32,11 +32,11 @@ import (
 // forms, and far fewer bytes than the typed one); a kubeconfig with another
 // CA must not connect.
 func TestControllerRuntimeOverTLS(t *testing.T) {
+	c := cluster.StartForTest(t)
 	bin, err := cluster.BuildCtrlrt(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := cluster.StartForTest(t)
 	cs, dyn := c.Clients(t)
 	seeded := cluster.SeedForTest(t, cs, dyn, cluster.SeedOptions{})
 	ch := &churner{cs: cs, namespaces: seeded.Namespaces, nodes: []string{seeded.Nodes[0].Name, seeded.Nodes[1].Name}}

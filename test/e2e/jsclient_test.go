@@ -32,8 +32,8 @@ import (
 // another CA it refuses kubeindex. Skipped only where node or npm is
 // missing (.ci/run installs them).
 func TestJSClientOverTLS(t *testing.T) {
-	node, npm := jsTools(t)
 	c := cluster.StartForTest(t)
+	node, npm := jsTools(t)
 	cs, dyn := c.Clients(t)
 	seeded := cluster.SeedForTest(t, cs, dyn, cluster.SeedOptions{})
 	ch := &churner{cs: cs, namespaces: seeded.Namespaces, nodes: []string{seeded.Nodes[0].Name, seeded.Nodes[1].Name}}
