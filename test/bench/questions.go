@@ -97,6 +97,9 @@ func (r *runner) askQuestions(ctx context.Context) error {
 	}
 	client := loopbackClient(2) // one keep-alive connection to each
 	defer client.CloseIdleConnections()
+	// A question's first answer builds its ordered index: every pod's
+	// Table row rendered, a minute at 100,000 pods on a loaded machine.
+	client.Timeout = 10 * time.Minute
 	var st sqliteStats
 	if err := getJSON(ctx, client, sqliteBase+"/stats", &st); err != nil {
 		return err
