@@ -119,12 +119,22 @@ func (c *Cache) answerOrdered(r *resourceCache, res ListResult, f *filter, q Lis
 	}
 	defer release()
 	ix, _ := r.orders.index(r, a.Sort, a.SortText, held, a.Schema)
-	snap := ix.snapshot()
 	ask := newAsking(ix, f, a.Filter, comp, a.Now)
-	var pivot orderEntry
-	if tok.After != "" {
-		pivot = pivotEntry(tok)
+	if tok.After == "" {
+		p := ix.passOver(passKey(q), ask)
+		page := p.page(ask, a.Offset, q.Limit)
+		res.Total = p.total
+		pos := min(a.Offset, p.total) + len(page)
+		more, walk := p.total-pos, ""
+		if more > 0 {
+			walk = c.walks.keepOrdered(res.Resource.Name, a.SortText, askedBy(q), &orderedWalk{snap: p.snap, ix: ix, f: f, flt: a.Filter, comp: comp, now: a.Now, total: p.total})
+		}
+		return orderedPage(res, page, len(a.Sort), more, pos, a.SortText, walk), nil, true, nil
 	}
+	// A token of another process (or of a walk forgotten): a pass
+	// counting the matches before its place.
+	snap := ix.snapshot()
+	pivot := pivotEntry(tok)
 	var page []orderEntry
 	before, skipped, more, matches := 0, 0, 0, 0
 	snap.Scan(func(e orderEntry) bool {
@@ -133,7 +143,7 @@ func (c *Cache) answerOrdered(r *resourceCache, res ListResult, f *filter, q Lis
 		}
 		matches++
 		switch {
-		case tok.After != "" && !ix.less(pivot, e):
+		case !ix.less(pivot, e):
 			before++
 		case skipped < a.Offset:
 			skipped++
