@@ -26,13 +26,16 @@ type questionVariant struct {
 	page900     bool
 	offset      int
 	firstPageOf int // for a page 900: the index of its page 1 among the variants
+	// changed: a pod changes (and kubeindex has the event) before each of
+	// kubeindex's answers, so no answer finds its index as the last left it.
+	changed bool
 }
 
 // questionVariants are page 1 and page 900 of each question (or, when
 // fewer pods match, the last full page: totals holds each question's
-// matches), and the counts, asked of kubeindex at kbase and SQLite at
-// sbase.
-func questionVariants(kbase, sbase string, cat questionCatalog, totals []int) []questionVariant {
+// matches), with changes the first question's page 1 after a change,
+// and the counts, asked of kubeindex at kbase and SQLite at sbase.
+func questionVariants(kbase, sbase string, cat questionCatalog, totals []int, changes bool) []questionVariant {
 	var vs []questionVariant
 	for qi, q := range cat.Questions {
 		far := min(899, max(1, totals[qi]/questionLimit-1)) * questionLimit
@@ -48,6 +51,11 @@ func questionVariants(kbase, sbase string, cat questionCatalog, totals []int) []
 			}
 			vs = append(vs, v)
 		}
+	}
+	if changes {
+		v := vs[0]
+		v.label, v.changed = "page 1 after a change ("+cat.Questions[0].Name+")", true
+		vs = append(vs, v)
 	}
 	return append(vs, questionVariant{label: "counts (" + cat.Counts.Name + ")", counts: true,
 		kubeindex: kbase + "/api/v1/resources/pods/counts?" + cat.Counts.Query,
@@ -72,7 +80,7 @@ func (r *runner) askQuestions(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	src, n, err := r.questionSource(ctx)
+	src, feed, n, err := r.questionSource(ctx)
 	if err != nil {
 		return err
 	}
@@ -138,7 +146,7 @@ func (r *runner) askQuestions(ctx context.Context) error {
 		totals[i] = *p.Metadata.Total
 	}
 	// Both answer the same (the first answers also warm both up).
-	vs := questionVariants(src.base, sqliteBase, cat, totals)
+	vs := questionVariants(src.base, sqliteBase, cat, totals, feed != "")
 	pageBytes := make([]int, len(vs))
 	for i, v := range vs {
 		t := time.Now()
@@ -163,7 +171,11 @@ func (r *runner) askQuestions(ctx context.Context) error {
 	counts := make([]int, len(vs))
 	for round := range r.o.Rounds {
 		for i, v := range vs {
-			k, s, err := pairedTimes(ctx, client, r.o.LatencyRequests/10, r.o.RoundTime, v.kubeindex, v.sqlite, round%2 == 1)
+			var change func() error
+			if v.changed {
+				change = func() error { return changeAPod(ctx, client, feed, src) }
+			}
+			k, s, err := pairedTimes(ctx, client, r.o.LatencyRequests/10, r.o.RoundTime, v.kubeindex, v.sqlite, round%2 == 1, change)
 			if err != nil {
 				return err
 			}
@@ -177,6 +189,9 @@ func (r *runner) askQuestions(ctx context.Context) error {
 	for i, v := range vs {
 		note := fmt.Sprintf("%d pods; sequential over keep-alive loopback HTTP, one client, kubeindex and SQLite in turn (which goes first alternating by round), %d requests each in %d rounds; kubeindex's answer %d bytes",
 			n, counts[i], r.o.Rounds, pageBytes[i])
+		if v.changed {
+			note += "; before each of kubeindex's answers (untimed) the fake API server changed a pod's annotation and kubeindex had the event, so its ordered index had changed since the last answer"
+		}
 		f := pairFigure("question p50: "+v.label, "ms", sqliteAgainst, information, pairs[i][0], kOverC, func(float64) bool { return true })
 		f.Note = note
 		r.add(f)
@@ -266,8 +281,9 @@ func currentHeap(ctx context.Context, k *kubeindex) (float64, error) {
 
 // pairedTimes times GETs of a and b, one of each in turn (b first when
 // bFirst), count of each or as many as fit in budget (at least 5), and
-// returns both sets of durations, sorted.
-func pairedTimes(ctx context.Context, client *http.Client, count int, budget time.Duration, a, b string, bFirst bool) (as, bs []time.Duration, err error) {
+// returns both sets of durations, sorted. beforeA, when not nil, runs
+// (untimed) before each GET of a.
+func pairedTimes(ctx context.Context, client *http.Client, count int, budget time.Duration, a, b string, bFirst bool, beforeA func() error) (as, bs []time.Duration, err error) {
 	deadline := time.Now().Add(budget)
 	order := []string{a, b}
 	if bFirst {
@@ -275,6 +291,11 @@ func pairedTimes(ctx context.Context, client *http.Client, count int, budget tim
 	}
 	for i := 0; i < max(count, 5) && (i < 5 || time.Now().Before(deadline)); i++ {
 		for _, u := range order {
+			if u == a && beforeA != nil {
+				if err := beforeA(); err != nil {
+					return nil, nil, err
+				}
+			}
 			t := time.Now()
 			if _, err := getBody(ctx, client, u); err != nil {
 				return nil, nil, err

@@ -9,43 +9,70 @@ import (
 	"time"
 )
 
-// questionSource is the kubeindex the questions are asked of and how many
-// pods it holds: with QuestionPods >= 0, one syncing a fake API server of
-// its own (benchfeed) that holds the demo's crowd of that many pods, none
-// changing while asked (SQLite loads a snapshot); otherwise the seeded
+// questionSource is the kubeindex the questions are asked of, the base
+// URL of its fake API server ("" for none) and how many pods it holds:
+// with QuestionPods >= 0, one syncing a fake API server of its own
+// (benchfeed) that holds the demo's crowd of that many pods, none
+// changing unless told (SQLite loads a snapshot); otherwise the seeded
 // cluster's main kubeindex.
-func (r *runner) questionSource(ctx context.Context) (*kubeindex, int, error) {
+func (r *runner) questionSource(ctx context.Context) (_ *kubeindex, feed string, _ int, _ error) {
 	if r.o.QuestionPods < 0 {
-		return r.main, r.p.n, nil
+		return r.main, "", r.p.n, nil
 	}
 	// Generating 100,000 pods takes about a minute on a quiet machine.
 	_, src, err := r.startReadyWithin(ctx, 15*time.Minute, "benchfeed-questions", r.feedBin, "-pods", fmt.Sprint(r.o.QuestionPods))
 	if err != nil {
-		return nil, 0, err
+		return nil, "", 0, err
 	}
 	kubeconfig := filepath.Join(r.dir, "questions.kubeconfig")
 	if err := os.WriteFile(kubeconfig, fmt.Appendf(nil, feedKubeconfig, src), 0o600); err != nil {
-		return nil, 0, err
+		return nil, "", 0, err
 	}
 	k, err := startKubeindex(r.kubeindex, r.dir, kubeconfig, "kubeindex-questions", "", "", fiveIndexes)
 	if err != nil {
-		return nil, 0, err
+		return nil, "", 0, err
 	}
 	r.track(k.proc)
 	wall, err := k.waitReady(ctx, 15*time.Minute)
 	if err != nil {
-		return nil, 0, err
+		return nil, "", 0, err
 	}
 	k.syncedGCs = len(k.gcs())
 	st, err := k.status(ctx)
 	if err != nil {
-		return nil, 0, err
+		return nil, "", 0, err
 	}
 	if st.Count != r.o.QuestionPods {
-		return nil, 0, fmt.Errorf("kubeindex-questions synced %d pods, want %d", st.Count, r.o.QuestionPods)
+		return nil, "", 0, fmt.Errorf("kubeindex-questions synced %d pods, want %d", st.Count, r.o.QuestionPods)
 	}
 	r.logf("questions: kubeindex synced the fake API server's %d pods in %v", st.Count, wall.Round(time.Millisecond))
-	return k, st.Count, nil
+	return k, src, st.Count, nil
+}
+
+// changeAPod has the fake API server at feed change one pod (an
+// annotation, which no question reads) and waits until k has the event.
+func changeAPod(ctx context.Context, client *http.Client, feed string, k *kubeindex) error {
+	before, err := k.status(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := getBody(ctx, client, feed+"/bench/publish?rate=1000&count=1"); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		st, err := k.status(ctx)
+		if err != nil {
+			return err
+		}
+		if st.ResourceVersion != before.ResourceVersion {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not see a pod change in a minute (resourceVersion %s)", k.name, st.ResourceVersion)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // podColumns are the pod Table's columns as questions name them.
