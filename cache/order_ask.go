@@ -228,7 +228,7 @@ func (w *orderedWalk) page(res ListResult, tok continueToken, limit int, sort, r
 // groups come in runs, counted without a lookup per object. ok is false
 // when the selection is better counted from its objects, then returned
 // (nil: not gathered yet).
-func (c *Cache) countOrdered(r *resourceCache, f *filter, flt query.Filter, sc *query.Schema, now time.Time, groupBy []query.Key) (total int, groups []query.Group, items []*Object, ok bool, _ error) {
+func (c *Cache) countOrdered(r *resourceCache, f *filter, q ListQuery, flt query.Filter, sc *query.Schema, now time.Time, groupBy []query.Key) (total int, groups []query.Group, items []*Object, ok bool, _ error) {
 	comp := flt.Compile()
 	held := heldKeys(comp, nil)
 	keys := make([]query.SortKey, len(groupBy))
@@ -253,7 +253,11 @@ func (c *Cache) countOrdered(r *resourceCache, f *filter, flt query.Filter, sc *
 	}
 	defer release()
 	ix, _ := r.orders.index(r, keys, text, held, sc)
-	snap := ix.snapshot()
+	snap, gen := ix.snapshotAt()
+	key := passKey(q) + "\x00groupBy\x00" + text
+	if p := ix.passes.find(key, gen); p != nil {
+		return p.total, slices.Clone(p.groups), nil, true, nil
+	}
 	ask := newAsking(ix, f, flt, comp, now)
 	counter := query.NewCounter(groupBy)
 	var run []query.Value
@@ -275,7 +279,9 @@ func (c *Cache) countOrdered(r *resourceCache, f *filter, flt query.Filter, sc *
 	if n > 0 {
 		counter.AddRows(run, n)
 	}
-	return counter.Total(), counter.Groups(), nil, true, nil
+	p := &pass{key: key, gen: gen, total: counter.Total(), groups: counter.Groups()}
+	ix.passes.keep(p)
+	return p.total, slices.Clone(p.groups), nil, true, nil
 }
 
 // cost is what a question walking an ordered index reads, in the

@@ -5,6 +5,8 @@ import (
 	"sync"
 
 	"github.com/tidwall/btree"
+
+	"github.com/kubeindex/kubeindex/query"
 )
 
 // A question's first page passes over every entry of its ordered index:
@@ -12,9 +14,9 @@ import (
 // generation (the changes applied to it so far): the same question asked
 // again before the index changes, at any offset, takes its total from the
 // pass and walks only from the nearest mark, a match every markEvery,
-// instead of passing over the index again. Any change to the index makes
-// every pass remembered for it useless; the next question's pass replaces
-// them.
+// instead of passing over the index again; counts asked again take their
+// groups from it. Any change to the index makes every pass remembered for
+// it useless; the next question's pass replaces them.
 
 // Bounds of the passes remembered.
 const (
@@ -28,13 +30,15 @@ const (
 // variable for tests only.
 var markEvery = 512
 
-// pass is one question's pass over a snapshot of an ordered index.
+// pass is one question's pass over a snapshot of an ordered index: a
+// list's (its snapshot and marks) or counts' (their groups).
 type pass struct {
-	key   string // the question: passKey
-	gen   uint64 // the index's generation the snapshot is of
-	snap  *btree.BTreeG[orderEntry]
-	total int          // the matches
-	marks []orderEntry // match i*markEvery, in order
+	key    string // the question: passKey, and for counts their groups
+	gen    uint64 // the index's generation the snapshot is of
+	snap   *btree.BTreeG[orderEntry]
+	total  int           // the matches
+	marks  []orderEntry  // match i*markEvery, in order
+	groups []query.Group // counts: the counts by group
 }
 
 // passes are the passes an index remembers, all of its latest generation

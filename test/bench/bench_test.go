@@ -57,7 +57,8 @@ func TestHarness(t *testing.T) {
 		want = append(want, "question p99 page 900 vs page 1: ("+q+")")
 	}
 	want = append(want, "question p50: counts (phase x node)", "question p99: counts (phase x node)",
-		"question p50: page 1 after a change (running by restarts)", "question p99: page 1 after a change (running by restarts)")
+		"question p50: page 1 after a change (running by restarts)", "question p99: page 1 after a change (running by restarts)",
+		"question p50: counts after a change (phase x node)", "question p99: counts after a change (phase x node)")
 	got := map[string]*Figure{}
 	for _, f := range rep.Figures {
 		got[f.Name] = f

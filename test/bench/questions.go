@@ -33,8 +33,9 @@ type questionVariant struct {
 
 // questionVariants are page 1 and page 900 of each question (or, when
 // fewer pods match, the last full page: totals holds each question's
-// matches), with changes the first question's page 1 after a change,
-// and the counts, asked of kubeindex at kbase and SQLite at sbase.
+// matches), and the counts, asked of kubeindex at kbase and SQLite at
+// sbase; with changes, the first question's page 1 and the counts again,
+// after a change.
 func questionVariants(kbase, sbase string, cat questionCatalog, totals []int, changes bool) []questionVariant {
 	var vs []questionVariant
 	for qi, q := range cat.Questions {
@@ -57,9 +58,15 @@ func questionVariants(kbase, sbase string, cat questionCatalog, totals []int, ch
 		v.label, v.changed = "page 1 after a change ("+cat.Questions[0].Name+")", true
 		vs = append(vs, v)
 	}
-	return append(vs, questionVariant{label: "counts (" + cat.Counts.Name + ")", counts: true,
+	counts := questionVariant{label: "counts (" + cat.Counts.Name + ")", counts: true,
 		kubeindex: kbase + "/api/v1/resources/pods/counts?" + cat.Counts.Query,
-		sqlite:    sbase + "/counts"})
+		sqlite:    sbase + "/counts"}
+	vs = append(vs, counts)
+	if changes {
+		counts.label, counts.changed = "counts after a change ("+cat.Counts.Name+")", true
+		vs = append(vs, counts)
+	}
+	return vs
 }
 
 // questionURL is kubeindex's page of a question at an offset.
