@@ -59,7 +59,7 @@ comma := ,
 BENCH_OUT = bench/results$(if $(FIGURES),-$(subst $(comma),-,$(FIGURES))).json
 
 bench: ## Run the side-by-side benchmark (N=50000 pods by default)
-	cd test && $(GO) run ./cmd/bench -pods $(N) -out $(BENCH_OUT) $(if $(BENCH_DIR),-dir $(BENCH_DIR)) $(if $(FIGURES),-figures $(FIGURES))
+	cd test && $(GO) run ./cmd/bench -pods $(N) -out $(BENCH_OUT) $(if $(BENCH_DIR),-dir $(BENCH_DIR)) $(if $(FIGURES),-figures $(FIGURES)) $(if $(QPODS),-question-pods $(QPODS))
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target (found with go test -list) for FUZZTIME each (default 20s).

@@ -25,7 +25,7 @@ func TestHarness(t *testing.T) {
 	rep, err := Run(t.Context(), c, Options{
 		Pods: 200, Rounds: 1, RoundTime: 200 * time.Millisecond, LatencyRequests: 100, APIServerRequests: 5,
 		Subscribers: 20, ChurnRate: 40, ChurnTime: time.Second, UpkeepEvents: 50, IdleTime: 2 * time.Second, Out: out, Log: &log,
-		FloorRates: []int{10, 20}, FloorStep: 500 * time.Millisecond, IdleGCWait: time.Second,
+		FloorRates: []int{10, 20}, FloorStep: 500 * time.Millisecond, IdleGCWait: time.Second, QuestionPods: 1000,
 	})
 	t.Log(log.String())
 	if err != nil {
@@ -48,6 +48,7 @@ func TestHarness(t *testing.T) {
 		"live heap per pod at N against N/3", "by-IP latency p50 at N against N/3", "by-IP latency p99 at N against N/3",
 		"initial sync wall per pod at N against N/3", "initial sync CPU per pod at N against N/3",
 		"live heap per pod after the questions", "question memory per pod vs SQLite",
+		"ordered index memory per pod", "live heap per pod with the pod columns indexed",
 		"question page 1 (running by restarts) vs API server list", "question page 1 (running by restarts) bytes vs API server list"}
 	for _, q := range []string{"running by restarts", "running by node (columns)"} {
 		for _, page := range []string{"page 1", "page 900"} {
@@ -55,7 +56,9 @@ func TestHarness(t *testing.T) {
 		}
 		want = append(want, "question p99 page 900 vs page 1: ("+q+")")
 	}
-	want = append(want, "question p50: counts (phase x node)", "question p99: counts (phase x node)")
+	want = append(want, "question p50: counts (phase x node)", "question p99: counts (phase x node)",
+		"question p50: page 1 after a change (running by restarts)", "question p99: page 1 after a change (running by restarts)",
+		"question p50: counts after a change (phase x node)", "question p99: counts after a change (phase x node)")
 	got := map[string]*Figure{}
 	for _, f := range rep.Figures {
 		got[f.Name] = f
