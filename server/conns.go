@@ -293,22 +293,26 @@ func (c *limitedConn) holding() bool {
 // change), so that the connection may keep a reference to it rather than
 // copy it; it is sent after what was held, in the same write. A write of
 // other bytes is copied as usual. With pooled, b is *pooled, which the
-// connection owns from now on: it returns it to answerBuffers once sent,
-// or once the answer ends without it.
-func (c *limitedConn) lend(b []byte, pooled *[]byte) {
+// connection owns once it accepts the loan: it returns it to
+// answerBuffers once sent (see forget). A
+// connection that no longer holds (closed meanwhile) declines: the
+// caller keeps b and pooled.
+func (c *limitedConn) lend(b []byte, pooled *[]byte) (accepted bool) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	c.forget() // at most one loan
 	if c.held == nil || len(b) == 0 {
-		putAnswerBuffer(pooled)
-		return
+		return false
 	}
 	c.lent, c.lentPool = b, pooled
+	return true
 }
 
-// forget (under wmu) ends the loan and the kept body, if any.
+// forget (under wmu) ends the loan and the kept body, if any. A kept
+// body's buffer goes back to its pool; a lent one never written is left
+// to the collector: its writer may still be about to write it (a close
+// from another goroutine ends the answer under it).
 func (c *limitedConn) forget() {
-	putAnswerBuffer(c.lentPool)
 	putAnswerBuffer(c.keptPool)
 	c.lent, c.lentPool, c.kept, c.keptPool = nil, nil, nil, nil
 }

@@ -239,7 +239,9 @@ func TestLentBodyLeavesAfterTheHeldBytes(t *testing.T) {
 		t.Error("a lent body outlived its answer")
 	}
 	lc.hold()
-	lc.lend(body, nil) // lent, never written (a HEAD answer): forgotten at release
+	if !lc.lend(body, nil) { // lent, never written (a HEAD answer): forgotten at release
+		t.Fatal("a holding connection declined a loan")
+	}
 	if err := lc.release(); err != nil || lc.lent != nil {
 		t.Errorf("release after an unwritten loan: %v, lent kept: %v", err, lc.lent != nil)
 	}
@@ -254,6 +256,9 @@ func TestLentBodyLeavesAfterTheHeldBytes(t *testing.T) {
 	}
 	if err := lc.release(); err != nil || lc.keptPool != nil || lc.lentPool != nil {
 		t.Errorf("release of a pooled body: %v; still owned: %v", err, lc.keptPool != nil || lc.lentPool != nil)
+	}
+	if lc.lend(*pooled, pooled) {
+		t.Error("a connection that holds nothing accepted a loan: its buffer could be reused while written")
 	}
 	lc.Conn.Close()
 	want := bytes.Join([][]byte{head, body, head, body, body, tail, head, body}, nil)

@@ -71,7 +71,7 @@ func heldConn(c echo.Context) *limitedConn {
 // writeLent answers 200 with body, which does not change until the answer
 // is sent, and which lc (nil: none holds the answer) is lent (see
 // writeObject). pooled, if not nil, is body's answer buffer, which lc then
-// owns; without lc it is returned once written.
+// owns; unless lc took it, it is returned once written.
 func writeLent(w http.ResponseWriter, lc *limitedConn, body []byte, pooled *[]byte) error {
 	h := w.Header()
 	if h.Get("Content-Type") == "" {
@@ -79,9 +79,8 @@ func writeLent(w http.ResponseWriter, lc *limitedConn, body []byte, pooled *[]by
 	}
 	h["Content-Length"] = []string{strconv.Itoa(len(body))}
 	w.WriteHeader(http.StatusOK)
-	if lc != nil && flushHeaders(w) {
-		lc.lend(body, pooled)
-		pooled = nil
+	if lc != nil && flushHeaders(w) && lc.lend(body, pooled) {
+		pooled = nil // the connection's now
 	}
 	_, err := w.Write(body)
 	putAnswerBuffer(pooled)
