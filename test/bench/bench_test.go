@@ -49,7 +49,9 @@ func TestHarness(t *testing.T) {
 		"initial sync wall per pod at N against N/3", "initial sync CPU per pod at N against N/3",
 		"live heap per pod after the questions", "question memory per pod vs SQLite",
 		"ordered index memory per pod", "live heap per pod with the pod columns indexed",
-		"question page 1 (running by restarts) vs API server list", "question page 1 (running by restarts) bytes vs API server list"}
+		"question page 1 (running by restarts) vs API server list", "question page 1 (running by restarts) bytes vs API server list",
+		"typed informer sync client CPU, protobuf", "kubeindex CPU serving 10 protobuf informers", "kubeindex CPU serving the first protobuf informer",
+		"largest share of the objects, 10 shards", "largest share of the events, 10 shards", "API server pod watches, 10 shards open"}
 	for _, q := range []string{"running by restarts", "running by node (columns)"} {
 		for _, page := range []string{"page 1", "page 900"} {
 			want = append(want, "question p50: "+page+" ("+q+")", "question p99: "+page+" ("+q+")")

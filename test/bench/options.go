@@ -76,8 +76,12 @@ type Options struct {
 	// idle streams), fanfloor (the fan-out ceiling from a fake source,
 	// beside a bare WebSocket broadcaster), questions (sorted, filtered
 	// pages and grouped counts beside an in-memory SQLite of the same rows,
-	// and the same page through the API server), scale (heap per pod, sync
-	// and lookup latency at N against a kubeindex caching N/3). Empty: all.
+	// and the same page through the API server), proto (typed informers
+	// syncing from /k8s over protobuf against JSON: their CPU and
+	// kubeindex's), shards (10 shardSelector consumers of /k8s: their
+	// shares of the objects and events, the API server's pod watches),
+	// scale (heap per pod, sync and lookup latency at N against a kubeindex
+	// caching N/3). Empty: all.
 	Figures []string
 	// QuestionPods is the size of the questions' cluster (figure
 	// questions): the demo's crowd of that many pods in a fake API server
