@@ -92,14 +92,15 @@ export class AskView {
 
   // openWindow opens two windows: the rows, and (when the resource has
   // counts) a window of one row for its counts, so the rows never wait for
-  // the counts to be computed.
+  // the counts to be computed. The counts do not depend on the sort: their
+  // window asks without it, so a click on a header finds them made.
   openWindow() {
     const {groupBy: by, ...q} = this.question();
     this.sub = this.stream.window({...q, offset: this.offset, limit: LIMIT}, this);
     if (!q.sort && !q.filter.length && !q.namespace && !q.labelSelector) this.firstPage(q);
     if (!by) return;
     const counts = (msg) => msg.counts && this.onCounts(msg.counts);
-    this.countsSub = this.stream.window({...q, fields: 'metadata.name', groupBy: by, offset: 0, limit: 1}, {
+    this.countsSub = this.stream.window({...q, sort: '', fields: 'metadata.name', groupBy: by, offset: 0, limit: 1}, {
       window: counts, changes: counts,
       error: (message, code) => {
         if (!unsupported(message, code)) this.onNotice(`Counts: ${message}`, 'bad');
