@@ -394,7 +394,6 @@ func (v *view) run(ctx context.Context) {
 			return
 		}
 		v.finishCounts()
-		v.startCounts(ctx)
 		now := time.Now()
 		var next time.Duration = time.Hour
 		if v.due() {
@@ -405,6 +404,7 @@ func (v *view) run(ctx context.Context) {
 				lastPub = now
 			}
 		}
+		v.startCounts(ctx) // after the rows' first publish
 		if idle, since := v.idle(); idle {
 			left := viewLinger - now.Sub(since)
 			if left <= 0 && v.c.wins.drop(v) {
