@@ -287,7 +287,11 @@ func (v *view) count(keys []query.Key) error {
 	for _, k := range keys {
 		cells = cells || k.NeedsCells()
 	}
-	if rows := max(v.size, v.live.rows.Len()); rows*(len(keys)+renderCost(cells)) > QueryBudget {
+	rows := v.size // the selection's, until its matches are known
+	if v.ready {
+		rows = v.live.rows.Len()
+	}
+	if rows*(len(keys)+renderCost(cells)) > QueryBudget {
 		return fmt.Errorf("%w: counting this window's %d rows by %s would read more than the budget of %d values", ErrTooCostly, rows, text, QueryBudget)
 	}
 	v.groups[text] = keys
