@@ -93,6 +93,13 @@ type eventSub struct {
 	syncRV   string
 	synced   bool
 	done     bool
+
+	// atStart, when set, runs under the broker's lock where the stream
+	// starts: what it reads of state the informer handler keeps before
+	// feeding the broker (the ordered indexes) is then exactly the state
+	// before the subscription's first event, bar the events of handlers
+	// still between the two, which the subscription also delivers.
+	atStart func()
 }
 
 // Outbox is the subscription's queue, for the fan-out (replay.Member).
@@ -149,6 +156,12 @@ func (d delivered) messageType() MessageType {
 // ErrNotSynced. A resume that the history cannot serve is not an error:
 // the subscription's first message is then RESYNC_REQUIRED.
 func (c *Cache) Watch(resource string, q WatchQuery, notify chan<- struct{}) (Subscription, error) {
+	return c.watch(resource, q, notify, nil)
+}
+
+// watch is Watch, running atStart (when not nil) under the broker's lock
+// where the stream starts (eventSub.atStart).
+func (c *Cache) watch(resource string, q WatchQuery, notify chan<- struct{}, atStart func()) (Subscription, error) {
 	r, err := c.resource(resource)
 	if err != nil {
 		return nil, err
@@ -175,7 +188,7 @@ func (c *Cache) Watch(resource string, q WatchQuery, notify chan<- struct{}) (Su
 	if !r.synced() {
 		return nil, fmt.Errorf("%s: %w", r.res.Name, ErrNotSynced)
 	}
-	s := &eventSub{b: r.broker, filter: f, diff: q.Diff}
+	s := &eventSub{b: r.broker, filter: f, diff: q.Diff, atStart: atStart}
 	s.box.Init(q.QueueSize, notify)
 	r.broker.subscribe(s, r.listRV(), q.ResourceVersion != "", from, q.Snapshot)
 	// The snapshot and the replay are the subscriber's own: they are
@@ -205,6 +218,9 @@ func (b *broker) subscribe(s *eventSub, listRV uint64, resume bool, from uint64,
 		s.replay = evs
 	} else if snapshot {
 		s.snapshot = b.snapshotLocked(s.filter.namespace)
+	}
+	if s.atStart != nil {
+		s.atStart()
 	}
 	s.syncRV = strconv.FormatUint(b.log.Head(), 10)
 	s.from = b.seq

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"strings"
+	"sync"
 
 	"github.com/kubeindex/kubeindex/ipowner"
 )
@@ -29,6 +30,26 @@ func AnswerNarrowFromSelection(t interface{ Cleanup(func()) }) {
 	old := narrowShare
 	narrowShare = 0
 	t.Cleanup(func() { narrowShare = old })
+}
+
+// LoadViewsFromSnapshots makes every live window's view be loaded from a
+// snapshot of the objects rather than from an ordered index, until the
+// test ends.
+func LoadViewsFromSnapshots(t interface{ Cleanup(func()) }) {
+	viewsFromIndexes = false
+	t.Cleanup(func() { viewsFromIndexes = true })
+}
+
+// HoldCounts makes the counts of views' rows wait until release is
+// called (or the test ends) before they begin.
+func HoldCounts(t interface{ Cleanup(func()) }) (release func()) {
+	ch := make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(ch) }) }
+	hold := func() { <-ch }
+	countHold.Store(&hold)
+	t.Cleanup(func() { release(); countHold.Store(nil) })
+	return release
 }
 
 // CheckOrderedIndexes reports how any ordered index of the resource

@@ -208,6 +208,10 @@ func (os *orders) live() []*order {
 	return nil
 }
 
+// holds reports whether ix is still one of the live indexes, which the
+// handler keeps: once dropped, an index is never kept again.
+func (os *orders) holds(ix *order) bool { return slices.Contains(os.live(), ix) }
+
 // idle is set without the indexes unused since orderIdle before now, in
 // a new slice.
 func (os *orders) idle(set []*order, now int64) []*order {

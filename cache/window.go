@@ -220,7 +220,7 @@ func (c *Cache) joinView(ctx context.Context, r *resourceCache, key string, q *W
 			v.release()
 			return nil, fmt.Errorf("%w: the live windows' views hold %d rows, and this question's would take them past %d: narrow it, or use a question other windows use", ErrBusy, ws.rows, MaxViewRows)
 		}
-		if err := v.subscribe(); err != nil {
+		if err := v.open(); err != nil {
 			v.release()
 			return nil, err
 		}

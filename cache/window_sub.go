@@ -111,6 +111,10 @@ func (w *Window) Next() (Message, bool) {
 		v.mu.RUnlock()
 		return Message{}, false
 	}
+	if _, counted := v.pubCounts[w.groupText]; w.groupText != "" && !counted {
+		v.mu.RUnlock() // its counts are being made (startCounts)
+		return Message{}, false
+	}
 	pubAt := time.Time{}
 	if v.pub > w.pub && w.pub > 0 && v.pub-w.pub < uint64(len(v.pubAt)) {
 		pubAt = v.pubAt[(w.pub+1)%uint64(len(v.pubAt))]

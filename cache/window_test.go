@@ -196,8 +196,19 @@ func (mw *modelWindow) expect(pods map[string]oraclePod, rvs map[string]string) 
 // adds, updates and deletes; after each batch, the rows a client builds
 // from WINDOW and WINDOW_CHANGES are the page of the question recomputed
 // from scratch, and its total and counts are the recomputed ones; a
-// scroll, and a resume after the window closed, keep it so.
+// scroll, and a resume after the window closed, keep it so. Views are
+// loaded from the ordered indexes of their sorts (the indexes are then
+// there), or from a snapshot of the objects; windows opened while events
+// flow are loaded and counted meanwhile.
 func TestWindowsAgainstAModel(t *testing.T) {
+	t.Run("from ordered indexes", func(t *testing.T) { testWindowsAgainstAModel(t, true) })
+	t.Run("from snapshots", func(t *testing.T) {
+		cache.LoadViewsFromSnapshots(t)
+		testWindowsAgainstAModel(t, false)
+	})
+}
+
+func testWindowsAgainstAModel(t *testing.T, indexed bool) {
 	f := cachetest.Start(t, cachetest.PodSpec())
 	r := rand.New(rand.NewPCG(5, uint64(time.Now().UnixNano())))
 	now := time.Now().Truncate(time.Second)
@@ -263,7 +274,7 @@ func TestWindowsAgainstAModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	var windows []*modelWindow
-	for i := range 8 {
+	open := func(i int) *modelWindow {
 		mw := &modelWindow{}
 		var params []string
 		for range r.IntN(3) {
@@ -308,7 +319,20 @@ func TestWindowsAgainstAModel(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(mw.w.Close)
-		windows = append(windows, mw)
+		return mw
+	}
+	// loadedAsAsked: after a window's first message, an ordered index of
+	// its sort is there when, and only when, its view was loaded from one.
+	loadedAsAsked := func() {
+		t.Helper()
+		for i, mw := range windows {
+			if has := slices.Contains(f.Cache.OrderedIndexes("pods"), mw.q.Ask.SortText); has != indexed {
+				t.Fatalf("window %d (sort %q): an ordered index of its sort is there: %v; expect %v", i, mw.q.Ask.SortText, has, indexed)
+			}
+		}
+	}
+	for i := range 8 {
+		windows = append(windows, open(i))
 	}
 	// Twins: windows on the same page of the same question share its
 	// changes; each must still hold its own rows.
@@ -344,6 +368,7 @@ func TestWindowsAgainstAModel(t *testing.T) {
 		}
 	}
 	check("at first", caughtUp())
+	loadedAsAsked()
 	keys := func() []string {
 		return slices.Sorted(func(yield func(string) bool) {
 			for k := range pods {
@@ -375,6 +400,11 @@ func TestWindowsAgainstAModel(t *testing.T) {
 				put(p)
 			}
 		}
+		if round%4 == 1 {
+			// Opened before the cache has the batch: loaded and counted
+			// while its events arrive.
+			windows = append(windows, open(len(windows)))
+		}
 		if round%4 == 3 {
 			mw := windows[r.IntN(len(windows))]
 			mw.q.Offset, mw.q.Limit = r.IntN(50), 1+r.IntN(30)
@@ -384,6 +414,7 @@ func TestWindowsAgainstAModel(t *testing.T) {
 		}
 		check(fmt.Sprint("round ", round), caughtUp())
 	}
+	loadedAsAsked()
 
 	// A window closed, then resumed after changes: the changes since its
 	// last message, not the whole window again.
@@ -445,5 +476,101 @@ func TestWindowRefusesKeysThatMoveWithTime(t *testing.T) {
 		if _, err := f.Cache.Window("pods", tc.q, make(chan struct{}, 1)); !errors.Is(err, cache.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v; expect ErrInvalid naming %s", tc.q, err, tc.want)
 		}
+	}
+}
+
+// TestWindowRowsDoNotWaitForCounts: a view's counts are made after its
+// rows are published; a window without counts has its rows meanwhile,
+// one with counts waits for them, and the changes made to the rows while
+// they were counted are in the counts it gets (the model's).
+func TestWindowRowsDoNotWaitForCounts(t *testing.T) {
+	f := cachetest.Start(t, cachetest.PodSpec())
+	now := time.Now().Truncate(time.Second)
+	pods := map[string]oraclePod{}
+	put := func(p oraclePod) {
+		pods[p.key()] = p
+		if err := f.Sim.Apply("pods", p.json()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 40 {
+		put(oraclePod{ns: "qa", name: fmt.Sprint("p-", i), created: now.Add(-time.Hour), phase: phases[i%4], node: fmt.Sprint("n", i%3), restarts: []int{i % 7}})
+	}
+	state := func() map[string]string {
+		var rvs map[string]string
+		cachetest.Eventually(t, "the cache has the pods", func() bool {
+			rvs = cachetest.State(t, f.Cache, "pods", cache.ListQuery{Namespace: "qa"})
+			if len(rvs) != len(pods) {
+				return false
+			}
+			for k := range pods {
+				if _, ok := rvs[k]; !ok {
+					return false
+				}
+			}
+			return true
+		})
+		return rvs
+	}
+	state()
+	sc := query.NewSchema(table.ForResource(schema.GroupResource{Resource: "pods"}))
+	groupBy, err := sc.ParseKeys("groupBy", "status.phase,spec.nodeName", 2, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sortKeys, err := sc.ParseSort("-restarts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := cache.HoldCounts(t)
+	ask := &cache.Ask{Schema: sc, Sort: sortKeys, SortText: "-restarts", Now: now}
+	rows := &modelWindow{q: cache.WindowQuery{Namespaces: []string{"qa"}, Ask: ask, Limit: 10, Rate: 50},
+		keys: []oracleSort{{text: "restarts", desc: true, val: oracleSorts[0].val}}, scope: []string{"qa"}}
+	counted := &modelWindow{q: rows.q, keys: rows.keys, scope: rows.scope}
+	counted.q.GroupBy = groupBy
+	for _, mw := range []*modelWindow{rows, counted} {
+		if mw.w, err = f.Cache.Window("pods", mw.q, make(chan struct{}, 1)); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(mw.w.Close)
+	}
+	cachetest.Eventually(t, "the rows window's first message", func() bool {
+		rows.client.drain(t, rows.w)
+		return len(rows.client.types) > 0
+	})
+	if counted.client.drain(t, counted.w); len(counted.client.types) > 0 {
+		t.Fatalf("the window with counts sent %v before its counts were made", counted.client.types)
+	}
+	// Changes while the count waits: phases and nodes move, pods come and go.
+	for i := range 40 {
+		p := pods[fmt.Sprint("qa/p-", i)]
+		switch i % 5 {
+		case 0:
+			if err := f.Sim.Delete("pods", p.ns, p.name); err != nil {
+				t.Fatal(err)
+			}
+			delete(pods, p.key())
+		case 1:
+			p.phase, p.node = phases[(i+1)%4], ""
+			put(p)
+		case 2:
+			p.restarts = []int{p.restarts[0] + 5}
+			put(p)
+		}
+	}
+	for i := range 5 {
+		put(oraclePod{ns: "qa", name: fmt.Sprint("q-", i), created: now, phase: "Pending", node: "n9", restarts: []int{i}})
+	}
+	rvs := state()
+	release()
+	for _, mw := range []*modelWindow{rows, counted} {
+		want, total, groups := mw.expect(pods, rvs)
+		if mw.q.GroupBy == nil {
+			groups = map[string]int{}
+		}
+		cachetest.Eventually(t, "the window to agree with the model", func() bool {
+			mw.client.drain(t, mw.w)
+			return slices.Equal(mw.client.rowIDs(), want) && mw.client.total == total && fmt.Sprint(mw.client.groups()) == fmt.Sprint(groups)
+		})
 	}
 }

@@ -24,23 +24,30 @@ import (
 // CompareSorted, and each counter counts exactly them (held by
 // TestWindowsAgainstAModel).
 type view struct {
-	c      *Cache
-	r      *resourceCache
-	key    string
-	wq     WatchQuery
-	ask    *Ask
-	every  time.Duration
-	size   int    // the rows selected when it was built (the budget's)
-	slot   func() // gives back the budget's slot once built
-	wake   chan struct{}
-	sub    Subscription // the view goroutine's
-	cells  bool         // reading its keys renders rows
-	failed atomic.Pointer[string]
+	c     *Cache
+	r     *resourceCache
+	key   string
+	wq    WatchQuery
+	ask   *Ask
+	every time.Duration
+	size  int    // the rows selected when it was built (the budget's)
+	slot  func() // gives back the budget's slot once built
+	wake  chan struct{}
+	sub   Subscription // the view goroutine's
+	cells bool         // reading its keys renders rows
+	// indexed, when not nil, is how the view is loaded: from the ordered
+	// index of its sort (load), not from a snapshot of every object.
+	indexed *viewIndex
+	failed  atomic.Pointer[string]
 
 	mu       sync.RWMutex
 	live     viewState
-	building *viewState // a snapshot being read (after a resync); nil otherwise
-	groups   map[string][]query.Key
+	building *viewState             // a snapshot being read (after a resync); nil otherwise
+	groups   map[string][]query.Key // the counts asked, by groupText
+	// counting are the counts being made off the lock for the live rows
+	// as they were when each began (countRun), by groupText.
+	counting map[string]*countRun
+	counted  bool // a count was finished since the last publish
 	ready    bool
 	pub      uint64 // publishes so far
 	// What the last publish made visible: the windows read only this, so
@@ -91,6 +98,34 @@ type viewCounter struct {
 
 type pageKey struct{ offset, limit int }
 
+// viewsFromIndexes: views over most of a resource are loaded from an
+// ordered index. A variable for tests only.
+var viewsFromIndexes = true
+
+// countHold, when set, is called before a count of a view's rows
+// begins. For tests only.
+var countHold atomic.Pointer[func()]
+
+// viewIndex is the ordered index a view is loaded from: its filter
+// compiled and the keys the index holds (heldKeys).
+type viewIndex struct {
+	comp *query.Compiled
+	held []query.Key
+}
+
+// countRun is a count of the live rows made on a goroutine of its own,
+// so that the rows are published without waiting for it: it counts a
+// copy of the rows, and the changes the view makes to them meanwhile
+// are recorded and applied when it is done.
+type countRun struct {
+	keys    []query.Key
+	changes []rowChange
+	done    atomic.Pointer[query.Counter]
+}
+
+// rowChange is a live row replaced: old leaves (nil: none), cur enters.
+type rowChange struct{ old, cur *Object }
+
 // changesKey is a difference every window that last sent the same page
 // at the same publish shares (all but its resume token).
 type changesKey struct {
@@ -107,12 +142,24 @@ func (c *Cache) newView(r *resourceCache, key string, q *WindowQuery) (*view, er
 	}
 	a := q.Ask
 	cells := a.Filter.NeedsCells() || query.NeedsCells(a.Sort)
-	slot, err := c.asks.take(len(items) * (a.Filter.Terms() + len(a.Sort) + renderCost(cells)))
+	cost := len(items) * (a.Filter.Terms() + len(a.Sort) + renderCost(cells))
+	var indexed *viewIndex
+	comp := a.Filter.Compile()
+	held := heldKeys(comp, nil)
+	// A question over most of the resource is loaded from the ordered
+	// index of its sort, as a question's page is (answerOrdered); a
+	// narrow one from its own objects.
+	if viewsFromIndexes && indexable(a.Sort, a.Schema) && holdable(held, a.Schema) && len(items)*narrowShare >= r.size() {
+		indexed = &viewIndex{comp: comp, held: held}
+		cost = r.orders.cost(r.size(), a.Filter, a.Sort, a.SortText, held, a.Schema)
+	}
+	slot, err := c.asks.take(cost)
 	if err != nil {
 		return nil, err
 	}
 	v := &view{c: c, r: r, key: key, ask: a, every: time.Duration(float64(time.Second) / q.Rate), size: len(items),
-		slot: slot, wake: make(chan struct{}, 1), cells: cells, groups: map[string][]query.Key{},
+		slot: slot, wake: make(chan struct{}, 1), cells: cells, indexed: indexed, groups: map[string][]query.Key{},
+		counting: map[string]*countRun{},
 		wq: WatchQuery{Namespace: q.Namespace, Namespaces: q.Namespaces, LabelSelector: q.LabelSelector, Fields: q.Fields,
 			Snapshot: true, QueueSize: 1 << 16}}
 	v.live = v.newState()
@@ -126,6 +173,8 @@ func (v *view) release() {
 	}
 }
 
+// newState is an empty state counting by every grouping asked; v.mu is
+// held (or the view is not shared yet).
 func (v *view) newState() viewState {
 	less := func(a, b *vrow) bool {
 		return query.CompareSorted(v.ask.Sort, a.vs, b.vs, a.o.namespace, a.o.name, b.o.namespace, b.o.name) < 0
@@ -136,6 +185,16 @@ func (v *view) newState() viewState {
 		st.counters[text] = &viewCounter{keys: keys, c: query.NewCounter(keys)}
 	}
 	return st
+}
+
+// open starts following the question: a view loaded from an ordered
+// index subscribes on its own goroutine (load), as the index may have to
+// be built first; any other subscribes now, with a snapshot.
+func (v *view) open() error {
+	if v.indexed != nil {
+		return nil
+	}
+	return v.subscribe()
 }
 
 // subscribe (re)subscribes to the resource's events with a snapshot,
@@ -149,15 +208,71 @@ func (v *view) subscribe() error {
 		return err
 	}
 	v.sub = sub
-	st := v.newState()
 	v.mu.Lock()
+	st := v.newState()
 	v.building = &st
 	v.mu.Unlock()
 	return nil
 }
 
-// count makes sure the view counts by keys, counting its rows now when it
-// did not (within the budget).
+// load fills the view from the ordered index of its sort, in the index's
+// order: each entry holds its object's sort values and the filter's, so
+// nothing is rendered (unless the index is yet to be built) and nothing
+// is sorted. The index's snapshot is taken where the view's subscription
+// starts (Cache.watch's atStart): the handler applies an event to the
+// indexes before the broker has it, so the snapshot holds every event
+// before the subscription's first, and an event also in the snapshot is
+// its object's last, which applying again changes nothing. An index
+// dropped before the snapshot may lack events: the view then reads a
+// snapshot of the objects instead. Its counts are made after it is
+// published (startCounts).
+func (v *view) load() error {
+	a := v.ask
+	ix, _ := v.r.orders.index(v.r, a.Sort, a.SortText, v.indexed.held, a.Schema)
+	wq := v.wq
+	wq.Snapshot = false
+	var snap *btree.BTreeG[orderEntry]
+	held := false
+	sub, err := v.c.watch(v.r.res.Name, wq, v.wake, func() {
+		snap, held = ix.snapshot(), v.r.orders.holds(ix)
+	})
+	if err != nil {
+		return err
+	}
+	if !held {
+		sub.Close()
+		return v.subscribe()
+	}
+	v.sub = sub
+	f, err := v.r.newFilter(wq)
+	if err != nil {
+		return err
+	}
+	ask := newAsking(ix, f, a.Filter, v.indexed.comp, a.Now)
+	less := func(x, y *vrow) bool {
+		return query.CompareSorted(a.Sort, x.vs, y.vs, x.o.namespace, x.o.name, y.o.namespace, y.o.name) < 0
+	}
+	st := viewState{rows: btree.NewBTreeGOptions(less, btree.Options{NoLocks: true}), byKey: map[string]*vrow{},
+		counters: map[string]*viewCounter{}}
+	n := len(a.Sort)
+	snap.Scan(func(e orderEntry) bool {
+		if ask.match(e) {
+			r := &vrow{o: e.o, key: e.o.Key(), vs: e.vs[:n:n]}
+			st.rows.Load(r)
+			st.byKey[r.key] = r
+		}
+		return true
+	})
+	v.mu.Lock()
+	v.live, v.ready = st, true
+	v.mu.Unlock()
+	v.release()
+	return nil
+}
+
+// count makes sure the view counts by keys (within the budget). The
+// count of the rows it holds is made on a goroutine of its own
+// (startCounts); windows asking for it wait for it, others do not.
 func (v *view) count(keys []query.Key) error {
 	if len(keys) == 0 {
 		return nil
@@ -172,27 +287,81 @@ func (v *view) count(keys []query.Key) error {
 	for _, k := range keys {
 		cells = cells || k.NeedsCells()
 	}
-	if v.live.rows.Len()*(len(keys)+renderCost(cells)) > QueryBudget {
-		return fmt.Errorf("%w: counting this window's %d rows by %s would read more than the budget of %d values", ErrTooCostly, v.live.rows.Len(), text, QueryBudget)
+	rows := v.size // the selection's, until its matches are known
+	if v.ready {
+		rows = v.live.rows.Len()
+	}
+	if rows*(len(keys)+renderCost(cells)) > QueryBudget {
+		return fmt.Errorf("%w: counting this window's %d rows by %s would read more than the budget of %d values", ErrTooCostly, rows, text, QueryBudget)
 	}
 	v.groups[text] = keys
-	defer func() {
-		if v.ready {
-			v.publishLocked() // the counts, for the window asking (which signals itself)
+	if v.building != nil { // counted as the snapshot is read
+		v.building.counters[text] = &viewCounter{keys: keys, c: query.NewCounter(keys)}
+		for _, r := range v.building.byKey {
+			v.building.counters[text].c.Add(record(r.o, v.ask.Schema, v.ask.Now))
 		}
-	}()
-	for _, st := range []*viewState{&v.live, v.building} {
-		if st == nil {
+	}
+	signal(v.wake)
+	return nil
+}
+
+// startCounts begins counting the live rows by each grouping asked that
+// has no count yet, each on a goroutine of its own over a copy of the
+// rows (copy-on-write), so that rows and changes are published
+// meanwhile. It runs on the view's goroutine.
+func (v *view) startCounts(ctx context.Context) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if !v.ready || v.building != nil {
+		return
+	}
+	for text, keys := range v.groups {
+		if v.live.counters[text] != nil || v.counting[text] != nil {
 			continue
 		}
-		vc := &viewCounter{keys: keys, c: query.NewCounter(keys)}
-		st.rows.Scan(func(r *vrow) bool {
-			vc.c.Add(record(r.o, v.ask.Schema, v.ask.Now))
-			return true
-		})
-		st.counters[text] = vc
+		run := &countRun{keys: keys}
+		v.counting[text] = run
+		rows := v.live.rows.Copy()
+		go func() {
+			if hold := countHold.Load(); hold != nil {
+				(*hold)()
+			}
+			c := query.NewCounter(keys)
+			n := 0
+			rows.Scan(func(r *vrow) bool {
+				c.Add(record(r.o, v.ask.Schema, v.ask.Now))
+				n++
+				return n%1024 != 0 || ctx.Err() == nil
+			})
+			run.done.Store(c)
+			signal(v.wake)
+		}()
 	}
-	return nil
+}
+
+// finishCounts makes the counts done since the last call live, with the
+// changes made to the rows while they were being made. It runs on the
+// view's goroutine.
+func (v *view) finishCounts() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for text, run := range v.counting {
+		c := run.done.Load()
+		if c == nil {
+			continue
+		}
+		for _, ch := range run.changes {
+			if ch.old != nil {
+				c.Remove(record(ch.old, v.ask.Schema, v.ask.Now))
+			}
+			if ch.cur != nil {
+				c.Add(record(ch.cur, v.ask.Schema, v.ask.Now))
+			}
+		}
+		v.live.counters[text] = &viewCounter{keys: run.keys, c: c}
+		delete(v.counting, text)
+		v.counted = true
+	}
 }
 
 // run is the view's goroutine: it applies the events, publishes, and
@@ -204,6 +373,13 @@ func (v *view) run(ctx context.Context) {
 		}
 		v.release()
 	}()
+	if v.indexed != nil {
+		if err := v.load(); err != nil {
+			v.fail(fmt.Sprintf("the window's question can no longer be followed: %v", err))
+			v.c.wins.drop(v)
+			return
+		}
+	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	var lastPub time.Time
@@ -221,6 +397,7 @@ func (v *view) run(ctx context.Context) {
 			v.c.wins.drop(v)
 			return
 		}
+		v.finishCounts()
 		now := time.Now()
 		var next time.Duration = time.Hour
 		if v.due() {
@@ -231,6 +408,7 @@ func (v *view) run(ctx context.Context) {
 				lastPub = now
 			}
 		}
+		v.startCounts(ctx) // after the rows' first publish
 		if idle, since := v.idle(); idle {
 			left := viewLinger - now.Sub(since)
 			if left <= 0 && v.c.wins.drop(v) {
@@ -260,7 +438,7 @@ func (v *view) fail(why string) {
 func (v *view) due() bool {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	return v.ready && !v.pending.IsZero() || v.ready && v.pub == 0
+	return v.ready && (!v.pending.IsZero() || v.pub == 0 || v.counted)
 }
 
 // publish makes what was applied visible to the windows and wakes them.
@@ -276,7 +454,7 @@ func (v *view) publish() {
 func (v *view) publishLocked() {
 	v.pub++
 	v.pubAt[v.pub%uint64(len(v.pubAt))] = v.pending
-	v.pending = time.Time{}
+	v.pending, v.counted = time.Time{}, false
 	v.pubRows = v.live.rows.Copy()
 	v.pubCounts = make(map[string][]byte, len(v.live.counters))
 	for text, vc := range v.live.counters {
@@ -365,6 +543,7 @@ func (v *view) apply(batch []change) (resync bool) {
 		case Synced:
 			if v.building != nil {
 				v.live, v.building = *v.building, nil
+				clear(v.counting) // of the rows replaced; the new ones counted every grouping
 				v.pending = time.Now()
 				if !v.ready {
 					v.ready = true
@@ -384,6 +563,18 @@ func (v *view) put(st *viewState, key string, row *vrow) bool {
 	old := st.byKey[key]
 	if old == nil && row == nil {
 		return false
+	}
+	if st == &v.live {
+		for _, run := range v.counting {
+			ch := rowChange{}
+			if old != nil {
+				ch.old = old.o
+			}
+			if row != nil {
+				ch.cur = row.o
+			}
+			run.changes = append(run.changes, ch)
+		}
 	}
 	if old != nil {
 		st.rows.Delete(old)

@@ -67,7 +67,7 @@ func TestDashboardAsks(t *testing.T) {
 		if ms < 0 {
 			t.Fatalf("sorting by Restarts (%s): the rows never showed that order", click)
 		}
-		rowsInServerOrder(t, p, ki.URL, click == "descending")
+		rowsInServerOrder(t, p, ki.URL, map[string]string{"ascending": "restarts", "descending": "-restarts"}[click])
 	}
 
 	// Far down: the rows there are the server's rows at that offset.

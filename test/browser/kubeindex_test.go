@@ -95,8 +95,8 @@ func startKubeindexWithin(t *testing.T, ready time.Duration, args ...string) *ku
 	case <-k.done:
 		b, _ := os.ReadFile(logPath)
 		t.Fatalf("kubeindex %s exited before serving:\n%s", strings.Join(args, " "), tailLines(string(b), 40))
-	case <-time.After(60 * time.Second):
-		t.Fatal("kubeindex did not start serving within 60s")
+	case <-time.After(max(60*time.Second, ready)): // a demo generates its cluster first
+		t.Fatalf("kubeindex did not start serving within %v", max(60*time.Second, ready))
 	}
 	k.URL = "http://" + k.Addr
 	deadline := time.Now().Add(ready)

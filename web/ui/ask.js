@@ -92,14 +92,14 @@ export class AskView {
 
   // openWindow opens two windows: the rows, and (when the resource has
   // counts) a window of one row for its counts, so the rows never wait for
-  // the counts to be computed.
+  // the counts to be computed. The counts do not depend on the sort: their
+  // window asks without it, so a click on a header finds them made.
   openWindow() {
     const {groupBy: by, ...q} = this.question();
     this.sub = this.stream.window({...q, offset: this.offset, limit: LIMIT}, this);
-    if (!q.sort && !q.filter.length && !q.namespace && !q.labelSelector) this.firstPage(q);
     if (!by) return;
     const counts = (msg) => msg.counts && this.onCounts(msg.counts);
-    this.countsSub = this.stream.window({...q, fields: 'metadata.name', groupBy: by, offset: 0, limit: 1}, {
+    this.countsSub = this.stream.window({...q, sort: '', fields: 'metadata.name', groupBy: by, offset: 0, limit: 1}, {
       window: counts, changes: counts,
       error: (message, code) => {
         if (!unsupported(message, code)) this.onNotice(`Counts: ${message}`, 'bad');
@@ -107,26 +107,11 @@ export class AskView {
     });
   }
 
-  // firstPage shows the first rows of a question that is a plain list of
-  // the whole resource (the server answers it without reading every
-  // object) while the window, which must build its view first, opens.
-  async firstPage(q) {
-    try {
-      const page = await api.list(q.resource, {fields: q.fields, limit: LIMIT});
-      if (this.destroyed || this.windowed || this.offset !== 0) return;
-      this.held = page.items.map((o) => this.row({kind: this.resource.kind, ...o}));
-      this.answer(page.metadata?.totalItemCount ?? this.resource.count, null, 'loading');
-    } catch {
-      // Only a head start: the window brings the rows anyway.
-    }
-  }
-
   begin({mode}) {
     if (mode === 'resume') this.setState('resuming');
   }
 
   window(msg) {
-    this.windowed = true;
     this.offset = msg.offset ?? 0;
     this.held = (msg.rows ?? []).map((o) => this.row(o));
     this.answer(msg.total, msg.counts);
@@ -251,7 +236,7 @@ export class AskView {
     const rows = this.held.length ? `rows ${(this.offset + 1).toLocaleString('en-US')}–${(this.offset + this.held.length).toLocaleString('en-US')} of ${this.total.toLocaleString('en-US')}` : 'no rows';
     const by = this.ask.sort ? `sorted by ${this.ask.sort}` : 'in namespace/name order';
     const text = {
-      loading: this.held.length ? `First ${rows}; opening the live window…` : 'Asking the server…',
+      loading: 'Asking the server…',
       resuming: 'Reconnected; catching up…',
       live: this.mode === 'window' ? `Live window · ${rows} · ${by}`
         : `Asked at ${clock(Date.now())} · ${rows} · ${by} · this server has no live windows: asking again every ${POLL_MS / 1000}s`,
