@@ -180,6 +180,8 @@ func TestResponsesMatchTheSpec(t *testing.T) {
 		{"/readyz", "/readyz", unsynced, 503, false},
 		{"/metrics", "/metrics", synced, 200, false},
 		{"/openapi.json", "/openapi.json", synced, 200, false},
+		{"/api/v1/clusters", "/api/v1/clusters", synced, 200, false},
+		{"/api/v1/clusters", "/api/v1/clusters?x=1", synced, 400, false},
 		{"/api/v1/resources", "/api/v1/resources", synced, 200, false},
 		{"/api/v1/resources", "/api/v1/resources?namespace=x", synced, 400, false},
 		{"/api/v1/resources/{resource}", "/api/v1/resources/pods", synced, 200, false},
