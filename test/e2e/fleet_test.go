@@ -1,0 +1,174 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/kubeindex/kubeindex/test/cluster"
+)
+
+// fleetState is GET /api/v1/clusters.
+type fleetState struct {
+	Clusters []struct {
+		Name, State, Reason string
+		Objects             int64
+	}
+}
+
+func (k *kubeindex) clusterState(name string) (state, reason string, err error) {
+	var fs fleetState
+	if err := k.getJSON("/api/v1/clusters", &fs); err != nil {
+		return "", "", err
+	}
+	for _, c := range fs.Clusters {
+		if c.Name == name {
+			return c.State, c.Reason, nil
+		}
+	}
+	return "", "", fmt.Errorf("cluster %q not listed: %+v", name, fs)
+}
+
+// TestFleetOfTwoAPIServers: one kubeindex serves two real API servers as
+// the clusters east and west. Through each cluster's prefix, kubectl prints
+// what that API server prints and a client-go informer holds what it
+// holds, changes included, and nothing of the other; when west's API
+// server is stopped, west is stale with a reason while east answers as
+// before, and west recovers when its API server returns.
+func TestFleetOfTwoAPIServers(t *testing.T) {
+	eastAPI := cluster.StartForTest(t)
+	westAPI := cluster.StartPrivateForTest(t)
+	eastCS, eastDyn := eastAPI.Clients(t)
+	westCS, westDyn := westAPI.Clients(t)
+	cluster.SeedForTest(t, eastCS, eastDyn, cluster.SeedOptions{})
+	west := cluster.SeedForTest(t, westCS, westDyn, cluster.SeedOptions{Namespaces: 1})
+
+	k := startKubeindex(t, "--resources", "pods,namespaces,nodes", "--stale-after", "2s",
+		"--cluster", "name=east,kubeconfig="+eastAPI.Kubeconfig, "--cluster", "name=west,kubeconfig="+westAPI.Kubeconfig)
+	for _, name := range []string{"east", "west"} {
+		if state, reason, err := k.clusterState(name); err != nil || state != "synced" {
+			t.Fatalf("%s once ready: %s %s %v; expect synced", name, state, reason, err)
+		}
+	}
+
+	pairs := map[string]kubectlPair{
+		"east": {api: newKubectl(t, "east API server", eastAPI.Kubeconfig), ki: newKubectl(t, "kubeindex east", kubeconfigFor(t, k.URL+"/clusters/east"+k8sPrefix))},
+		"west": {api: newKubectl(t, "west API server", westAPI.Kubeconfig), ki: newKubectl(t, "kubeindex west", kubeconfigFor(t, k.URL+"/clusters/west"+k8sPrefix))},
+	}
+	for name, p := range pairs {
+		t.Run("kubectl "+name, func(t *testing.T) {
+			p.same(t, tableCells, "get", "pods", "-A", "-o", "wide")
+			p.same(t, tableCells, "get", "namespaces")
+			p.same(t, asIs, "get", "pods", "-n", west.Namespaces[0], "-o", "json")
+		})
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	informerOf := func(name string) toolscache.SharedIndexInformer {
+		cs, err := kubernetes.NewForConfig(&rest.Config{Host: k.URL + "/clusters/" + name + k8sPrefix, QPS: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		inf := informers.NewSharedInformerFactory(cs, 0).Core().V1().Pods().Informer()
+		go inf.Run(ctx.Done())
+		return inf
+	}
+	infs := map[string]toolscache.SharedIndexInformer{"east": informerOf("east"), "west": informerOf("west")}
+	oracles := map[string]kubernetes.Interface{"east": eastCS, "west": westCS}
+	for name, inf := range infs {
+		if !toolscache.WaitForCacheSync(withTimeout(t, readyTimeout), inf.HasSynced) {
+			t.Fatalf("%s's informer did not sync through its prefix", name)
+		}
+		eventually(t, converge, name+"'s informer holding its API server's pods", func() error {
+			return sameKeys(ctx, oracles[name], inf)
+		})
+	}
+	// A pod made in west reaches west's informer, never east's.
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "fleet-probe", Namespace: west.Namespaces[0]},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+	if _, err := westCS.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, converge, "the new pod in west's informer", func() error {
+		if _, ok, _ := infs["west"].GetStore().GetByKey(pod.Namespace + "/" + pod.Name); !ok {
+			return fmt.Errorf("not there yet")
+		}
+		return nil
+	})
+	if _, ok, _ := infs["east"].GetStore().GetByKey(pod.Namespace + "/" + pod.Name); ok {
+		t.Error("west's pod reached east's informer")
+	}
+
+	// West's API server goes away: west is stale, with a reason; east
+	// answers as before.
+	if err := westAPI.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, readyTimeout, "west stale", func() error {
+		state, reason, err := k.clusterState("west")
+		if err != nil || state != "stale" || reason == "" {
+			return fmt.Errorf("west: %s (%s) %v", state, reason, err)
+		}
+		return nil
+	})
+	if state, _, _ := k.clusterState("east"); state != "synced" {
+		t.Errorf("east while west is down: %s", state)
+	}
+	pairs["east"].same(t, tableCells, "get", "pods", "-A", "-o", "wide")
+	if got := k.get(t, "/clusters/west/api/v1/pods?limit=1"); got.code != 200 {
+		t.Errorf("stale west answers from memory: %d", got.code)
+	}
+
+	restartCtx, cancelRestart := context.WithTimeout(context.Background(), cluster.DefaultStartTimeout)
+	defer cancelRestart()
+	if err := westAPI.Restart(restartCtx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, readyTimeout, "west synced again", func() error {
+		if state, reason, err := k.clusterState("west"); err != nil || state != "synced" {
+			return fmt.Errorf("west: %s (%s) %v", state, reason, err)
+		}
+		return nil
+	})
+	pairs["west"].same(t, tableCells, "get", "pods", "-A", "-o", "wide")
+}
+
+// sameKeys compares an informer's pods with the API server's, by key and
+// resourceVersion.
+func sameKeys(ctx context.Context, cs kubernetes.Interface, inf toolscache.SharedIndexInformer) error {
+	list, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return stopPolling{err}
+	}
+	var want, got []string
+	for _, p := range list.Items {
+		want = append(want, p.Namespace+"/"+p.Name+"@"+p.ResourceVersion)
+	}
+	for _, o := range inf.GetStore().List() {
+		p := o.(*corev1.Pod)
+		got = append(got, p.Namespace+"/"+p.Name+"@"+p.ResourceVersion)
+	}
+	slices.Sort(want)
+	slices.Sort(got)
+	if !slices.Equal(want, got) {
+		return fmt.Errorf("informer %d pods, API server %d:\n%s\n%s", len(got), len(want), strings.Join(got, " "), strings.Join(want, " "))
+	}
+	return nil
+}
+
+func withTimeout(t *testing.T, d time.Duration) <-chan struct{} {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx.Done()
+}
