@@ -3,12 +3,16 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -142,6 +146,68 @@ func TestFleetOfTwoAPIServers(t *testing.T) {
 		return nil
 	})
 	pairs["west"].same(t, tableCells, "get", "pods", "-A", "-o", "wide")
+
+	t.Run("each cluster authorizes against its own API server", func(t *testing.T) {
+		fleetAuthorization(t, eastAPI, eastCS, westAPI)
+	})
+}
+
+// fleetAuthorization: alice, known by the fleet's one token file, may list
+// pods in east (a ClusterRoleBinding there) and nothing in west: east's
+// pods are hers, west's are 403, and who she is is asked once.
+func fleetAuthorization(t *testing.T, eastAPI *cluster.Cluster, eastCS kubernetes.Interface, westAPI *cluster.Cluster) {
+	ctx := t.Context()
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "fleet-pod-reader"},
+		Rules: []rbacv1.PolicyRule{{Verbs: []string{"get", "list", "watch"}, APIGroups: []string{""}, Resources: []string{"pods"}}}}
+	if _, err := eastCS.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "fleet-pod-reader"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name}}
+	if _, err := eastCS.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	tokens := writeFile(t, "tokens.csv", "alice-token,alice,1001\n")
+	k := startKubeindex(t, "--resources", "pods,namespaces", "--auth=token", "--token-file", tokens, "--authz=rbac",
+		"--cluster", "name=east,kubeconfig="+eastAPI.Kubeconfig, "--cluster", "name=west,kubeconfig="+westAPI.Kubeconfig)
+	ask := func(path, token string) (int, string) {
+		req, err := http.NewRequest("GET", k.URL+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	eventually(t, converge, "alice's pods in east", func() error {
+		if code, body := ask("/clusters/east/api/v1/pods?limit=1", "alice-token"); code != 200 || !strings.Contains(body, `"kind":"PodList"`) {
+			return fmt.Errorf("east: %d %.200s", code, body)
+		}
+		return nil
+	})
+	for _, tc := range []struct {
+		path, token string
+		code        int
+	}{
+		{"/clusters/west/api/v1/pods?limit=1", "alice-token", 403},
+		{"/clusters/west/k8s/api/v1/pods", "alice-token", 403},
+		{"/clusters/east/api/v1/pods?limit=1", "", 401},
+		{"/clusters/nowhere/api/v1/pods", "", 401},
+		{"/api/v1/clusters", "", 401},
+		{"/api/v1/clusters", "alice-token", 200},
+	} {
+		if code, body := ask(tc.path, tc.token); code != tc.code {
+			t.Errorf("GET %s (token %q): %d %.200s; expect %d", tc.path, tc.token, code, body, tc.code)
+		}
+	}
 }
 
 // sameKeys compares an informer's pods with the API server's, by key and
