@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/kubeindex/kubeindex/auth"
+	"github.com/kubeindex/kubeindex/cache"
 	"github.com/kubeindex/kubeindex/cache/cachetest"
 )
 
@@ -136,5 +138,78 @@ func TestClusterMissNeedsAuthentication(t *testing.T) {
 	h.ServeHTTP(rec, req)
 	if rec.Code != http.StatusServiceUnavailable {
 		t.Errorf("a cluster not serving, with a token: %d; expect 503", rec.Code)
+	}
+}
+
+// TestReservedNamesCoverTheRoutes: every first segment a route of the
+// REST API takes under /api/v1/ is reserved, so that no resource is named
+// by it (a Cluster API "clusters" is clusters.cluster.x-k8s.io).
+func TestReservedNamesCoverTheRoutes(t *testing.T) {
+	s := New(noCache{}, Options{Logger: quiet()})
+	for _, rt := range s.table() {
+		rest, ok := strings.CutPrefix(rt.path, "/api/v1/")
+		if !ok {
+			continue
+		}
+		seg, _, _ := strings.Cut(rest, "/")
+		if strings.HasPrefix(seg, ":") || strings.Contains(seg, `\:`) {
+			continue // a parameter; ip\:lookup is no resource name
+		}
+		if !slices.Contains(cache.ReservedNames, seg) {
+			t.Errorf("route %s takes /api/v1/%s, which cache.ReservedNames does not reserve", rt.path, seg)
+		}
+	}
+	rs := []cache.Resource{{Plural: "clusters", Group: "cluster.x-k8s.io"}, {Plural: "pods"}}
+	cache.NameResources(rs)
+	if rs[0].Name != "clusters.cluster.x-k8s.io" || rs[1].Name != "pods" {
+		t.Errorf("names %q %q; expect clusters.cluster.x-k8s.io and pods", rs[0].Name, rs[1].Name)
+	}
+}
+
+// TestLookupIPAcrossClusters: an address held in two clusters (the same
+// simulated cluster twice: every pod CIDR overlaps) is answered by both,
+// each slot its cluster's own answer; a cluster not serving has its slot;
+// ?cluster= narrows.
+func TestLookupIPAcrossClusters(t *testing.T) {
+	fa, fb := cachetest.Start(t, cachetest.DefaultSpecs()...), cachetest.Start(t, cachetest.DefaultSpecs()...)
+	shared := NewShared(LimitOptions{}, StreamOptions{})
+	a := New(fa.Cache, Options{ClusterName: "a", Shared: shared, Logger: quiet()})
+	b := New(fb.Cache, Options{ClusterName: "b", Shared: shared, Logger: quiet()})
+	fleet := &fakeFleet{names: []string{"a", "b", "c"}, servers: map[string]*Server{"a": a, "b": b, "c": nil}}
+	h := New(noCache{}, Options{Clusters: fleet, Shared: shared, Logger: quiet()}).Handler()
+	own := do(t, a.Handler(), "GET", "/api/v1/ip/10.0.0.12")
+	if own.Code != 200 {
+		t.Fatalf("cluster a's own lookup: %d %s", own.Code, own.Body)
+	}
+	var got struct {
+		Kind     string
+		HeldIn   []string
+		Clusters []ClusterIPAnswer
+	}
+	rec := do(t, h, "GET", "/api/v1/clusters/ip/10.0.0.12")
+	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil || rec.Code != 200 {
+		t.Fatalf("across clusters: %d %s %v", rec.Code, rec.Body, err)
+	}
+	if strings.Join(got.HeldIn, ",") != "a,b" || len(got.Clusters) != 3 || got.Kind != "ClusterIPLookup" {
+		t.Fatalf("across clusters: %+v; expect held in a and b, three slots", got)
+	}
+	if got.Clusters[0].Cluster != "a" || got.Clusters[0].Status != 200 || string(got.Clusters[0].Answer) != strings.TrimSpace(own.Body.String()) {
+		t.Errorf("a's slot %s %d %s; expect its own answer %s", got.Clusters[0].Cluster, got.Clusters[0].Status, got.Clusters[0].Answer, own.Body)
+	}
+	if c := got.Clusters[2]; c.Cluster != "c" || c.Status != 503 || !strings.Contains(string(c.Answer), "connection refused") {
+		t.Errorf("the slot of a cluster not serving: %+v", c)
+	}
+	rec = do(t, h, "GET", "/api/v1/clusters/ip/10.0.0.12?cluster=b")
+	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil || len(got.Clusters) != 1 || got.Clusters[0].Cluster != "b" {
+		t.Errorf("?cluster=b: %s", rec.Body)
+	}
+	rec = do(t, h, "GET", "/api/v1/clusters/ip/192.0.2.1")
+	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil || len(got.HeldIn) != 0 || got.Clusters[0].Status != 404 {
+		t.Errorf("an address nobody holds: %s", rec.Body)
+	}
+	for _, path := range []string{"/api/v1/clusters/ip/10.0.0.12?cluster=zz", "/api/v1/clusters/ip/nope", "/api/v1/clusters/ip/10.0.0.12?x=1"} {
+		if rec := do(t, h, "GET", path); rec.Code != 400 {
+			t.Errorf("%s: %d %s; expect 400", path, rec.Code, rec.Body)
+		}
 	}
 }

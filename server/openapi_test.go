@@ -203,6 +203,8 @@ func TestResponsesMatchTheSpec(t *testing.T) {
 		{"/api/v1/search", "/api/v1/search?q=10.0.0.12&resources=pods,services&limit=1", synced, 200, false},
 		{"/api/v1/search", "/api/v1/search?q=", synced, 400, false},
 		{"/api/v1/search", "/api/v1/search?q=web", unsynced, 503, false},
+		{"/api/v1/clusters/ip/{ip}", "/api/v1/clusters/ip/10.0.0.12", synced, 200, false},
+		{"/api/v1/clusters/ip/{ip}", "/api/v1/clusters/ip/not-an-ip", synced, 400, false},
 		{"/api/v1/ip/{ip}", "/api/v1/ip/10.0.0.12", synced, 200, false},
 		{"/api/v1/ip/{ip}", "/api/v1/ip/192.0.2.1", synced, 404, false},
 		{"/api/v1/ip/{ip}", "/api/v1/ip/not-an-ip", synced, 400, false},
