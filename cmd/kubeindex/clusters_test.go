@@ -146,7 +146,22 @@ func TestRunDemoFleet(t *testing.T) {
 		done <- run(ctx, []string{"--demo", "--demo-clusters", "3", "--listen", addr}, env(nil), io.Discard)
 	}()
 	base := "http://" + addr
-	waitReady(t, base)
+	// Three simulated clusters are generated before serving: longer than
+	// one under the race detector on a busy machine.
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		resp, err := http.Get(base + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the simulated fleet never became ready: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	var list struct {
 		Clusters []struct{ Name, State string }
 	}
