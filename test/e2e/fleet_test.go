@@ -77,6 +77,16 @@ func TestFleetOfTwoAPIServers(t *testing.T) {
 		})
 	}
 
+	t.Run("an address across clusters is answered by every cluster holding it", func(t *testing.T) {
+		fleetIP(t, k, west.Pods[0].Status.PodIP, oracles(eastCS, westCS))
+		// Overlapping pod CIDRs: one address held in both.
+		const twin = "198.51.100.7"
+		for _, cs := range []kubernetes.Interface{eastCS, westCS} {
+			podAt(t, cs, west.Namespaces[0], "fleet-twin", twin)
+		}
+		fleetIP(t, k, twin, oracles(eastCS, westCS))
+	})
+
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	informerOf := func(name string) toolscache.SharedIndexInformer {
@@ -89,7 +99,7 @@ func TestFleetOfTwoAPIServers(t *testing.T) {
 		return inf
 	}
 	infs := map[string]toolscache.SharedIndexInformer{"east": informerOf("east"), "west": informerOf("west")}
-	oracles := map[string]kubernetes.Interface{"east": eastCS, "west": westCS}
+	oracles := oracles(eastCS, westCS)
 	for name, inf := range infs {
 		if !toolscache.WaitForCacheSync(withTimeout(t, readyTimeout), inf.HasSynced) {
 			t.Fatalf("%s's informer did not sync through its prefix", name)
@@ -237,4 +247,59 @@ func withTimeout(t *testing.T, d time.Duration) <-chan struct{} {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx.Done()
+}
+
+func oracles(east, west kubernetes.Interface) map[string]kubernetes.Interface {
+	return map[string]kubernetes.Interface{"east": east, "west": west}
+}
+
+// fleetIP: GET /api/v1/clusters/ip/{ip} names, in heldIn, exactly the
+// clusters whose API server has a pod reporting the address (both, where
+// the seeds gave the same addresses), each slot its cluster's own answer.
+func fleetIP(t *testing.T, k *kubeindex, ip string, apis map[string]kubernetes.Interface) {
+	var want []string
+	for _, name := range []string{"east", "west"} {
+		pods, err := apis[name].CoreV1().Pods("").List(t.Context(), metav1.ListOptions{FieldSelector: "status.podIP=" + ip})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pods.Items) > 0 {
+			want = append(want, name)
+		}
+	}
+	if len(want) == 0 {
+		t.Fatalf("no API server has a pod at %s", ip)
+	}
+	eventually(t, converge, "the clusters holding "+ip, func() error {
+		var got struct {
+			HeldIn   []string
+			Clusters []struct {
+				Cluster string
+				Status  int
+			}
+		}
+		if err := k.getJSON("/api/v1/clusters/ip/"+ip, &got); err != nil {
+			return err
+		}
+		if !slices.Equal(got.HeldIn, want) || len(got.Clusters) != 2 {
+			return fmt.Errorf("held in %v (%+v); the API servers say %v", got.HeldIn, got.Clusters, want)
+		}
+		return nil
+	})
+	t.Logf("%s is held in %v", ip, want)
+}
+
+// podAt makes a running pod that reports ip (no kubelet sets it here).
+func podAt(t *testing.T, cs kubernetes.Interface, ns, name, ip string) {
+	t.Helper()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+	made, err := cs.CoreV1().Pods(ns).Create(t.Context(), pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	made.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}}}
+	if _, err := cs.CoreV1().Pods(ns).UpdateStatus(t.Context(), made, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }
