@@ -152,12 +152,22 @@ func (r DiscoveredResource) toResource() Resource {
 	}
 }
 
+// ReservedNames are the first path segments the REST API's own routes take
+// under /api/v1/ (the server holds its route table to this list): a
+// resource whose plural is one of them, such as Cluster API's or
+// Karmada's clusters, is named plural.group, else its URLs would be the
+// route's.
+var ReservedNames = []string{"clusters", "resources", "search", "stream", "ip"}
+
 // NameResources gives every resource its URL name: its plural, unless two
-// resources share it, in which case both use plural.group.
+// resources share it or it is reserved, in which case plural.group.
 func NameResources(rs []Resource) {
 	count := map[string]int{}
 	for _, r := range rs {
 		count[r.Plural]++
+	}
+	for _, n := range ReservedNames {
+		count[n] += 2
 	}
 	for i := range rs {
 		if count[rs[i].Plural] > 1 {

@@ -39,7 +39,7 @@ func New(opts Options) (*Cluster, error) {
 		skip = cr.Owns
 	}
 	sc, err := scenario.New(scenario.Options{Seed: opts.Seed, Namespaces: opts.Namespaces, Nodes: opts.Nodes,
-		DeploymentsPerNamespace: opts.DeploymentsPerNamespace, Skip: skip, Now: opts.Now}, api)
+		DeploymentsPerNamespace: opts.DeploymentsPerNamespace, Skip: skip, Now: opts.Now, PodNetwork: opts.PodNetwork}, api)
 	if err != nil {
 		return nil, fmt.Errorf("demo: generating the cluster: %w", err)
 	}

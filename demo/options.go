@@ -42,6 +42,10 @@ type Options struct {
 	// Now is the clock for timestamps (default time.Now). Set it to a
 	// fixed clock for byte-identical output across runs.
 	Now func() time.Time
+	// PodNetwork is the second octet of the scenario's pod addresses,
+	// 10.PodNetwork.0.0/16 (default 244): simulated clusters given the
+	// same one have overlapping pod CIDRs.
+	PodNetwork int
 }
 
 // DefaultPods is Options.Pods' default: no crowd, the scenario's own pods.

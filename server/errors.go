@@ -46,7 +46,8 @@ func errorStatus(err error) metav1.Status {
 		if he == errTooManyAccessReviews {
 			st.Details = &metav1.StatusDetails{RetryAfterSeconds: retryAfterSeconds}
 		}
-	case errors.Is(err, cache.ErrUnknownResource), errors.Is(err, cache.ErrNotFound), errors.Is(err, ipowner.ErrNotFound):
+	case errors.Is(err, cache.ErrUnknownResource), errors.Is(err, cache.ErrNotFound), errors.Is(err, ipowner.ErrNotFound),
+		errors.Is(err, ErrUnknownCluster):
 		st.Code, st.Reason = http.StatusNotFound, "NotFound"
 	case errors.Is(err, cache.ErrUnknownIndex), errors.Is(err, cache.ErrInvalid), errors.Is(err, ipowner.ErrInvalid), errors.Is(err, errBadRequest),
 		errors.As(err, new(*query.Error)):
@@ -60,7 +61,7 @@ func errorStatus(err error) metav1.Status {
 		st.Code, st.Reason = http.StatusGone, "Expired"
 	case errors.Is(err, ipowner.ErrBeforeHistory):
 		st.Code, st.Reason = http.StatusGone, "BeforeHistory"
-	case errors.Is(err, cache.ErrNotSynced), errors.As(err, new(retryLater)):
+	case errors.Is(err, cache.ErrNotSynced), errors.As(err, new(retryLater)), errors.Is(err, ErrClusterUnavailable):
 		st.Code, st.Reason = http.StatusServiceUnavailable, "ServiceUnavailable"
 		st.Details = &metav1.StatusDetails{RetryAfterSeconds: retryAfterSeconds}
 	default:
@@ -99,6 +100,16 @@ func reasonFor(code int) string {
 
 // handleError is echo's HTTPErrorHandler.
 func (s *Server) handleError(err error, c echo.Context) {
+	if errors.Is(err, echo.ErrNotFound) {
+		// A path no route matched: under /clusters/{name}/, the cluster
+		// is unknown or not serving; on a fleet's front, it is a
+		// cluster's path asked without its cluster.
+		if miss := clusterMiss(c); miss != nil {
+			err = miss
+		} else if s.fleetFront() {
+			err = errFleetRoot
+		}
+	}
 	st := errorStatus(err)
 	if st.Code == http.StatusInternalServerError {
 		s.log.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)

@@ -30,6 +30,9 @@ type ReadyResource struct {
 // stays ready on purpose: answering from the cache during an API-server
 // outage is the point, and the detail says it is stale.
 func (s *Server) readyz(c echo.Context) error {
+	if s.fleetFront() {
+		return s.fleetReadyz(c)
+	}
 	all := s.r.Resources()
 	body := struct {
 		Ready     bool            `json:"ready"`
@@ -220,4 +223,26 @@ func (s *Server) indexValues(c echo.Context) error {
 		Metadata: ListMeta{ResourceVersion: res.Freshness.ResourceVersion, Continue: res.Continue, Remaining: res.Remaining},
 		Values:   res.Values,
 	})
+}
+
+// fleetReadyz is a fleet front's /readyz: the fleet's verdict (Clusters'
+// Ready), with each cluster's state unless callers authenticate.
+func (s *Server) fleetReadyz(c echo.Context) error {
+	states := s.opts.Clusters.States()
+	body := struct {
+		Ready    bool           `json:"ready"`
+		Stale    bool           `json:"stale"`
+		Clusters []ClusterState `json:"clusters,omitempty"`
+	}{Ready: s.opts.Clusters.Ready()}
+	for _, st := range states {
+		body.Stale = body.Stale || st.State == ClusterStale
+	}
+	if !s.authenticating() {
+		body.Clusters = states
+	}
+	code := http.StatusOK
+	if !body.Ready {
+		code = http.StatusServiceUnavailable
+	}
+	return c.JSON(code, body)
 }

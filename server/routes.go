@@ -98,6 +98,10 @@ func (s *Server) table() []*route {
 		static("/openapi.json", "This API's OpenAPI 3.0 document.", s.openAPI),
 		static("/", "The web dashboard.", s.dashboardPage),
 		static("/ui/:file", "A file of the web dashboard: script, style sheet or icon.", s.dashboardFile),
+		{method: http.MethodGet, path: "/api/v1/clusters", kind: restKind, authz: authenticated, freshness: resourceFreshness,
+			summary: "The clusters served, each with its state: synced, syncing, stale or failed, and why.", handler: s.clusterStates},
+		{method: http.MethodGet, path: "/api/v1/clusters/ip/:ip", kind: restKind, authz: authenticated, freshness: resourceFreshness,
+			summary: "Who has this IP in each cluster (or those ?cluster= names): every cluster's own answer, authorized there, and where it is held.", handler: s.clusterIP},
 		rest("/api/v1/resources", cacheFreshness, "Configured resources with counts, indexes and freshness.", s.listResources),
 		rest("/api/v1/resources/:resource", resourceFreshness, "One configured resource.", s.getResource),
 		rest("/api/v1/resources/:resource/counts", resourceFreshness, "Count the objects a list would select and filter, grouped by up to two keys.", s.counts),
@@ -146,8 +150,17 @@ func (s *Server) table() []*route {
 		s.kubeDiscovery("/k8s/openapi/v3/apis/:group/:version", "Kubernetes API: a group version's OpenAPI v3 document.", s.kubeOpenAPIV3Group))
 	table = append(table, s.kubeReviewRoutes()...)
 	table = append(table, reads...)
-	return append(table, s.kubeWrites(reads)...)
+	table = append(table, s.kubeWrites(reads)...)
+	if s.fleetFront() {
+		return slices.DeleteFunc(table, func(rt *route) bool { return !fleetRoutes[rt.path] })
+	}
+	return table
 }
+
+// fleetRoutes are the routes a fleet's front serves itself: every other is
+// a cluster's, under /clusters/{name}/.
+var fleetRoutes = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true, "/openapi.json": true,
+	"/": true, "/ui/:file": true, "/api/v1/clusters": true, "/api/v1/clusters/ip/:ip": true}
 
 // kubeRead is a read path of the Kubernetes API: get, list, or a watch
 // when the query asks; the handler authorizes the verb on the resource.

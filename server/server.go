@@ -98,6 +98,18 @@ type Options struct {
 	// client of the API server's root (discovery's RESTClient). nil: it
 	// serves documents without schemas.
 	KubeUpstream restclient.Interface
+	// ClusterName is the name this server's cluster answers to under
+	// /clusters/{name}/ and in GET /api/v1/clusters. Default
+	// DefaultClusterName.
+	ClusterName string
+	// Clusters, when set, makes this server the front of a fleet: it
+	// routes /clusters/{name}/ to each cluster's server and serves the
+	// fleet's own routes (probes, metrics, the documents, the clusters'
+	// list); its Reader is not asked about objects.
+	Clusters Clusters
+	// Shared, when set, is what this server shares with the other servers
+	// of the process (NewShared): Limits and Streams are then its.
+	Shared *Shared
 }
 
 // DefaultMaxHeaderBytes is Options.MaxHeaderBytes' default.
@@ -134,12 +146,18 @@ func New(r Reader, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	opts.Auth, opts.Limits = opts.Auth.withDefaults(), opts.Limits.withDefaults()
+	if opts.ClusterName == "" {
+		opts.ClusterName = DefaultClusterName
+	}
+	if opts.Shared == nil {
+		opts.Shared = NewShared(opts.Limits, opts.Streams)
+	}
+	opts.Auth, opts.Limits, opts.Streams = opts.Auth.withDefaults(), opts.Shared.limits.opts, opts.Shared.streams.opts
 	s := &Server{opts: opts, r: r, echo: echo.New(), log: opts.Logger, metrics: newMetrics(r),
-		streams: newStreamHub(opts.Streams)}
+		streams: opts.Shared.streams}
 	s.echo.HideBanner, s.echo.HidePort = true, true
 	s.echo.HTTPErrorHandler = s.handleError
-	s.limits, s.headers = newLimiter(opts.Limits), newSecurityHeaders(opts.Auth.Authenticator != nil || opts.TLS.clientCerts())
+	s.limits, s.headers = opts.Shared.limits, newSecurityHeaders(opts.Auth.Authenticator != nil || opts.TLS.clientCerts())
 	s.metrics.registry.MustRegister(&securityCollector{s: s})
 	s.echo.Use(s.edge) // recovery, metrics, freshness, security headers, no body, authentication, limits
 	s.kubeSpecs = kubespec.New(opts.KubeUpstream, s.kubeSpecServed(), kubespec.Options{Prefix: kubePrefix, Logger: opts.Logger})
@@ -148,13 +166,13 @@ func New(r Reader, opts Options) *Server {
 }
 
 // Handler returns the HTTP handler, for tests and embedding.
-func (s *Server) Handler() http.Handler { return s.echo }
+func (s *Server) Handler() http.Handler { return s.root() }
 
 // Serve serves HTTP on ln until ctx is cancelled, then shuts down
 // gracefully within ShutdownTimeout using a fresh context.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
-		Handler:           s.echo,
+		Handler:           s.root(),
 		ReadHeaderTimeout: ReadHeaderTimeout,
 		IdleTimeout:       s.opts.Limits.IdleTimeout,
 		MaxHeaderBytes:    s.opts.MaxHeaderBytes,

@@ -59,6 +59,16 @@ type Config struct {
 	// IndexFlags are the --index flags, attached to their resources after
 	// discovery (configure), so that any spelling of a resource finds it.
 	IndexFlags []IndexFlag
+	// Clusters, from --cluster or the file's clusters, make a fleet: each
+	// served under /clusters/{name}/ (clusters.go). None: the one cluster
+	// --kubeconfig and --context reach, served at the root and as
+	// /clusters/default/.
+	Clusters []ClusterConfig
+	// --demo-clusters: simulate this many clusters as a fleet
+	DemoClusters int
+	// --fleet-ready: all or any
+	FleetReady  string
+	clusterFlag multiFlag // the --cluster flags, as given
 }
 
 // IndexFlag is one --index resource:name=type[:arg] flag, parsed.
@@ -107,6 +117,9 @@ type ResourceConfig struct {
 // fileConfig is the YAML file's shape. Unknown fields are errors.
 type fileConfig struct {
 	Resources []ResourceConfig `json:"resources"`
+	// Clusters make a fleet (clusters.go); each takes Resources unless it
+	// lists its own.
+	Clusters []ClusterConfig `json:"clusters,omitempty"`
 }
 
 // parseConfig reads flags, falls back to the environment for flags not
@@ -142,6 +155,9 @@ func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 	if err := cfg.addIndexes(extraIndexes); err != nil {
 		return nil, err
 	}
+	if err := cfg.addClusterFlags(); err != nil {
+		return nil, err
+	}
 	return cfg, nil
 }
 
@@ -154,10 +170,10 @@ func (cfg *Config) readFile() error {
 	if err := yaml.UnmarshalStrict(data, &fc); err != nil {
 		return fmt.Errorf("%s: %w", cfg.File, err)
 	}
-	if len(fc.Resources) == 0 {
+	if len(fc.Resources) == 0 && len(fc.Clusters) == 0 {
 		return fmt.Errorf("%s: lists no resources", cfg.File)
 	}
-	cfg.Resources = fc.Resources
+	cfg.Resources, cfg.Clusters = fc.Resources, fc.Clusters
 	return nil
 }
 
@@ -233,9 +249,10 @@ func (cfg *Config) Validate() error {
 	} else if cfg.DemoPods > 0 && !cfg.Demo {
 		errs = append(errs, errors.New("--demo-pods needs --demo"))
 	}
-	if len(cfg.Resources) == 0 {
+	if len(cfg.Resources) == 0 && len(cfg.Clusters) == 0 {
 		errs = append(errs, errors.New("no resources configured"))
 	}
+	errs = append(errs, cfg.validateClusters()...)
 	errs = append(errs, cfg.Security.validate(cfg.Listen, cfg.Demo)...)
 	seen := map[string]bool{}
 	for _, r := range cfg.Resources {

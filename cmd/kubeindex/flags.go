@@ -48,7 +48,8 @@ var envExceptions = map[string]string{
 	// when --kubeconfig is not given.
 	"kubeconfig": "",
 	// Repeatable: one variable would hold only one of them.
-	"index": "",
+	"index":   "",
+	"cluster": "",
 }
 
 // envName is the environment variable that backs the flag named name, ""
@@ -91,6 +92,7 @@ func (cfg *Config) flagSet(resources *string, indexes *multiFlag) *flag.FlagSet 
 	fs.StringVar(&cfg.IPHistoryDir, "ip-history-dir", "", "keep the address history in a file in this directory (bbolt), so that it survives restarts; without it a restart begins the history anew")
 	fs.StringVar(&cfg.LogLevel, "log-level", defaultLogLevel, "log level: debug, info, warn or error")
 	fs.StringVar(&cfg.LogFormat, "log-format", defaultLogFormat, "log format: text or json")
+	cfg.clusterFlags(fs)
 	cfg.Security.flags(fs)
 	return fs
 }

@@ -39,13 +39,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if limit := setMemoryLimit(getenv, os.ReadFile); limit > 0 {
 		log.Info("GOMEMLIMIT set from the container's memory limit", "bytes", limit)
 	}
+	if cfg.fleet() {
+		return runFleet(ctx, cfg, getenv, log)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
 	var restCfg *rest.Config
 	if cfg.Demo {
 		var waitDemo func()
-		restCfg, waitDemo, err = startDemo(ctx, log, cfg.DemoPods)
+		restCfg, waitDemo, err = startDemo(ctx, log, demo.Options{Seed: 1, Pods: cfg.DemoPods})
 		// Cancel first, then wait: deferred calls run last-in first-out.
 		defer waitDemo()
 		defer cancel()
@@ -72,14 +75,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	cfg.Security.warn(log, cfg.Listen)
 	authOpts.Namespaces = cfg.Security.namespaceFinder(ctx, restCfg, log)
-	c, err := cache.New(restCfg, resources, cache.Options{StaleAfter: cfg.StaleAfter, WatchIdleTimeout: cfg.WatchIdle,
-		Compression: cfg.APICompression, HTTP2: cfg.APIHTTP2, Simulated: cfg.Demo, Logger: log,
-		IPHistory: ipowner.HistoryOptions{Off: cfg.IPHistory == 0, Retention: cfg.IPHistory, Skew: cfg.IPHistorySkew, MaxIntervals: cfg.IPHistoryMax, Dir: cfg.IPHistoryDir}})
+	c, err := cache.New(restCfg, resources, cfg.cacheOptions(log, cfg.IPHistoryDir))
 	if err != nil {
 		return err
 	}
 	srv := server.New(c, server.Options{Simulated: cfg.Demo, Logger: log,
-		Auth: authOpts, Hosts: cfg.Security.hosts(cfg.Demo), Limits: cfg.Security.limits(), Streams: server.StreamOptions{Coalesce: cfg.StreamCoalesce, MaxLifetime: cfg.StreamMaxLifetime, WindowRate: cfg.WindowRate},
+		Auth: authOpts, Hosts: cfg.Security.hosts(cfg.Demo), Limits: cfg.Security.limits(), Streams: cfg.streamOptions(),
 		KubeVersion: kubeVersion, KubeUpstream: upstream, TLS: serverTLS})
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -88,6 +89,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	return runAll(ctx, c.Start,
 		func(ctx context.Context) error { return srv.Serve(ctx, ln) },
 		func(ctx context.Context) error { return logSync(ctx, c, log) })
+}
+
+// cacheOptions are a cluster's cache's options; historyDir is where its
+// address history is kept ("": in memory).
+func (cfg *Config) cacheOptions(log *slog.Logger, historyDir string) cache.Options {
+	return cache.Options{StaleAfter: cfg.StaleAfter, WatchIdleTimeout: cfg.WatchIdle,
+		Compression: cfg.APICompression, HTTP2: cfg.APIHTTP2, Simulated: cfg.Demo, Logger: log,
+		IPHistory: ipowner.HistoryOptions{Off: cfg.IPHistory == 0, Retention: cfg.IPHistory, Skew: cfg.IPHistorySkew, MaxIntervals: cfg.IPHistoryMax, Dir: historyDir}}
+}
+
+func (cfg *Config) streamOptions() server.StreamOptions {
+	return server.StreamOptions{Coalesce: cfg.StreamCoalesce, MaxLifetime: cfg.StreamMaxLifetime, WindowRate: cfg.WindowRate}
 }
 
 // clusterConfig finds cluster access the way kubectl does.
@@ -134,14 +147,14 @@ func resolve(rc *rest.Config, cfg *Config) ([]cache.Configured, *version.Info, r
 // until ctx is cancelled. It must serve before discovery runs, so it starts
 // here rather than with the other long-lived parts. wait blocks until both
 // have stopped.
-func startDemo(ctx context.Context, log *slog.Logger, pods int) (cfg *rest.Config, wait func(), err error) {
+func startDemo(ctx context.Context, log *slog.Logger, opts demo.Options) (cfg *rest.Config, wait func(), err error) {
 	start := time.Now()
-	sim, err := demo.New(demo.Options{Seed: 1, Pods: pods})
+	sim, err := demo.New(opts)
 	if err != nil {
 		return nil, nil, err
 	}
-	if pods > 0 {
-		log.Info("simulated cluster generated", "pods", pods, "after", time.Since(start).Round(time.Millisecond))
+	if opts.Pods > 0 {
+		log.Info("simulated cluster generated", "pods", opts.Pods, "after", time.Since(start).Round(time.Millisecond))
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -136,14 +136,22 @@ func (sc *SecurityConfig) serverAuth(rc *rest.Config) (server.AuthOptions, error
 		}
 		o.Authenticator = tr
 	}
-	if sc.Authz == "rbac" {
-		ar, err := auth.NewAccessReviewerForConfig(rc, auth.AccessReviewOptions{})
-		if err != nil {
-			return o, err
-		}
-		o.Authorizer = ar
+	var err error
+	o.Authorizer, err = sc.authorizer(rc)
+	return o, err
+}
+
+// authorizer is who decides what a caller may read in the cluster rc
+// reaches: nil without --authz=rbac.
+func (sc *SecurityConfig) authorizer(rc *rest.Config) (auth.Authorizer, error) {
+	if sc.Authz != "rbac" {
+		return nil, nil
 	}
-	return o, nil
+	ar, err := auth.NewAccessReviewerForConfig(rc, auth.AccessReviewOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return ar, nil
 }
 
 // namespaceFinder, with --authz=rbac --namespace-access=rbac, watches

@@ -28,7 +28,7 @@ var catalog = []app{
 // generate creates the initial cluster. s.mu must be held.
 func (s *Scenario) generate() {
 	for i := 1; i <= s.opts.Nodes; i++ {
-		s.nodes = append(s.nodes, newNode(i))
+		s.nodes = append(s.nodes, newNode(i, s.opts.PodNetwork))
 	}
 	for _, ns := range []string{"default", "kube-node-lease", "kube-public", "kube-system"} {
 		s.putNamespace(ns, nil)

@@ -12,12 +12,13 @@ import (
 type node struct {
 	name  string
 	index int    // 1-based; the third octet of its pod CIDR
+	net   int    // the second octet of its pod CIDR
 	ipv4  string // InternalIP
 	ipv6  string // second InternalIP on dual-stack nodes, else ""
 }
 
-func newNode(i int) node {
-	n := node{name: fmt.Sprintf("node-%d", i), index: i, ipv4: fmt.Sprintf("10.0.0.%d", 10+i)}
+func newNode(i, podNetwork int) node {
+	n := node{name: fmt.Sprintf("node-%d", i), index: i, net: podNetwork, ipv4: fmt.Sprintf("10.0.0.%d", 10+i)}
 	if i%2 == 1 { // node-1, node-3, ...
 		n.ipv6 = netip.AddrFrom16([16]byte{0xfd, 0x00, 0, 0x10, 14: byte(i >> 8), 15: byte(10 + i)}).String()
 	}
@@ -35,7 +36,7 @@ func (n node) hostIPs() []string {
 }
 
 func (n node) podCIDRs() []string {
-	cidrs := []string{fmt.Sprintf("10.244.%d.0/24", n.index)}
+	cidrs := []string{fmt.Sprintf("10.%d.%d.0/24", n.net, n.index)}
 	if n.dualStack() {
 		cidrs = append(cidrs, fmt.Sprintf("fd00:10:244:%x::/64", n.index))
 	}
@@ -45,7 +46,7 @@ func (n node) podCIDRs() []string {
 // podAddrs returns host number h of the node's pod CIDRs: the IPv4 address
 // and, on a dual-stack node, the IPv6 one such as fd00:10:244:1::1a.
 func (n node) podAddrs(h int) []string {
-	ips := []string{fmt.Sprintf("10.244.%d.%d", n.index, h)}
+	ips := []string{fmt.Sprintf("10.%d.%d.%d", n.net, n.index, h)}
 	if n.dualStack() {
 		ips = append(ips, fmt.Sprintf("fd00:10:244:%x::%x", n.index, h))
 	}

@@ -24,7 +24,14 @@ type Options struct {
 	// Now is the clock for timestamps (default time.Now). Set it to a
 	// fixed clock for byte-identical output across runs.
 	Now func() time.Time
+	// PodNetwork is the second octet of the pods' IPv4 addresses,
+	// 10.PodNetwork.0.0/16, one /24 per node (default 244, at most 255).
+	// Simulated clusters of one fleet given the same overlap.
+	PodNetwork int
 }
+
+// DefaultPodNetwork is Options.PodNetwork's default: pods in 10.244.0.0/16.
+const DefaultPodNetwork = 244
 
 func (o Options) withDefaults() Options {
 	if o.Namespaces <= 0 {
@@ -39,6 +46,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.PodNetwork <= 0 || o.PodNetwork > 255 {
+		o.PodNetwork = DefaultPodNetwork
 	}
 	return o
 }
