@@ -187,7 +187,7 @@ func (c *Cache) newResourceCache(client *apiClient, cr Configured) (*resourceCac
 		namespaces = []string{""}
 	}
 	for _, ns := range namespaces {
-		sh := &shard{namespace: ns, conn: newConnState(c.opts.Now), ips: c.ipFeed(cr.Resource), index: newValueIndexes(idx)}
+		sh := &shard{namespace: ns, conn: newConnState(c.opts.Now), ips: c.ipFeed(cr.Resource), index: newValueIndexes(idx, r.broker.stored)}
 		lw := &listWatch{client: client, res: &r.res, namespace: ns, shape: r.shape,
 			labelSelector: cr.Spec.LabelSelector, fieldSelector: cr.Spec.FieldSelector, conn: sh.conn,
 			listTimeout: c.opts.ListTimeout, idleTimeout: c.opts.WatchIdleTimeout}

@@ -21,23 +21,22 @@ import (
 // ordered indexes are, after the informer's store has the event: an
 // answer by index value is the objects of the events handed on so far,
 // which is what the resource's streams and positions say too. What they
-// hold of each object is found by its key (objects), not by what an
-// event says: a watch's delete carries the object's last state, not the
-// object stored, as client-go's indexer finds the stored one. Reads are
-// safe for concurrent use with the handler.
+// hold of an object is found by its key, never read from what an event
+// says (a watch's delete carries the object's last state, not the object
+// stored; client-go's indexer finds the stored one too): the object
+// under a key before an event is the broker's view's (stored), which the
+// same handler keeps, after these. Reads are safe for concurrent use
+// with the handler.
 type valueIndexes struct {
 	funcs toolscache.Indexers
+	// stored is the object the handler last handed on under a namespace
+	// and name, nil if none; the handler calls set and remove before it
+	// hands the event on.
+	stored func(namespace, name string) *Object
 
 	mu      sync.RWMutex
-	objects map[objectKey]*Object
 	byIndex map[string]map[string]*postings // index → value → objects
 }
-
-// objectKey is an object's namespace and name, substrings of its own
-// memory: a key costs no allocation.
-type objectKey struct{ namespace, name string }
-
-func keyOf(o *Object) objectKey { return objectKey{o.namespace, o.name} }
 
 // postings are the objects holding one value: few in a slice (in no
 // order), many in a set. Never empty while in an index.
@@ -50,8 +49,8 @@ type postings struct {
 // finding one to remove is a scan of the slice, a set lookup beyond.
 const maxFew = 8
 
-func newValueIndexes(funcs toolscache.Indexers) *valueIndexes {
-	ix := &valueIndexes{funcs: funcs, objects: map[objectKey]*Object{}, byIndex: map[string]map[string]*postings{}}
+func newValueIndexes(funcs toolscache.Indexers, stored func(namespace, name string) *Object) *valueIndexes {
+	ix := &valueIndexes{funcs: funcs, stored: stored, byIndex: map[string]map[string]*postings{}}
 	for name := range funcs {
 		ix.byIndex[name] = map[string]*postings{}
 	}
@@ -63,14 +62,12 @@ func (ix *valueIndexes) set(o *Object) {
 	if ix == nil || o == nil {
 		return
 	}
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	k := keyOf(o)
-	prev := ix.objects[k]
+	prev := ix.stored(o.namespace, o.name)
 	if prev == o {
 		return
 	}
-	ix.objects[k] = o
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
 	ix.reindex(prev, o)
 }
 
@@ -79,14 +76,12 @@ func (ix *valueIndexes) remove(o *Object) {
 	if ix == nil || o == nil {
 		return
 	}
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	k := keyOf(o)
-	prev := ix.objects[k]
+	prev := ix.stored(o.namespace, o.name)
 	if prev == nil {
 		return
 	}
-	delete(ix.objects, k)
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
 	ix.reindex(prev, nil)
 }
 

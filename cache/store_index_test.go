@@ -26,7 +26,8 @@ func TestValueIndexesAgreeWithClientGo(t *testing.T) {
 		s = s.Normalized()
 		funcs[s.Name] = objectIndexFunc(s.Rooted())
 	}
-	ix := newValueIndexes(funcs)
+	view := map[string]*Object{} // the broker's view, as the handler keeps it after the indexes
+	ix := newValueIndexes(funcs, func(ns, name string) *Object { return view[ns+"/"+name] })
 	ref := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, funcs)
 	r := rand.New(rand.NewPCG(1, 2))
 	pod := func(name string) *Object {
@@ -57,12 +58,15 @@ func TestValueIndexesAgreeWithClientGo(t *testing.T) {
 			}
 			ref.Delete(last)
 			ix.remove(last)
+			delete(view, last.Key())
 		case exists:
 			ref.Update(o)
 			ix.set(o)
+			view[o.Key()] = o
 		default:
 			ref.Add(o)
 			ix.set(o)
+			view[o.Key()] = o
 		}
 		for name := range funcs {
 			want, got := ref.ListIndexFuncValues(name), ix.ListIndexFuncValues(name)
