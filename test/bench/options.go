@@ -79,7 +79,7 @@ type Options struct {
 	// and the same page through the API server), scale (heap per pod, sync
 	// and lookup latency at N against a kubeindex caching N/3). Empty: all.
 	Figures []string
-	// IdleGCWait is how long the scale figure waits for a GC of each
+	// IdleGCWait is how long the heap and scale figures wait for a GC of each
 	// kubeindex while idle (the Go runtime forces one after two minutes
 	// without), whose marked heap holds nothing allocated under load;
 	// past it, the median of the GCs under load is used. Default 3m.
