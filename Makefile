@@ -18,7 +18,7 @@ run-demo: ## Run against a simulated cluster on 127.0.0.1:8080 (no cluster neede
 	$(GO) run ./cmd/kubeindex --demo
 
 .PHONY: lint
-lint: ## gofmt, go vet, go mod tidy (both modules) and make docs must leave nothing to change.
+lint: ## gofmt, go vet, go mod tidy (every module) and make docs must leave nothing to change.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	cd test && $(GO) vet ./...
@@ -28,6 +28,7 @@ lint: ## gofmt, go vet, go mod tidy (both modules) and make docs must leave noth
 	cd test/table && $(GO) vet ./...
 	cd test/table && $(GO) mod tidy -diff
 	cd test/tools/kubectl128 && $(GO) mod tidy -diff
+	cd test/tools/ctrlrt && $(GO) vet ./... && $(GO) mod tidy -diff
 	@$(GO) test -count=1 -run '^TestConfigurationDocIsCurrent$$' ./cmd/kubeindex || { echo "docs/configuration.md is out of date: run make docs"; exit 1; }
 
 .PHONY: docs
@@ -58,7 +59,7 @@ comma := ,
 BENCH_OUT = bench/results$(if $(FIGURES),-$(subst $(comma),-,$(FIGURES))).json
 
 bench: ## Run the side-by-side benchmark (N=50000 pods by default)
-	cd test && $(GO) run ./cmd/bench -pods $(N) -out $(BENCH_OUT) $(if $(BENCH_DIR),-dir $(BENCH_DIR)) $(if $(FIGURES),-figures $(FIGURES))
+	cd test && $(GO) run ./cmd/bench -pods $(N) -out $(BENCH_OUT) $(if $(BENCH_DIR),-dir $(BENCH_DIR)) $(if $(FIGURES),-figures $(FIGURES)) $(if $(QPODS),-question-pods $(QPODS))
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target (found with go test -list) for FUZZTIME each (default 20s).

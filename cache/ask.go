@@ -219,7 +219,7 @@ func (c *Cache) Count(resource string, q ListQuery, groupBy []query.Key) (CountR
 	}
 	var items []*Object
 	if schema != nil && (len(flt) > 0 || len(groupBy) > 0) {
-		total, groups, narrowed, ok, err := c.countOrdered(r, f, flt, schema, now, groupBy)
+		total, groups, narrowed, ok, err := c.countOrdered(r, f, q, flt, schema, now, groupBy)
 		if ok {
 			out.Total, out.Groups = total, groups
 			return out, err

@@ -18,7 +18,9 @@ type StreamOptions struct {
 	// HistorySize is how many events each resource keeps for resuming
 	// streams. Default 4096.
 	HistorySize int
-	// HistoryAge is how long an event stays resumable. Default 5 minutes.
+	// HistoryAge is how long an event stays resumable, but for the events
+	// at the newest position, kept until a newer one comes (replay.Log's
+	// Trim). Default 5 minutes.
 	HistoryAge time.Duration
 	// BookmarkInterval is how often a subscription that received nothing
 	// gets a BOOKMARK with the current resourceVersion. Default 30s.

@@ -148,10 +148,14 @@ func TestBrokerResumeBeyondHistoryRequiresResync(t *testing.T) {
 		}
 		s.Close()
 	}
-	tb.clock.Advance(2 * time.Minute) // every event is now too old
-	s, _ := tb.subscribe(WatchQuery{ResourceVersion: "5"})
+	tb.clock.Advance(2 * time.Minute) // every event is now too old, but the newest is kept
+	s, _ := tb.subscribe(WatchQuery{ResourceVersion: "4"})
 	if m, _ := s.Next(); m.Type != ResyncRequired {
 		t.Errorf("resume after the history aged out: %s; expect RESYNC_REQUIRED", m.Type)
+	}
+	s, _ = tb.subscribe(WatchQuery{ResourceVersion: "5"})
+	if m, _ := s.Next(); m.Type != MessageType(Added) || m.ResourceVersion != "6" {
+		t.Errorf("resume from just before the newest event, aged out: %s %s; expect the event at 6, which the history keeps until a newer one", m.Type, m.ResourceVersion)
 	}
 	s, _ = tb.subscribe(WatchQuery{ResourceVersion: "6"})
 	if m, _ := s.Next(); m.Type != Synced || m.ResourceVersion != "6" {

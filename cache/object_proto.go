@@ -4,11 +4,15 @@ import (
 	"fmt"
 	"sync"
 
+	jsonv2 "github.com/go-json-experiment/json"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/scheme"
 	sigsjson "sigs.k8s.io/json"
+
+	"github.com/kubeindex/kubeindex/internal/jsonscan"
 )
 
 // Protobuf encodings of cached objects, for clients that ask for
@@ -77,7 +81,8 @@ type protoMarshaler interface {
 }
 
 // protoDecoder decodes JSON into client-go's types as they are: no
-// defaulting, no conversion (the bytes are the API server's output).
+// defaulting, no conversion (the bytes are the API server's output). It is
+// the reference decodeTyped answers as, and its fallback.
 var protoDecoder = scheme.Codecs.UniversalDeserializer()
 
 // MarshalProtobuf returns the protobuf message of a built-in kind's JSON
@@ -85,15 +90,58 @@ var protoDecoder = scheme.Codecs.UniversalDeserializer()
 func MarshalProtobuf(raw []byte) ([]byte, error) { return marshalProtobuf(raw) }
 
 func marshalProtobuf(raw []byte) ([]byte, error) {
-	obj, gvk, err := protoDecoder.Decode(raw, nil, nil)
+	obj, err := decodeTyped(raw)
 	if err != nil {
 		return nil, err
 	}
 	m, ok := obj.(protoMarshaler)
 	if !ok {
-		return nil, fmt.Errorf("%s has no protobuf encoding", gvk)
+		return nil, fmt.Errorf("%s has no protobuf encoding", obj.GetObjectKind().GroupVersionKind())
 	}
 	return m.Marshal()
+}
+
+// decodeTyped decodes a built-in kind's JSON into its client-go type as
+// protoDecoder does, in a fraction of its time: the kind is read from the
+// object's own apiVersion and kind (protoDecoder decodes the whole document
+// once more to find them), and the JSON is decoded by go-json-experiment's
+// decoder, which matches member names case-sensitively as
+// sigs.k8s.io/json does, ignores unknown members and calls the types' own
+// UnmarshalJSON (times, quantities, int-or-strings). Where the two could
+// differ it refuses rather than guesses (duplicate names, invalid UTF-8,
+// anything else it rejects), and the object is decoded by protoDecoder:
+// what decodeTyped returns is always what protoDecoder returns
+// (TestDecodeTypedAsTheLibrary, FuzzDecodeTyped).
+func decodeTyped(raw []byte) (runtime.Object, error) {
+	if obj, ok := decodeFast(raw); ok {
+		return obj, nil
+	}
+	obj, _, err := protoDecoder.Decode(raw, nil, nil)
+	return obj, err
+}
+
+// decodeFast is decodeTyped's fast path; false when it declines.
+func decodeFast(raw []byte) (runtime.Object, bool) {
+	apiVersion, err := jsonscan.String(jsonscan.Member(raw, "apiVersion"))
+	if err != nil {
+		return nil, false
+	}
+	kind, err := jsonscan.String(jsonscan.Member(raw, "kind"))
+	if err != nil || kind == "" {
+		return nil, false
+	}
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return nil, false
+	}
+	obj, err := scheme.Scheme.New(gv.WithKind(kind))
+	if err != nil {
+		return nil, false
+	}
+	if err := jsonv2.Unmarshal(raw, obj); err != nil {
+		return nil, false
+	}
+	return obj, true
 }
 
 // ProtobufKind reports whether objects of apiVersion and kind have a

@@ -72,10 +72,12 @@ type order struct {
 	now     func() time.Time
 	ready   chan struct{} // closed once built
 
-	mu       sync.Mutex // guards tree, pending, building
+	mu       sync.Mutex // guards tree, pending, building, gen
 	tree     *btree.BTreeG[orderEntry]
 	pending  []orderChange
 	building bool
+	gen      uint64 // changes applied to tree since it was built
+	passes   passes // questions' passes over it (order_memo.go)
 
 	used atomic.Int64 // unix nanoseconds of the last question
 }
@@ -268,6 +270,7 @@ func (ix *order) build(objs []*Object) {
 
 // apply makes one change to the tree; ix.mu is held.
 func (ix *order) apply(ch orderChange) {
+	ix.gen++
 	if ch.hasOld {
 		ix.tree.Delete(ch.old)
 	}
@@ -278,9 +281,15 @@ func (ix *order) apply(ch orderChange) {
 
 // snapshot is the tree as it is now, which later changes do not touch.
 func (ix *order) snapshot() *btree.BTreeG[orderEntry] {
+	snap, _ := ix.snapshotAt()
+	return snap
+}
+
+// snapshotAt is snapshot and the generation it is of.
+func (ix *order) snapshotAt() (*btree.BTreeG[orderEntry], uint64) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	return ix.tree.Copy()
+	return ix.tree.Copy(), ix.gen
 }
 
 // change applies an event (old or cur nil for an add or a delete) to

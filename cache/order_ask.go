@@ -119,12 +119,22 @@ func (c *Cache) answerOrdered(r *resourceCache, res ListResult, f *filter, q Lis
 	}
 	defer release()
 	ix, _ := r.orders.index(r, a.Sort, a.SortText, held, a.Schema)
-	snap := ix.snapshot()
 	ask := newAsking(ix, f, a.Filter, comp, a.Now)
-	var pivot orderEntry
-	if tok.After != "" {
-		pivot = pivotEntry(tok)
+	if tok.After == "" {
+		p := ix.passOver(passKey(q), ask)
+		page := p.page(ask, a.Offset, q.Limit)
+		res.Total = p.total
+		pos := min(a.Offset, p.total) + len(page)
+		more, walk := p.total-pos, ""
+		if more > 0 {
+			walk = c.walks.keepOrdered(res.Resource.Name, a.SortText, askedBy(q), &orderedWalk{snap: p.snap, ix: ix, f: f, flt: a.Filter, comp: comp, now: a.Now, total: p.total})
+		}
+		return orderedPage(res, page, len(a.Sort), more, pos, a.SortText, walk), nil, true, nil
 	}
+	// A token of another process (or of a walk forgotten): a pass
+	// counting the matches before its place.
+	snap := ix.snapshot()
+	pivot := pivotEntry(tok)
 	var page []orderEntry
 	before, skipped, more, matches := 0, 0, 0, 0
 	snap.Scan(func(e orderEntry) bool {
@@ -133,7 +143,7 @@ func (c *Cache) answerOrdered(r *resourceCache, res ListResult, f *filter, q Lis
 		}
 		matches++
 		switch {
-		case tok.After != "" && !ix.less(pivot, e):
+		case !ix.less(pivot, e):
 			before++
 		case skipped < a.Offset:
 			skipped++
@@ -218,7 +228,7 @@ func (w *orderedWalk) page(res ListResult, tok continueToken, limit int, sort, r
 // groups come in runs, counted without a lookup per object. ok is false
 // when the selection is better counted from its objects, then returned
 // (nil: not gathered yet).
-func (c *Cache) countOrdered(r *resourceCache, f *filter, flt query.Filter, sc *query.Schema, now time.Time, groupBy []query.Key) (total int, groups []query.Group, items []*Object, ok bool, _ error) {
+func (c *Cache) countOrdered(r *resourceCache, f *filter, q ListQuery, flt query.Filter, sc *query.Schema, now time.Time, groupBy []query.Key) (total int, groups []query.Group, items []*Object, ok bool, _ error) {
 	comp := flt.Compile()
 	held := heldKeys(comp, nil)
 	keys := make([]query.SortKey, len(groupBy))
@@ -243,7 +253,11 @@ func (c *Cache) countOrdered(r *resourceCache, f *filter, flt query.Filter, sc *
 	}
 	defer release()
 	ix, _ := r.orders.index(r, keys, text, held, sc)
-	snap := ix.snapshot()
+	snap, gen := ix.snapshotAt()
+	key := passKey(q) + "\x00groupBy\x00" + text
+	if p := ix.passes.find(key, gen); p != nil {
+		return p.total, slices.Clone(p.groups), nil, true, nil
+	}
 	ask := newAsking(ix, f, flt, comp, now)
 	counter := query.NewCounter(groupBy)
 	var run []query.Value
@@ -265,7 +279,9 @@ func (c *Cache) countOrdered(r *resourceCache, f *filter, flt query.Filter, sc *
 	if n > 0 {
 		counter.AddRows(run, n)
 	}
-	return counter.Total(), counter.Groups(), nil, true, nil
+	p := &pass{key: key, gen: gen, total: counter.Total(), groups: counter.Groups()}
+	ix.passes.keep(p)
+	return p.total, slices.Clone(p.groups), nil, true, nil
 }
 
 // cost is what a question walking an ordered index reads, in the

@@ -253,6 +253,16 @@ type limitedConn struct {
 	wmu  sync.Mutex
 	held *[]byte // what was written while holding; nil when not holding
 	werr error   // a failed send of what was held: later writes fail too
+	// lent is what the answer being written promised not to change until
+	// it is sent (lend); kept, its write was not copied: it is sent after
+	// held, by reference. lentPool and keptPool are their answerBuffers
+	// when the connection owns them.
+	lent, kept         []byte
+	lentPool, keptPool *[]byte
+	// vec and bufs (under wmu) are sendHeld's vector, kept with the
+	// connection so that a send allocates nothing.
+	vec  [2][]byte
+	bufs net.Buffers
 }
 
 // maxHeld bounds what a connection holds: the write that would pass it
@@ -271,6 +281,42 @@ func (c *limitedConn) hold() {
 	c.wmu.Unlock()
 }
 
+// holding reports whether the connection keeps what is written (hold).
+func (c *limitedConn) holding() bool {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.held != nil
+}
+
+// lend promises that b, the next thing written while holding, does not
+// change until the answer is sent (a stored object, whose bytes never
+// change), so that the connection may keep a reference to it rather than
+// copy it; it is sent after what was held, in the same write. A write of
+// other bytes is copied as usual. With pooled, b is *pooled, which the
+// connection owns once it accepts the loan: it returns it to
+// answerBuffers once sent (see forget). A
+// connection that no longer holds (closed meanwhile) declines: the
+// caller keeps b and pooled.
+func (c *limitedConn) lend(b []byte, pooled *[]byte) (accepted bool) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.forget() // at most one loan
+	if c.held == nil || len(b) == 0 {
+		return false
+	}
+	c.lent, c.lentPool = b, pooled
+	return true
+}
+
+// forget (under wmu) ends the loan and the kept body, if any. A kept
+// body's buffer goes back to its pool; a lent one never written is left
+// to the collector: its writer may still be about to write it (a close
+// from another goroutine ends the answer under it).
+func (c *limitedConn) forget() {
+	putAnswerBuffer(c.keptPool)
+	c.lent, c.lentPool, c.kept, c.keptPool = nil, nil, nil, nil
+}
+
 // release sends what was held, in one write, and stops holding.
 func (c *limitedConn) release() error {
 	c.wmu.Lock()
@@ -281,9 +327,10 @@ func (c *limitedConn) release() error {
 	}
 	c.held = nil
 	var err error
-	if len(*b) > 0 {
-		_, err = c.sendHeld(*b, nil)
+	if len(*b) > 0 || c.kept != nil {
+		_, err = c.sendHeld(*b, c.kept)
 	}
+	c.forget()
 	*b = (*b)[:0]
 	heldBuffers.Put(b)
 	return err
@@ -297,6 +344,20 @@ func (c *limitedConn) Write(p []byte) (int, error) {
 		return 0, c.werr
 	case c.held == nil:
 		return c.Conn.Write(p)
+	case c.kept != nil:
+		// Bytes after a kept body: what was held leaves first.
+		_, err := c.sendHeld(*c.held, c.kept)
+		*c.held = (*c.held)[:0]
+		putAnswerBuffer(c.keptPool)
+		c.kept, c.keptPool = nil, nil
+		if err != nil {
+			return 0, err
+		}
+	}
+	switch {
+	case c.lent != nil && sameBytes(p, c.lent):
+		c.kept, c.keptPool, c.lent, c.lentPool = p, c.lentPool, nil, nil
+		return len(p), nil
 	case len(*c.held)+len(p) <= maxHeld:
 		*c.held = append(*c.held, p...)
 		return len(p), nil
@@ -305,6 +366,11 @@ func (c *limitedConn) Write(p []byte) (int, error) {
 	n, err := c.sendHeld(*c.held, p)
 	*c.held = (*c.held)[:0]
 	return n, err
+}
+
+// sameBytes reports whether p is b itself, not a copy.
+func sameBytes(p, b []byte) bool {
+	return len(p) == len(b) && len(p) > 0 && &p[0] == &b[0]
 }
 
 // sendHeld (under wmu) sends held and then p in one write (writev on a TCP
@@ -321,13 +387,29 @@ func (c *limitedConn) sendHeld(held, p []byte) (int, error) {
 		m, err = c.Conn.Write(held)
 		n = int64(m)
 	} else {
-		bufs := net.Buffers{held, p} // writev skips an empty held
-		n, err = bufs.WriteTo(c.Conn)
+		c.vec = [2][]byte{held, p} // writev skips an empty held
+		c.bufs = c.vec[:]
+		n, err = sendBuffers(c.Conn, &c.bufs)
+		c.vec, c.bufs = [2][]byte{}, nil // no reference outlives the send
 	}
 	if err != nil {
 		c.werr = err
 	}
 	return int(min(max(n-int64(len(held)), 0), int64(len(p)))), err
+}
+
+// buffersSender is a connection that sends several buffers in one write
+// of its own (tests' wrappers that count writes); a TCP connection does
+// with writev through net.Buffers.
+type buffersSender interface {
+	SendBuffers(bufs *net.Buffers) (int64, error)
+}
+
+func sendBuffers(conn net.Conn, bufs *net.Buffers) (int64, error) {
+	if s, ok := conn.(buffersSender); ok {
+		return s.SendBuffers(bufs)
+	}
+	return bufs.WriteTo(conn)
 }
 
 func (c *limitedConn) SetReadDeadline(t time.Time) error {

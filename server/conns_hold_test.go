@@ -35,6 +35,21 @@ func (w writeSizes) Write(p []byte) (int, error) {
 	return w.Conn.Write(p)
 }
 
+// SendBuffers records a vectored send as one write, as writev makes it.
+func (w writeSizes) SendBuffers(bufs *net.Buffers) (int64, error) {
+	n := 0
+	for _, b := range *bufs {
+		n += len(b)
+	}
+	w.mu.Lock()
+	*w.writes = append(*w.writes, n)
+	w.mu.Unlock()
+	if w.fail != nil {
+		return 0, w.fail
+	}
+	return bufs.WriteTo(w.Conn)
+}
+
 type writeSizesListener struct {
 	net.Listener
 	mu     sync.Mutex
@@ -167,5 +182,87 @@ func TestHeldWritesKeepTheirOrderAndTheirError(t *testing.T) {
 	}
 	if _, err := lc.Write([]byte("more")); !errors.Is(err, broken) || !strings.Contains(fmt.Sprint(err), "reset") {
 		t.Errorf("a write after a failed send: %v, want %v", err, broken)
+	}
+}
+
+// A body lent to a held connection is sent by reference after what was
+// held, in the same write; bytes written after it leave after it, in
+// order; a write of equal but other bytes is copied; and nothing lent
+// outlives its answer.
+func TestLentBodyLeavesAfterTheHeldBytes(t *testing.T) {
+	client, server := net.Pipe()
+	defer client.Close()
+	var mu sync.Mutex
+	var writes []int
+	lc := &limitedConn{Conn: writeSizes{Conn: server, mu: &mu, writes: &writes}, l: newLimiter(LimitOptions{}.withDefaults()), addr: "pipe"}
+	got := make(chan []byte)
+	go func() { b, _ := io.ReadAll(client); got <- b }()
+
+	head, body, tail := []byte("HTTP/1.1 200 OK\r\n\r\n"), bytes.Repeat([]byte("b"), 6<<10), []byte("after")
+	write := func(p []byte) {
+		t.Helper()
+		if n, err := lc.Write(p); n != len(p) || err != nil {
+			t.Fatalf("write: %d, %v; want %d, nil", n, err, len(p))
+		}
+	}
+	lc.hold()
+	write(head)
+	lc.lend(body, nil)
+	write(body)
+	if lc.kept == nil {
+		t.Fatal("the lent body was copied, not kept")
+	}
+	if err := lc.release(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if len(writes) != 1 || writes[0] != len(head)+len(body) {
+		t.Errorf("writes %v; want one of %d bytes", writes, len(head)+len(body))
+	}
+	writes = writes[:0]
+	mu.Unlock()
+
+	lc.hold()
+	write(head)
+	lc.lend(body, nil)
+	write(bytes.Clone(body)) // equal bytes, another array: copied
+	if lc.kept != nil {
+		t.Error("a copy of the lent bytes was kept by reference")
+	}
+	lc.lend(body, nil)
+	write(body)
+	write(tail) // after a kept body: the held bytes and the body leave first
+	if err := lc.release(); err != nil {
+		t.Fatal(err)
+	}
+	if lc.lent != nil || lc.kept != nil {
+		t.Error("a lent body outlived its answer")
+	}
+	lc.hold()
+	if !lc.lend(body, nil) { // lent, never written (a HEAD answer): forgotten at release
+		t.Fatal("a holding connection declined a loan")
+	}
+	if err := lc.release(); err != nil || lc.lent != nil {
+		t.Errorf("release after an unwritten loan: %v, lent kept: %v", err, lc.lent != nil)
+	}
+	pooled := answerBuffers.Get().(*[]byte)
+	*pooled = append((*pooled)[:0], body...)
+	lc.hold()
+	write(head)
+	lc.lend(*pooled, pooled)
+	write(*pooled)
+	if lc.keptPool != pooled {
+		t.Error("the connection does not own the pooled body it kept")
+	}
+	if err := lc.release(); err != nil || lc.keptPool != nil || lc.lentPool != nil {
+		t.Errorf("release of a pooled body: %v; still owned: %v", err, lc.keptPool != nil || lc.lentPool != nil)
+	}
+	if lc.lend(*pooled, pooled) {
+		t.Error("a connection that holds nothing accepted a loan: its buffer could be reused while written")
+	}
+	lc.Conn.Close()
+	want := bytes.Join([][]byte{head, body, head, body, body, tail, head, body}, nil)
+	if !bytes.Equal(<-got, want) {
+		t.Error("the bytes arrived changed or out of order")
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/labstack/echo/v4"
+
 	"github.com/kubeindex/kubeindex/cache"
 	"github.com/kubeindex/kubeindex/indexers"
 )
@@ -46,15 +48,82 @@ func writeJSON(w http.ResponseWriter, body []byte) error {
 	return err
 }
 
+// writeObject is writeJSON for a stored object's bytes, which never
+// change. On a connection that holds the answer (limitedConn.hold), the
+// headers leave net/http's buffers first, so that the body reaches the
+// connection in one write, which keeps a reference to it rather than a
+// copy (lend): net/http would otherwise copy it into its 4 KiB buffer and
+// the connection again into what it holds.
+func writeObject(c echo.Context, raw []byte) error {
+	c.Response().Header()["Content-Type"] = jsonContentType
+	return writeLent(c.Response(), heldConn(c), raw, nil)
+}
+
+// heldConn is the connection that holds c's answer (limitedConn.hold);
+// nil when none does (HTTP/2, streams, tests' recorders).
+func heldConn(c echo.Context) *limitedConn {
+	if lc := connOf(c.Request()); lc != nil && lc.holding() {
+		return lc
+	}
+	return nil
+}
+
+// writeLent answers 200 with body, which does not change until the answer
+// is sent, and which lc (nil: none holds the answer) is lent (see
+// writeObject). pooled, if not nil, is body's answer buffer, which lc then
+// owns; unless lc took it, it is returned once written.
+func writeLent(w http.ResponseWriter, lc *limitedConn, body []byte, pooled *[]byte) error {
+	h := w.Header()
+	if h.Get("Content-Type") == "" {
+		h["Content-Type"] = jsonContentType
+	}
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	w.WriteHeader(http.StatusOK)
+	if lc != nil && flushHeaders(w) && lc.lend(body, pooled) {
+		pooled = nil // the connection's now
+	}
+	_, err := w.Write(body)
+	putAnswerBuffer(pooled)
+	return err
+}
+
+// flushHeaders sends the headers of an answer whose length is set (so it
+// is not chunked) out of net/http's buffers.
+func flushHeaders(w http.ResponseWriter) bool {
+	if r, ok := w.(*echo.Response); ok {
+		w = r.Writer
+	}
+	f, ok := w.(http.Flusher)
+	if ok {
+		f.Flush()
+	}
+	return ok
+}
+
+// answerBuffers hold list-shaped answers that fit envelopeFit, whole, so
+// that a connection can be lent them (writeLentEnvelope).
+var answerBuffers = sync.Pool{New: func() any { b := make([]byte, 0, envelopeFit); return &b }}
+
+// envelopeFit is the longest answer written with its length; a longer one
+// is streamed, chunked.
+const envelopeFit = 32 << 10
+
+func putAnswerBuffer(b *[]byte) {
+	if b != nil && cap(*b) <= envelopeFit {
+		*b = (*b)[:0]
+		answerBuffers.Put(b)
+	}
+}
+
 // writeList writes a Kubernetes-style list envelope around the stored
 // object bytes, without decoding or re-encoding any object.
-func writeList(w http.ResponseWriter, res cache.ListResult) error {
-	return writeListAs(w, res, nil)
+func writeList(w http.ResponseWriter, lc *limitedConn, res cache.ListResult) error {
+	return writeListAs(w, lc, res, nil)
 }
 
 // writeListAs is writeList with each object written by enc (as stored
 // when enc is nil).
-func writeListAs(w http.ResponseWriter, res cache.ListResult, enc itemEncoding) error {
+func writeListAs(w http.ResponseWriter, lc *limitedConn, res cache.ListResult, enc itemEncoding) error {
 	total := res.Total
 	meta, err := json.Marshal(ListMeta{ResourceVersion: res.Freshness.ResourceVersion,
 		Continue: res.Continue, Remaining: res.Remaining, Total: &total})
@@ -70,24 +139,24 @@ func writeListAs(w http.ResponseWriter, res cache.ListResult, enc itemEncoding) 
 	}
 	head = append(head[:len(head)-1], `,"metadata":`...)
 	head = append(head, meta...)
-	return writeEnvelopeAs(w, res.Items, func(b []byte) []byte { return append(b, head...) }, enc)
+	return writeEnvelopeAs(w, lc, res.Items, func(b []byte) []byte { return append(b, head...) }, enc)
 }
 
 // writeIPLookup writes the answer to "who has this IP": a summary a service
 // can act on (match, pods) and the full pod objects. The summary is encoded
 // by hand, as encoding/json would encode it (TestIPLookupEncoding): this is
 // the hot path, and reflection was a large part of its cost.
-func writeIPLookup(w http.ResponseWriter, res cache.IPLookup) error {
+func writeIPLookup(w http.ResponseWriter, lc *limitedConn, res cache.IPLookup) error {
 	items := res.Items
 	if len(res.ServiceItems)+len(res.NodeItems) > 0 {
 		items = append(append(append([]*cache.Object(nil), res.Items...), res.ServiceItems...), res.NodeItems...)
 	}
-	return writeEnvelope(w, items, func(b []byte) []byte { return appendIPLookupHead(b, res) })
+	return writeEnvelope(w, lc, items, func(b []byte) []byte { return appendIPLookupHead(b, res) })
 }
 
 // envelopeBuffers are the write buffers of list-shaped answers. A buffer
 // holds many objects, so that a long list goes out in few large writes.
-var envelopeBuffers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 32<<10) }}
+var envelopeBuffers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, envelopeFit) }}
 
 // writeEnvelope answers 200 with the JSON object that head appends the
 // start of, the objects as its member "items", and the closing brace and
@@ -95,8 +164,34 @@ var envelopeBuffers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil
 // buffer of its own; the objects' bytes are written as stored. An answer
 // that fits the buffer (a lookup's, a short list's) goes out in one write
 // with its length (see writeJSON); a longer one is streamed, chunked.
-func writeEnvelope(w http.ResponseWriter, items []*cache.Object, head func([]byte) []byte) error {
-	return writeEnvelopeAs(w, items, head, nil)
+func writeEnvelope(w http.ResponseWriter, lc *limitedConn, items []*cache.Object, head func([]byte) []byte) error {
+	return writeEnvelopeAs(w, lc, items, head, nil)
+}
+
+// appendEnvelope is the envelope of writeEnvelope in an answer buffer;
+// nil when it does not fit envelopeFit.
+func appendEnvelope(items []*cache.Object, head func([]byte) []byte) *[]byte {
+	size := len(`,"items":[`) + len("]}\n") + max(len(items)-1, 0)
+	for _, o := range items {
+		if size += len(o.Raw()); size > envelopeFit {
+			return nil
+		}
+	}
+	b := answerBuffers.Get().(*[]byte)
+	buf := head((*b)[:0])
+	if len(buf)+size > envelopeFit {
+		putAnswerBuffer(b)
+		return nil
+	}
+	buf = append(buf, `,"items":[`...)
+	for i, o := range items {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, o.Raw()...)
+	}
+	*b = append(buf, "]}\n"...)
+	return b
 }
 
 // itemEncoding writes the objects of a list otherwise than as stored.
@@ -109,7 +204,12 @@ type itemEncoding interface {
 
 // writeEnvelopeAs is writeEnvelope with each object written by enc (as
 // stored when enc is nil).
-func writeEnvelopeAs(w http.ResponseWriter, items []*cache.Object, head func([]byte) []byte, enc itemEncoding) error {
+func writeEnvelopeAs(w http.ResponseWriter, lc *limitedConn, items []*cache.Object, head func([]byte) []byte, enc itemEncoding) error {
+	if lc != nil && enc == nil {
+		if b := appendEnvelope(items, head); b != nil {
+			return writeLent(w, lc, *b, b)
+		}
+	}
 	bw := envelopeBuffers.Get().(*bufio.Writer)
 	defer envelopeBuffers.Put(bw)
 	bw.Reset(w)

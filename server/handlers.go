@@ -150,7 +150,7 @@ func (s *Server) list(c echo.Context) error {
 	if fields != nil {
 		return writeProjected(c.Response(), res, fields)
 	}
-	return writeList(c.Response(), res)
+	return writeList(c.Response(), heldConn(c), res)
 }
 
 func (s *Server) getNamespaced(c echo.Context) error {
@@ -187,7 +187,7 @@ func (s *Server) get(c echo.Context, namespaced bool) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(c.Response(), obj.Raw())
+	return writeObject(c, obj.Raw())
 }
 
 func (s *Server) indexValues(c echo.Context) error {

@@ -274,7 +274,7 @@ func checkIPLookupEncoding(t *testing.T, res cache.IPLookup) {
 	}
 	want = append(want, "]}\n"...)
 	rec := httptest.NewRecorder()
-	if err := writeIPLookup(rec, res); err != nil {
+	if err := writeIPLookup(rec, nil, res); err != nil {
 		t.Fatal(err)
 	}
 	if got := rec.Body.String(); got != string(want) {

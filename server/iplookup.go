@@ -43,7 +43,7 @@ func (s *Server) lookupIP(c echo.Context) error {
 	if res.History != nil {
 		return writeJSON(c.Response(), appendIPHistory(nil, res))
 	}
-	return writeIPLookup(c.Response(), res)
+	return writeIPLookup(c.Response(), heldConn(c), res)
 }
 
 // parseIPQuery checks an IP query's moment and port; the address itself is

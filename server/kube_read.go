@@ -303,7 +303,7 @@ func (s *Server) kubeGet(c echo.Context, t kubeTarget, opts *metainternalversion
 	if t.asMetadata {
 		return writeKubeMetadata(c, t.res, obj.Raw())
 	}
-	return writeJSON(c.Response(), obj.Raw())
+	return writeObject(c, obj.Raw())
 }
 
 func (s *Server) kubeList(c echo.Context, t kubeTarget, opts *metainternalversion.ListOptions, tb *tableRequest) error {
@@ -366,7 +366,7 @@ func (s *Server) kubeList(c echo.Context, t kubeTarget, opts *metainternalversio
 		kind, apiVersion, items = "PartialObjectMetadataList", "meta.k8s.io/v1", metadataOf(t.res)
 		c.Response().Header().Set(echo.HeaderContentType, kubeMetadataListMediaType)
 	}
-	return writeEnvelopeAs(c.Response(), res.Items, func(b []byte) []byte {
+	return writeEnvelopeAs(c.Response(), heldConn(c), res.Items, func(b []byte) []byte {
 		b = append(b, `{"kind":`...)
 		b = jsonscan.AppendString(b, kind)
 		b = append(b, `,"apiVersion":`...)

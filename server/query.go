@@ -81,7 +81,7 @@ func parseAsk(q url.Values, sc *query.Schema) (*cache.Ask, error) {
 
 // writeProjected writes a list whose items keep only the fields asked.
 func writeProjected(w http.ResponseWriter, res cache.ListResult, p *query.Projection) error {
-	return writeListAs(w, res, &projected{p: p})
+	return writeListAs(w, nil, res, &projected{p: p}) // encoded items: nothing to lend
 }
 
 // projected is the itemEncoding of a projection. Its size projects into a

@@ -38,7 +38,8 @@ func (e *PositionError) Unwrap() error { return e.Err }
 // sequence) or shared by several events (resource versions, where late
 // events take the stamp of the event before them).
 //
-// It keeps at most its limit of events, and none older than its age. The
+// It keeps at most its limit of events, and none older than its age but
+// those stamped with the head (see Trim). The
 // zero value is not usable: make it with NewLog. A Log is not safe for
 // concurrent use: its user's lock guards it.
 type Log[E any] struct {
@@ -97,12 +98,16 @@ func (l *Log[E]) Reset(pos uint64) {
 }
 
 // Trim forgets the events beyond the limit and those published before
-// now minus the age.
+// now minus the age, except by age those stamped with the head: a client
+// at the head (every list taken meanwhile is) must keep being served
+// while nothing moves it, and forgetting a late event stamped there would
+// refuse it until something does, so a quiet resource's clients would
+// relist forever.
 func (l *Log[E]) Trim(now time.Time) {
 	n := max(len(l.entries)-l.limit, 0)
 	if l.age > 0 {
 		oldest := now.Add(-l.age).UnixNano()
-		for n < len(l.entries) && l.entries[n].at < oldest {
+		for n < len(l.entries) && l.entries[n].at < oldest && l.entries[n].pos < l.head {
 			n++
 		}
 	}

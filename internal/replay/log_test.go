@@ -98,6 +98,36 @@ func TestLogAdvanceAndReset(t *testing.T) {
 	}
 }
 
+// TestLogQuietHeadStaysServable: a late event stamped with the head, then
+// nothing for longer than the age. A client at the head (a list taken
+// meanwhile says the head) is served, not refused as too old: refused, it
+// would list again, get the same head and be refused again, for as long
+// as the resource stays quiet. Once the head moves, the age applies.
+func TestLogQuietHeadStaysServable(t *testing.T) {
+	l := NewLog[int](8, time.Minute)
+	l.Append(10, t0, 0)
+	l.Advance(12) // the informers' list reached 12 before the event at 11 was handed over
+	if stamp := l.Append(11, t0.Add(time.Second), 1); stamp != 12 {
+		t.Fatalf("the late event is stamped %d; expect the head, 12", stamp)
+	}
+	l.Trim(t0.Add(time.Hour))
+	got, err := l.Since(12)
+	if err != nil || !slices.Equal(got, []int{1}) {
+		t.Fatalf("an hour later, Since(head) = %v, %v; expect the late event, which a client there may not have", got, err)
+	}
+	if _, err := l.Since(9); !errors.Is(err, ErrExpired) {
+		t.Errorf("Since(9) an hour later: %v; expect expired: the event at 10 is older than the age", err)
+	}
+	l.Append(13, t0.Add(time.Hour), 2)
+	l.Trim(t0.Add(2 * time.Hour))
+	if _, err := l.Since(12); !errors.Is(err, ErrExpired) {
+		t.Errorf("Since(12) once the head moved on and an hour passed: %v; expect expired", err)
+	}
+	if got, err := l.Since(13); err != nil || len(got) != 0 {
+		t.Errorf("Since(13): %v, %v; expect nothing new", got, err)
+	}
+}
+
 // logModel is the brute-force reference: every event ever appended, with
 // whether it is still held.
 type logModel struct {
@@ -187,7 +217,7 @@ func (m *logModel) trim(limit int, age time.Duration, now time.Time) {
 		}
 	}
 	for k, i := range held {
-		if len(held)-k > limit || age > 0 && m.events[i].at.Before(now.Add(-age)) {
+		if len(held)-k > limit || age > 0 && m.events[i].at.Before(now.Add(-age)) && m.events[i].pos < m.head {
 			m.events[i].forgotten = true
 		}
 	}

@@ -25,7 +25,7 @@ func TestHarness(t *testing.T) {
 	rep, err := Run(t.Context(), c, Options{
 		Pods: 200, Rounds: 1, RoundTime: 200 * time.Millisecond, LatencyRequests: 100, APIServerRequests: 5,
 		Subscribers: 20, ChurnRate: 40, ChurnTime: time.Second, UpkeepEvents: 50, IdleTime: 2 * time.Second, Out: out, Log: &log,
-		FloorRates: []int{10, 20}, FloorStep: 500 * time.Millisecond, IdleGCWait: time.Second,
+		FloorRates: []int{10, 20}, FloorStep: 500 * time.Millisecond, IdleGCWait: time.Second, QuestionPods: 1000,
 	})
 	t.Log(log.String())
 	if err != nil {
@@ -48,14 +48,19 @@ func TestHarness(t *testing.T) {
 		"live heap per pod at N against N/3", "by-IP latency p50 at N against N/3", "by-IP latency p99 at N against N/3",
 		"initial sync wall per pod at N against N/3", "initial sync CPU per pod at N against N/3",
 		"live heap per pod after the questions", "question memory per pod vs SQLite",
-		"question page 1 (running by restarts) vs API server list", "question page 1 (running by restarts) bytes vs API server list"}
+		"ordered index memory per pod", "live heap per pod with the pod columns indexed",
+		"question page 1 (running by restarts) vs API server list", "question page 1 (running by restarts) bytes vs API server list",
+		"typed informer sync client CPU, protobuf", "kubeindex CPU serving 10 protobuf informers", "kubeindex CPU serving the first protobuf informer",
+		"largest share of the objects, 10 shards", "largest share of the events, 10 shards", "API server pod watches, 10 shards open"}
 	for _, q := range []string{"running by restarts", "running by node (columns)"} {
 		for _, page := range []string{"page 1", "page 900"} {
 			want = append(want, "question p50: "+page+" ("+q+")", "question p99: "+page+" ("+q+")")
 		}
 		want = append(want, "question p99 page 900 vs page 1: ("+q+")")
 	}
-	want = append(want, "question p50: counts (phase x node)", "question p99: counts (phase x node)")
+	want = append(want, "question p50: counts (phase x node)", "question p99: counts (phase x node)",
+		"question p50: page 1 after a change (running by restarts)", "question p99: page 1 after a change (running by restarts)",
+		"question p50: counts after a change (phase x node)", "question p99: counts after a change (phase x node)")
 	got := map[string]*Figure{}
 	for _, f := range rep.Figures {
 		got[f.Name] = f

@@ -98,8 +98,14 @@ contexts: [{name: feed, context: {cluster: feed, user: feed}}]
 current-context: feed
 `
 
-// startReady runs a helper that prints "READY <addr>" and returns its base URL.
+// startReady runs a helper that prints "READY <addr>" within a minute and
+// returns its base URL.
 func (r *runner) startReady(ctx context.Context, name, bin string, args ...string) (*proc, string, error) {
+	return r.startReadyWithin(ctx, time.Minute, name, bin, args...)
+}
+
+// startReadyWithin is startReady for a helper that may take longer.
+func (r *runner) startReadyWithin(ctx context.Context, timeout time.Duration, name, bin string, args ...string) (*proc, string, error) {
 	p, err := startProc(name, bin, args, nil)
 	if err != nil {
 		return nil, "", err
@@ -114,8 +120,8 @@ func (r *runner) startReady(ctx context.Context, name, bin string, args ...strin
 		return p, "http://" + addr, nil
 	case <-p.exited:
 		return nil, "", fmt.Errorf("%s exited: %v: %s", name, p.err, p.logTail())
-	case <-time.After(time.Minute):
-		return nil, "", fmt.Errorf("%s not ready in 1m: %s", name, p.logTail())
+	case <-time.After(timeout):
+		return nil, "", fmt.Errorf("%s not ready in %v: %s", name, timeout, p.logTail())
 	case <-ctx.Done():
 		return nil, "", ctx.Err()
 	}

@@ -55,6 +55,8 @@ type keyStore struct {
 	once     sync.Once
 	updates  atomic.Int64
 	replaces atomic.Int64
+	// updated counts the updates by key; nil: not counted.
+	updated map[string]int
 }
 
 func newKeyStore() *keyStore { return &keyStore{rvs: map[string]string{}, synced: make(chan struct{})} }
@@ -86,6 +88,15 @@ func (s *keyStore) Add(obj any) error { return s.put(obj) }
 
 func (s *keyStore) Update(obj any) error {
 	s.updates.Add(1)
+	if s.updated != nil {
+		key, err := cache.MetaNamespaceKeyFunc(obj)
+		if err != nil {
+			return err
+		}
+		s.mu.Lock()
+		s.updated[key]++
+		s.mu.Unlock()
+	}
 	return s.put(obj)
 }
 
@@ -180,6 +191,8 @@ type podLW struct {
 	fail      *failures
 	lists     *atomic.Int64
 	watchList *atomic.Int64
+	// shard is the shardSelector of every request; empty: none.
+	shard string
 }
 
 var (
@@ -200,6 +213,7 @@ func (lw *podLW) Watch(o metav1.ListOptions) (watch.Interface, error) {
 }
 
 func (lw *podLW) get(ctx context.Context, o metav1.ListOptions) (*http.Response, error) {
+	o.ShardSelector = lw.shard
 	q, err := scheme.ParameterCodec.EncodeParameters(&o, corev1.SchemeGroupVersion)
 	if err != nil {
 		return nil, err

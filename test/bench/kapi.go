@@ -698,9 +698,11 @@ func (r *runner) kubeWatch(ctx context.Context) error {
 		start += res.Sent
 		var q99, q50 [2]float64
 		for i, s := range sets {
+			// One deadline for all of a target's watchers: one each made a
+			// target whose watchers missed an event wait 30 s per watcher.
+			deadline := time.Now().Add(30 * time.Second)
 			for j, inf := range s {
-				deadline := time.Now().Add(30 * time.Second)
-				for inf.events.Load()-before[i][j] < int64(res.Sent) && time.Now().Before(deadline) {
+				for inf.events.Load()-before[i][j] < int64(res.Sent) && time.Now().Before(deadline) && ctx.Err() == nil {
 					time.Sleep(20 * time.Millisecond)
 				}
 			}

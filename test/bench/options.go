@@ -76,9 +76,21 @@ type Options struct {
 	// idle streams), fanfloor (the fan-out ceiling from a fake source,
 	// beside a bare WebSocket broadcaster), questions (sorted, filtered
 	// pages and grouped counts beside an in-memory SQLite of the same rows,
-	// and the same page through the API server), scale (heap per pod, sync
-	// and lookup latency at N against a kubeindex caching N/3). Empty: all.
+	// and the same page through the API server), proto (typed informers
+	// syncing from /k8s over protobuf against JSON: their CPU and
+	// kubeindex's), shards (10 shardSelector consumers of /k8s: their
+	// shares of the objects and events, the API server's pod watches),
+	// scale (heap per pod, sync and lookup latency at N against a kubeindex
+	// caching N/3). Empty: all.
 	Figures []string
+	// QuestionPods is the size of the questions' cluster (figure
+	// questions): the demo's crowd of that many pods in a fake API server
+	// of its own (benchfeed -pods), still while asked, which a kubeindex
+	// syncs and SQLite loads from it; seeding the real API server with
+	// 100,000 pods takes hours on a shared machine. The same page through
+	// the API server is asked of the seeded cluster, at Pods. Negative:
+	// ask the seeded cluster's kubeindex itself. Default 100000.
+	QuestionPods int
 	// IdleGCWait is how long the heap and scale figures wait for a GC of each
 	// kubeindex while idle (the Go runtime forces one after two minutes
 	// without), whose marked heap holds nothing allocated under load;
@@ -109,6 +121,9 @@ func (o Options) withDefaults() Options {
 	def(&o.ChurnRate, 150)
 	def(&o.LightChurnRate, 30)
 	def(&o.UpkeepEvents, 3000)
+	if o.QuestionPods == 0 {
+		o.QuestionPods = 100000
+	}
 	if o.RoundTime <= 0 {
 		o.RoundTime = 2 * time.Second
 	}

@@ -26,20 +26,26 @@ type questionVariant struct {
 	page900     bool
 	offset      int
 	firstPageOf int // for a page 900: the index of its page 1 among the variants
+	// changed: a pod changes (and kubeindex has the event) before each of
+	// kubeindex's answers, so no answer finds its index as the last left it.
+	changed bool
 }
 
-// questionVariants are page 1 and page 900 (the last full page of a
-// smaller cluster) of each question, and the counts.
-func (r *runner) questionVariants(sqliteBase string, cat questionCatalog) []questionVariant {
-	far := min(899, r.p.n/questionLimit-1) * questionLimit
+// questionVariants are page 1 and page 900 of each question (or, when
+// fewer pods match, the last full page: totals holds each question's
+// matches), and the counts, asked of kubeindex at kbase and SQLite at
+// sbase; with changes, the first question's page 1 and the counts again,
+// after a change.
+func questionVariants(kbase, sbase string, cat questionCatalog, totals []int, changes bool) []questionVariant {
 	var vs []questionVariant
-	for _, q := range cat.Questions {
+	for qi, q := range cat.Questions {
+		far := min(899, max(1, totals[qi]/questionLimit-1)) * questionLimit
 		for _, offset := range []int{0, far} {
 			v := questionVariant{
 				label:     fmt.Sprintf("page 1 (%s)", q.Name),
 				offset:    offset,
-				kubeindex: fmt.Sprintf("%s/api/v1/pods?%s&limit=%d&offset=%d", r.main.base, q.Query, questionLimit, offset),
-				sqlite:    fmt.Sprintf("%s/questions?name=%s&limit=%d&offset=%d", sqliteBase, url.QueryEscape(q.Name), questionLimit, offset),
+				kubeindex: questionURL(kbase, q.Query, offset),
+				sqlite:    fmt.Sprintf("%s/questions?name=%s&limit=%d&offset=%d", sbase, url.QueryEscape(q.Name), questionLimit, offset),
 			}
 			if offset > 0 {
 				v.label, v.page900, v.firstPageOf = fmt.Sprintf("page 900 (%s)", q.Name), true, len(vs)-1
@@ -47,27 +53,49 @@ func (r *runner) questionVariants(sqliteBase string, cat questionCatalog) []ques
 			vs = append(vs, v)
 		}
 	}
-	return append(vs, questionVariant{label: "counts (" + cat.Counts.Name + ")", counts: true,
-		kubeindex: r.main.base + "/api/v1/resources/pods/counts?" + cat.Counts.Query,
-		sqlite:    sqliteBase + "/counts"})
+	if changes {
+		v := vs[0]
+		v.label, v.changed = "page 1 after a change ("+cat.Questions[0].Name+")", true
+		vs = append(vs, v)
+	}
+	counts := questionVariant{label: "counts (" + cat.Counts.Name + ")", counts: true,
+		kubeindex: kbase + "/api/v1/resources/pods/counts?" + cat.Counts.Query,
+		sqlite:    sbase + "/counts"}
+	vs = append(vs, counts)
+	if changes {
+		counts.label, counts.changed = "counts after a change ("+cat.Counts.Name+")", true
+		vs = append(vs, counts)
+	}
+	return vs
+}
+
+// questionURL is kubeindex's page of a question at an offset.
+func questionURL(base, query string, offset int) string {
+	return fmt.Sprintf("%s/api/v1/pods?%s&limit=%d&offset=%d", base, query, questionLimit, offset)
 }
 
 // askQuestions compares kubeindex's answers to questions with an in-memory
 // SQLite's (steve's schema, loaded with the same pods' Table rows), both
 // behind HTTP in a process of their own and asked by the same client, one
-// request to each in turn; then the same page as a dashboard gets it from
-// the API server (list every pod, filter and sort in the client), and the
-// memory the questions cost.
+// request to each in turn, over the questions' own cluster
+// (questionSource); then the same page as a dashboard gets it from the API
+// server (list every pod, filter and sort in the client) beside the seeded
+// cluster's kubeindex; then the memory the questions and an index per pod
+// column cost.
 func (r *runner) askQuestions(ctx context.Context) error {
 	base, err := r.emptyHeap(ctx)
 	if err != nil {
 		return err
 	}
-	heapBefore, err := currentHeap(ctx, r.main)
+	src, feed, n, err := r.questionSource(ctx)
 	if err != nil {
 		return err
 	}
-	sq, err := startProc("benchsqlite", r.sqliteBin, []string{"-source", r.main.base}, nil)
+	heapBefore, err := currentHeap(ctx, src)
+	if err != nil {
+		return err
+	}
+	sq, err := startProc("benchsqlite", r.sqliteBin, []string{"-source", src.base}, nil)
 	if err != nil {
 		return err
 	}
@@ -79,17 +107,20 @@ func (r *runner) askQuestions(ctx context.Context) error {
 		sqliteBase = "http://" + strings.TrimPrefix(line, "READY ")
 	case <-sq.exited:
 		return fmt.Errorf("benchsqlite exited: %v: %s", sq.err, sq.logTail())
-	case <-time.After(15 * time.Minute):
-		return fmt.Errorf("benchsqlite not loaded in 15m: %s", sq.logTail())
+	case <-time.After(30 * time.Minute):
+		return fmt.Errorf("benchsqlite not loaded in 30m: %s", sq.logTail())
 	}
 	client := loopbackClient(2) // one keep-alive connection to each
 	defer client.CloseIdleConnections()
+	// A question's first answer builds its ordered index: every pod's
+	// Table row rendered, a minute at 100,000 pods on a loaded machine.
+	client.Timeout = 10 * time.Minute
 	var st sqliteStats
 	if err := getJSON(ctx, client, sqliteBase+"/stats", &st); err != nil {
 		return err
 	}
-	if st.Rows != r.p.n {
-		return fmt.Errorf("benchsqlite loaded %d pods, want %d", st.Rows, r.p.n)
+	if st.Rows != n {
+		return fmt.Errorf("benchsqlite loaded %d pods, want %d", st.Rows, n)
 	}
 	r.logf("questions: SQLite loaded %d pods in %.1f s: database %.0f MB, RSS %.0f → %.0f MB", st.Rows, st.LoadSeconds,
 		float64(st.DBBytes)/(1<<20), float64(st.RSSBefore)/(1<<20), float64(st.RSSAfter)/(1<<20))
@@ -101,9 +132,28 @@ func (r *runner) askQuestions(ctx context.Context) error {
 	if len(cat.Questions) == 0 || cat.Questions[0].Name != apiServerQuestion {
 		return fmt.Errorf("benchsqlite's first question is not %q: %+v", apiServerQuestion, cat)
 	}
-	// Both answer the same (the first answers also warm both up).
-	vs := r.questionVariants(sqliteBase, cat)
+	// Each question's first page (which builds its ordered index) says
+	// how far its pages go.
 	var cold []string
+	totals := make([]int, len(cat.Questions))
+	for i, q := range cat.Questions {
+		t := time.Now()
+		kb, err := getBody(ctx, client, questionURL(src.base, q.Query, 0))
+		if err != nil {
+			return err
+		}
+		cold = append(cold, fmt.Sprintf("page 1 (%s) %.0f ms", q.Name, ms(time.Since(t))))
+		var p pageAnswer
+		if err := json.Unmarshal(kb, &p); err != nil {
+			return err
+		}
+		if p.Metadata.Total == nil {
+			return fmt.Errorf("%s: kubeindex's page has no totalItemCount", q.Name)
+		}
+		totals[i] = *p.Metadata.Total
+	}
+	// Both answer the same (the first answers also warm both up).
+	vs := questionVariants(src.base, sqliteBase, cat, totals, feed != "")
 	pageBytes := make([]int, len(vs))
 	for i, v := range vs {
 		t := time.Now()
@@ -111,7 +161,9 @@ func (r *runner) askQuestions(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		cold = append(cold, fmt.Sprintf("%s %.0f ms", v.label, ms(time.Since(t))))
+		if v.page900 || v.counts {
+			cold = append(cold, fmt.Sprintf("%s %.0f ms", v.label, ms(time.Since(t))))
+		}
 		sb, err := getBody(ctx, client, v.sqlite)
 		if err != nil {
 			return err
@@ -126,7 +178,11 @@ func (r *runner) askQuestions(ctx context.Context) error {
 	counts := make([]int, len(vs))
 	for round := range r.o.Rounds {
 		for i, v := range vs {
-			k, s, err := pairedTimes(ctx, client, r.o.LatencyRequests/10, r.o.RoundTime, v.kubeindex, v.sqlite, round%2 == 1)
+			var change func() error
+			if v.changed {
+				change = func() error { return changeAPod(ctx, client, feed, src) }
+			}
+			k, s, err := pairedTimes(ctx, client, r.o.LatencyRequests/10, r.o.RoundTime, v.kubeindex, v.sqlite, round%2 == 1, change)
 			if err != nil {
 				return err
 			}
@@ -138,8 +194,11 @@ func (r *runner) askQuestions(ctx context.Context) error {
 		}
 	}
 	for i, v := range vs {
-		note := fmt.Sprintf("sequential over keep-alive loopback HTTP, one client, kubeindex and SQLite in turn (which goes first alternating by round), %d requests each in %d rounds; kubeindex's answer %d bytes",
-			counts[i], r.o.Rounds, pageBytes[i])
+		note := fmt.Sprintf("%d pods; sequential over keep-alive loopback HTTP, one client, kubeindex and SQLite in turn (which goes first alternating by round), %d requests each in %d rounds; kubeindex's answer %d bytes",
+			n, counts[i], r.o.Rounds, pageBytes[i])
+		if v.changed {
+			note += "; before each of kubeindex's answers (untimed) the fake API server changed a pod's annotation and kubeindex had the event, so its ordered index had changed since the last answer"
+		}
 		f := pairFigure("question p50: "+v.label, "ms", sqliteAgainst, information, pairs[i][0], kOverC, func(float64) bool { return true })
 		f.Note = note
 		r.add(f)
@@ -158,34 +217,34 @@ func (r *runner) askQuestions(ctx context.Context) error {
 			}
 			f := pairFigure("question p99 page 900 vs page 1: "+strings.TrimPrefix(v.label, "page 900 "), "ms", "kubeindex's page 1, same rounds",
 				"ratio <= 1.2", p, kOverC, func(x float64) bool { return x <= 1.2 })
-			f.Note = fmt.Sprintf("offset %d; SQLite's page 900 p99 against its page 1, by round: %s", v.offset,
-				sqliteGrowth(pairs[i][1], pairs[v.firstPageOf][1]))
+			f.Note = fmt.Sprintf("page %d (offset %d) of %d matches; SQLite's page against its page 1, by round: %s", v.offset/questionLimit+1, v.offset,
+				totals[(i-1)/2], sqliteGrowth(pairs[i][1], pairs[v.firstPageOf][1]))
 			r.add(f)
 		}
 	}
-	r.report.Context = append(r.report.Context, "questions, kubeindex's first (cold) answers: "+strings.Join(cold, ", "))
-	if err := r.questionThroughAPIServer(ctx, vs[0], pairs[0][0]); err != nil {
+	r.report.Context = append(r.report.Context, fmt.Sprintf("questions over %d pods, kubeindex's first (cold) answers: %s", n, strings.Join(cold, ", ")))
+	if err := r.questionThroughAPIServer(ctx, cat.Questions[0].Query); err != nil {
 		return err
 	}
 
-	heapAfter, err := currentHeap(ctx, r.main)
+	heapAfter, err := currentHeap(ctx, src)
 	if err != nil {
 		return err
 	}
-	n := float64(r.p.n)
-	before, after := (heapBefore-base)*(1<<20)/n, (heapAfter-base)*(1<<20)/n
+	nf := float64(n)
+	before, after := (heapBefore-base)*(1<<20)/nf, (heapAfter-base)*(1<<20)/nf
 	f := &Figure{Name: "live heap per pod after the questions", Unit: "B", Kubeindex: after, Comparison: before,
 		Against: "the same kubeindex before them", Ratio: safeDiv(after, before), Target: information, Met: true,
-		Note: fmt.Sprintf("kubeindex live heap %.0f MB before, %.0f MB after, an empty kubeindex %.0f MB (GODEBUG=gctrace=1, 1 MB resolution); "+
-			"after: what the questions keep (the answers kept for their walks, at most 256 for 5 minutes; kept column values; any sort index)", heapBefore, heapAfter, base)}
+		Note: fmt.Sprintf("%d pods; kubeindex live heap %.0f MB before, %.0f MB after, an empty kubeindex %.0f MB (GODEBUG=gctrace=1, 1 MB resolution); "+
+			"after: what the questions keep (the answers kept for their walks, at most 256 for 5 minutes; kept column values; their ordered indexes)", n, heapBefore, heapAfter, base)}
 	r.add(f)
-	rssPerPod := float64(st.RSSAfter-st.RSSBefore) / n
+	rssPerPod := float64(st.RSSAfter-st.RSSBefore) / nf
 	f = &Figure{Name: "question memory per pod vs SQLite", Unit: "B", Kubeindex: after, Comparison: rssPerPod,
 		Against: "SQLite process RSS growth over the load", Ratio: safeDiv(after, rssPerPod), Target: information, Met: true,
 		Note: fmt.Sprintf("kubeindex: live heap per pod after the questions (all of it: objects, indexes, kept columns); SQLite: %.0f B per pod of database pages (objects, fields, 9 indexes), Go heap %.0f MB, loaded from kubeindex's Table in %.1f s",
-			float64(st.DBBytes)/n, float64(st.GoHeap)/(1<<20), st.LoadSeconds)}
+			float64(st.DBBytes)/nf, float64(st.GoHeap)/(1<<20), st.LoadSeconds)}
 	r.add(f)
-	return nil
+	return r.columnIndexMemory(ctx, client, src, n, base, heapBefore, heapAfter)
 }
 
 // sqliteAgainst names the comparison of the question figures.
@@ -229,8 +288,9 @@ func currentHeap(ctx context.Context, k *kubeindex) (float64, error) {
 
 // pairedTimes times GETs of a and b, one of each in turn (b first when
 // bFirst), count of each or as many as fit in budget (at least 5), and
-// returns both sets of durations, sorted.
-func pairedTimes(ctx context.Context, client *http.Client, count int, budget time.Duration, a, b string, bFirst bool) (as, bs []time.Duration, err error) {
+// returns both sets of durations, sorted. beforeA, when not nil, runs
+// (untimed) before each GET of a.
+func pairedTimes(ctx context.Context, client *http.Client, count int, budget time.Duration, a, b string, bFirst bool, beforeA func() error) (as, bs []time.Duration, err error) {
 	deadline := time.Now().Add(budget)
 	order := []string{a, b}
 	if bFirst {
@@ -238,6 +298,11 @@ func pairedTimes(ctx context.Context, client *http.Client, count int, budget tim
 	}
 	for i := 0; i < max(count, 5) && (i < 5 || time.Now().Before(deadline)); i++ {
 		for _, u := range order {
+			if u == a && beforeA != nil {
+				if err := beforeA(); err != nil {
+					return nil, nil, err
+				}
+			}
 			t := time.Now()
 			if _, err := getBody(ctx, client, u); err != nil {
 				return nil, nil, err
@@ -252,6 +317,22 @@ func pairedTimes(ctx context.Context, client *http.Client, count int, budget tim
 	slices.Sort(as)
 	slices.Sort(bs)
 	return as, bs, nil
+}
+
+// timedGets times count GETs of u, or as many as fit in budget (at least
+// 5), and returns their durations, sorted.
+func timedGets(ctx context.Context, client *http.Client, count int, budget time.Duration, u string) ([]time.Duration, error) {
+	deadline := time.Now().Add(budget)
+	var ds []time.Duration
+	for i := 0; i < max(count, 5) && (i < 5 || time.Now().Before(deadline)); i++ {
+		t := time.Now()
+		if _, err := getBody(ctx, client, u); err != nil {
+			return nil, err
+		}
+		ds = append(ds, time.Since(t))
+	}
+	slices.Sort(ds)
+	return ds, nil
 }
 
 // getBody GETs u and returns the body of a 200.

@@ -97,11 +97,16 @@ func (r *runner) run(ctx context.Context) error {
 		{"heap", r.heap}, {"fanout", r.fanOut}, {"upkeep", r.upkeep},
 		{"kinformers", r.kubeInformers}, {"klist", r.kubeList}, {"kwatch", r.kubeWatch},
 		{"idle", r.idleCost}, {"fanfloor", r.fanFloor}, {"questions", r.askQuestions},
+		{"proto", r.protobufInformers}, {"shards", r.shardFigures},
 		{"scale", r.scale}, // last: it stops the main kubeindex
 	}
 	for _, f := range r.o.Figures {
 		if !slices.ContainsFunc(steps, func(s step) bool { return s.name == f }) {
-			return fmt.Errorf("unknown figure %q (known: sync, rate, latency, heap, fanout, upkeep, kinformers, klist, kwatch, idle, fanfloor, questions, scale)", f)
+			names := make([]string, len(steps))
+			for i, s := range steps {
+				names[i] = s.name
+			}
+			return fmt.Errorf("unknown figure %q (known: %s)", f, strings.Join(names, ", "))
 		}
 	}
 	want := slices.Clone(r.o.Figures)

@@ -45,6 +45,9 @@ var (
 			"-X k8s.io/component-base/version.gitMinor=28 -X k8s.io/client-go/pkg/version.gitVersion=v1.28.15"}
 	// k9s, from a module of its own (tools/k9s).
 	k9s = &toolBinary{name: "k9s", pkg: ".", dir: "tools/k9s"}
+	// ctrlrt, a controller-runtime manager's cache, from a module of its
+	// own (tools/ctrlrt).
+	ctrlrt = &toolBinary{name: "ctrlrt", pkg: ".", dir: "tools/ctrlrt"}
 )
 
 // Build compiles cmd/testcluster into a stable cache directory and returns
@@ -72,6 +75,11 @@ func BuildKubectl128(ctx context.Context) (string, error) { return kubectl128.bu
 // BuildK9s is BuildKubectl for k9s. Its first build downloads and
 // compiles a large dependency graph (see TestK9s for what it costs).
 func BuildK9s(ctx context.Context) (string, error) { return k9s.build(ctx) }
+
+// BuildCtrlrt is BuildKubectl for tools/ctrlrt, controller-runtime's cache
+// as an operator runs it (its first build downloads and compiles
+// controller-runtime).
+func BuildCtrlrt(ctx context.Context) (string, error) { return ctrlrt.build(ctx) }
 
 func (b *toolBinary) build(ctx context.Context) (string, error) {
 	b.Lock()

@@ -30,16 +30,22 @@ type Feed struct {
 	next  int
 }
 
-// NewFeed generates the demo cluster. Its watches may lag far behind (a
-// buffer of 1<<16 events) before the source closes them: a server that
-// falls behind shows it in its own clients, not as a dropped watch.
-func NewFeed(stamp string) (*Feed, error) {
-	api, err := demo.NewTest(demo.Options{Seed: 1, HistorySize: 1 << 16, WatchBuffer: 1 << 16, BookmarkInterval: time.Hour})
+// publishedPods bounds the pods Publish updates in turn (decoded once,
+// kept whole): a crowd of 100,000 decoded would cost gigabytes.
+const publishedPods = 5000
+
+// NewFeed generates the demo cluster, grown to pods (0: the scenario's
+// own; see demo.Options.Pods). Its watches may lag far behind (a buffer of
+// 1<<16 events) before the source closes them: a server that falls behind
+// shows it in its own clients, not as a dropped watch.
+func NewFeed(stamp string, pods int) (*Feed, error) {
+	api, err := demo.NewTest(demo.Options{Seed: 1, Pods: pods, HistorySize: 1 << 16, WatchBuffer: 1 << 16, BookmarkInterval: time.Hour})
 	if err != nil {
 		return nil, err
 	}
 	f := &Feed{api: api, stamp: stamp}
-	for _, raw := range api.Objects(demo.Pods) {
+	all := api.Objects(demo.Pods)
+	for _, raw := range all[:min(len(all), publishedPods)] {
 		var m map[string]any
 		if err := json.Unmarshal(raw, &m); err != nil {
 			return nil, err

@@ -39,6 +39,7 @@ func run() error {
 	flag.DurationVar(&o.IdleTime, "idle-time", time.Minute, "how long the idle figure holds its -subscribers streams open with nothing changing")
 	floorRates := flag.String("floor-rates", "5,10,20,30,50,75,100,150,200,300,400,600,800", "comma-separated pod updates/s the fan-out ceiling (fanfloor) steps through, each sent to every subscriber")
 	flag.DurationVar(&o.FloorStep, "floor-step", 3*time.Second, "length of one fan-out ceiling step")
+	flag.IntVar(&o.QuestionPods, "question-pods", 100000, "pods of the questions' own source, the demo's crowd in a fake API server (benchfeed); -1: ask the seeded cluster's -pods")
 	flag.IntVar(&o.UpkeepEvents, "upkeep-events", 3000, "pod updates per index upkeep round")
 	flag.DurationVar(&o.InformerSyncTimeout, "informer-sync-timeout", 3*time.Minute, "how long the kinformers figure's N informers have to sync before the run records how many did")
 	flag.Float64Var(&o.APIServerRSSShare, "informer-rss-share", 0.4, "stop a kinformers round that grew the API server by 5% of the machine's memory when its RSS passes this share of it")
@@ -46,7 +47,7 @@ func run() error {
 	modes := flag.String("informer-modes", "list,watch-list", "comma-separated ways the kinformers figure's informers sync: list, watch-list")
 	flag.StringVar(&o.Dir, "dir", "", "cluster state directory, kept (a rerun with the same -pods skips seeding); default a fresh temporary one")
 	flag.StringVar(&o.Out, "out", "bench/results.json", "where to write the results as JSON")
-	figures := flag.String("figures", "", "comma-separated figures besides the initial sync (rate, latency, heap, fanout, upkeep, kinformers, klist, kwatch, idle, fanfloor, questions, scale); default all")
+	figures := flag.String("figures", "", "comma-separated figures besides the initial sync (rate, latency, heap, fanout, upkeep, kinformers, klist, kwatch, idle, fanfloor, questions, proto, shards, scale); default all")
 	summarize := flag.String("summarize", "", "comma-separated results files of earlier runs: print their Markdown table (each run's ratio, in how many runs each target was met) and run nothing")
 	flag.Parse()
 	if *summarize != "" {
