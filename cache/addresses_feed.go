@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"sync"
 	"time"
 
 	toolscache "k8s.io/client-go/tools/cache"
@@ -118,10 +119,56 @@ func holdingOf(kind ipowner.Kind, o *Object, initial bool) ipowner.Holding {
 
 // summarisePod reads the three fields an answer gives of a pod besides
 // its keys. Build noted where they are, so no part of the pod is scanned.
+// The phase and the node are kept by the owner table and the mirror for
+// every pod, and a hundred pods share a node: they are interned.
 func summarisePod(o *Object, p *ipowner.Owner) {
 	spec, status := o.doc("spec"), o.doc("status")
-	p.Phase, p.NodeName = jsonString(status.Member("phase")), jsonString(spec.Member("nodeName"))
+	p.Phase, p.NodeName = phaseString(status.Member("phase")), nodeNames.intern(spec.Member("nodeName"))
 	p.HostNetwork = string(spec.Member("hostNetwork")) == "true"
+}
+
+// phases are the pod phases Kubernetes defines, as JSON.
+var phases = [...]string{"Pending", "Running", "Succeeded", "Failed", "Unknown"}
+
+// phaseString is jsonString without an allocation for a defined phase.
+func phaseString(v []byte) string {
+	for _, p := range phases {
+		if len(v) == len(p)+2 && v[0] == '"' && v[len(v)-1] == '"' && string(v[1:len(v)-1]) == p {
+			return p
+		}
+	}
+	return jsonString(v)
+}
+
+// nodeNames interns the pods' node names.
+var nodeNames = interner{max: 1 << 14}
+
+// interner hands out one copy of each JSON string value it is given, as
+// a string, while it holds fewer than max: then it starts again, so names
+// that are gone (nodes replaced) do not stay forever. Safe for
+// concurrent use.
+type interner struct {
+	max int
+
+	mu   sync.Mutex
+	seen map[string]string
+}
+
+func (in *interner) intern(v []byte) string {
+	if len(v) < 2 || v[0] != '"' {
+		return ""
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if s, ok := in.seen[string(v)]; ok { // the conversion does not allocate
+		return s
+	}
+	s := jsonString(v)
+	if len(in.seen) >= in.max || in.seen == nil {
+		in.seen = map[string]string{}
+	}
+	in.seen[string(v)] = s
+	return s
 }
 
 // startedAt is when an object present at start-up began holding its

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 
@@ -57,5 +58,27 @@ func TestPodSummary(t *testing.T) {
 		if summarisePod(o, &got); !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: %+v; expect %+v", o.Raw(), got, want)
 		}
+	}
+}
+
+// TestPodSummariesShareTheirNode: pods on one node keep one copy of its
+// name, and of their phase; an interner past its bound starts again and
+// still answers the value.
+func TestPodSummariesShareTheirNode(t *testing.T) {
+	var a, b ipowner.Owner
+	summarisePod(podObject(t, "web-0", "Running", false), &a)
+	summarisePod(podObject(t, "web-1", "Running", false), &b)
+	if a.NodeName == "" || unsafe.StringData(a.NodeName) != unsafe.StringData(b.NodeName) ||
+		unsafe.StringData(a.Phase) != unsafe.StringData(b.Phase) {
+		t.Errorf("node %q and %q, phase %q and %q: not shared", a.NodeName, b.NodeName, a.Phase, b.Phase)
+	}
+	in := interner{max: 2}
+	for _, v := range []string{`"a"`, `"b"`, `"c"`, `"a"`, `"\u0061"`, `7`, `null`} {
+		if got, want := in.intern([]byte(v)), jsonString([]byte(v)); got != want {
+			t.Errorf("intern(%s) = %q; expect %q", v, got, want)
+		}
+	}
+	if len(in.seen) > 2 {
+		t.Errorf("the interner holds %d values, beyond its bound of 2", len(in.seen))
 	}
 }

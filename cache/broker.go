@@ -102,7 +102,7 @@ type broker struct {
 
 	mu      sync.Mutex
 	opts    StreamOptions
-	objects map[string]map[string]*Object // namespace → key → object
+	objects map[string]map[string]*Object // namespace → name → object (a name is the object's own memory: no key is made)
 	// log is the history for resuming; its positions are resource
 	// versions, its head the highest seen.
 	log     *replay.Log[*event]
@@ -171,15 +171,23 @@ func (b *broker) handler() toolscache.ResourceEventHandlerFuncs {
 		DeleteFunc: func(obj any) {
 			switch o := obj.(type) {
 			case *Object:
-				b.remove(o.namespace, o.Key(), o)
+				b.remove(o.namespace, o.name, o)
 			case toolscache.DeletedFinalStateUnknown:
-				ns, _, err := toolscache.SplitMetaNamespaceKey(o.Key)
+				ns, name, err := toolscache.SplitMetaNamespaceKey(o.Key)
 				if err == nil {
-					b.remove(ns, o.Key, nil)
+					b.remove(ns, name, nil)
 				}
 			}
 		},
 	}
+}
+
+// stored returns the object last handed on under namespace and name, nil
+// if none (or it was deleted).
+func (b *broker) stored(namespace, name string) *Object {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.objects[namespace][name]
 }
 
 // put records an add or update. The event type comes from the broker's own
@@ -187,14 +195,13 @@ func (b *broker) handler() toolscache.ResourceEventHandlerFuncs {
 func (b *broker) put(o *Object) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	key := o.Key()
 	ns := b.objects[o.namespace]
 	if ns == nil {
 		ns = map[string]*Object{}
 		b.objects[o.namespace] = ns
 	}
-	prev := ns[key]
-	ns[key] = o
+	prev := ns[o.name]
+	ns[o.name] = o
 	if prev != nil && prev.resourceVersion == o.resourceVersion {
 		return // a relist handed back an unchanged object
 	}
@@ -208,15 +215,15 @@ func (b *broker) put(o *Object) {
 // remove records a delete. last is the deleted object as the watch sent it,
 // or nil for a tombstone (the informer missed the delete while its watch
 // was down): then the last object the broker saw stands for it.
-func (b *broker) remove(namespace, key string, last *Object) {
+func (b *broker) remove(namespace, name string, last *Object) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	ns := b.objects[namespace]
-	prev := ns[key]
+	prev := ns[name]
 	if prev == nil {
 		return // never announced, so nothing to retract
 	}
-	delete(ns, key)
+	delete(ns, name)
 	if len(ns) == 0 {
 		delete(b.objects, namespace)
 	}

@@ -97,8 +97,10 @@ func (tb *testBroker) current(key string) *Object {
 	tb.b.mu.Lock()
 	defer tb.b.mu.Unlock()
 	for _, objs := range tb.b.objects {
-		if o, ok := objs[key]; ok {
-			return o
+		for _, o := range objs {
+			if o.Key() == key {
+				return o
+			}
 		}
 	}
 	return nil
@@ -110,9 +112,9 @@ func (tb *testBroker) state(f *filter) map[string]string {
 	defer tb.b.mu.Unlock()
 	out := map[string]string{}
 	for _, objs := range tb.b.objects {
-		for k, o := range objs {
+		for _, o := range objs {
 			if f == nil || f.matches(o, &facts{}) {
-				out[k] = o.resourceVersion
+				out[o.Key()] = o.resourceVersion
 			}
 		}
 	}

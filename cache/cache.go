@@ -74,6 +74,9 @@ type shard struct {
 	lastEvent atomic.Int64 // unix nanoseconds; 0 = never
 	// ips feeds ipowner; nil for resources that hold no addresses.
 	ips *ipFeed
+	// index is the namespace index and the configured ones, kept by the
+	// one handler (store_index.go); the informer's store has none.
+	index *valueIndexes
 
 	added, modified, deleted atomic.Int64
 	// synced remembers that the informer has synced (hasSynced).
@@ -100,7 +103,8 @@ func (sh *shard) hasSynced() bool {
 }
 
 // informer is a shard's client-go informer: the reflector, queue and
-// indexer of a shared informer, but with its one handler called by the
+// store of a shared informer (its indexes the shard's own, kept by the
+// handler: indexedStore), but with its one handler called by the
 // goroutine that applies each batch to the store, once the store has it.
 // A shared informer hands each event to a registered handler through a
 // listener's two goroutines, a cost BenchmarkInitialSync measures (figures
@@ -183,7 +187,7 @@ func (c *Cache) newResourceCache(client *apiClient, cr Configured) (*resourceCac
 		namespaces = []string{""}
 	}
 	for _, ns := range namespaces {
-		sh := &shard{namespace: ns, conn: newConnState(c.opts.Now), ips: c.ipFeed(cr.Resource)}
+		sh := &shard{namespace: ns, conn: newConnState(c.opts.Now), ips: c.ipFeed(cr.Resource), index: newValueIndexes(idx, r.broker.stored)}
 		lw := &listWatch{client: client, res: &r.res, namespace: ns, shape: r.shape,
 			labelSelector: cr.Spec.LabelSelector, fieldSelector: cr.Spec.FieldSelector, conn: sh.conn,
 			listTimeout: c.opts.ListTimeout, idleTimeout: c.opts.WatchIdleTimeout}
@@ -192,9 +196,8 @@ func (c *Cache) newResourceCache(client *apiClient, cr Configured) (*resourceCac
 			ObjectType:    &Object{},
 			Handler:       sh.eventHandler(c.opts.Now, r.broker, r.orders),
 			ResyncPeriod:  cr.Spec.Resync,
-			Indexers:      idx,
 		})
-		sh.informer = informer{Indexer: store.(toolscache.Indexer), Controller: ctrl}
+		sh.informer = informer{Indexer: indexedStore{Store: store, valueIndexes: sh.index}, Controller: ctrl}
 		r.shards = append(r.shards, sh)
 	}
 	return r, nil
@@ -303,6 +306,7 @@ func (sh *shard) eventHandler(now func() time.Time, b *broker, ord *orders) tool
 	return toolscache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
 			wait()
+			sh.index.set(handlerObject(obj))
 			ord.change(nil, handlerObject(obj))
 			feed.OnAdd(obj, initial)
 			sh.ips.add(obj, initial)
@@ -314,6 +318,7 @@ func (sh *shard) eventHandler(now func() time.Time, b *broker, ord *orders) tool
 				return // a resync, not an event
 			}
 			wait()
+			sh.index.set(handlerObject(cur))
 			ord.change(handlerObject(old), handlerObject(cur))
 			feed.OnUpdate(old, cur)
 			sh.ips.update(old, cur)
@@ -322,6 +327,7 @@ func (sh *shard) eventHandler(now func() time.Time, b *broker, ord *orders) tool
 		},
 		DeleteFunc: func(obj any) {
 			wait()
+			sh.index.remove(handlerObject(obj))
 			ord.change(handlerObject(obj), nil)
 			feed.OnDelete(obj)
 			sh.ips.remove(obj)

@@ -136,7 +136,7 @@ func (r *resourceCache) handedThrough(rv uint64) bool {
 		held -= len(list)
 		for _, item := range list {
 			o, ok := item.(*Object)
-			if !ok || b.objects[o.namespace][o.Key()] != o {
+			if !ok || b.objects[o.namespace][o.name] != o {
 				return false
 			}
 		}

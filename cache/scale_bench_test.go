@@ -54,7 +54,8 @@ func syncedHeapPerPod(b *testing.B, n int) float64 {
 
 // benchLayoutFixture is podListFixture with make bench's layout: pod i in
 // namespace bench-(i/1000), on node i/100, owned by ReplicaSet i/50, of
-// app (i%1000)/50.
+// app (i%1000)/50, with a UID of its own; one in 20 uses its node's
+// network (and address).
 func benchLayoutFixture(tb testing.TB, n int) []byte {
 	tb.Helper()
 	pod, err := os.ReadFile("testdata/pod.json")
@@ -64,7 +65,8 @@ func benchLayoutFixture(tb testing.TB, n int) []byte {
 	tmpl := string(pod)
 	const name, ip, node, hash, uid, app, ns = "auth-0-b183731b00-00301", "10.64.1.45", "ip-10-0-0-3.ec2.internal",
 		"b183731b00", "000000000006", "auth-0", `"namespace":"bench-000"`
-	for _, s := range []string{name, `"` + ip + `"`, node, hash, uid, app, ns} {
+	const podUID, hostIP = "491617ca-b0ec-431b-96b1-61298f5b0740", `"172.20.0.3"`
+	for _, s := range []string{name, `"` + ip + `"`, node, hash, uid, app, ns, podUID, hostIP} {
 		if !strings.Contains(tmpl, s) {
 			tb.Fatalf("testdata/pod.json no longer has %s", s)
 		}
@@ -80,7 +82,15 @@ func benchLayoutFixture(tb testing.TB, n int) []byte {
 		a := fmt.Sprintf("%s-%d", apps[dep%len(apps)], dep/len(apps))
 		h := fmt.Sprintf("%010x", i/50)
 		item := strings.ReplaceAll(tmpl, name, fmt.Sprintf("%s-%s-%05d", a, h, i))
-		item = strings.ReplaceAll(item, `"`+ip+`"`, fmt.Sprintf(`"10.%d.%d.%d"`, 64+i>>16, i>>8&255, i&255))
+		nodeIP := fmt.Sprintf(`"172.20.%d.%d"`, (i/100)>>8, (i/100)&255)
+		if i%20 == 19 {
+			item = strings.ReplaceAll(item, `"`+ip+`"`, nodeIP)
+			item = strings.ReplaceAll(item, `"nodeName":"`+node+`"`, `"nodeName":"`+node+`","hostNetwork":true`)
+		} else {
+			item = strings.ReplaceAll(item, `"`+ip+`"`, fmt.Sprintf(`"10.%d.%d.%d"`, 64+i>>16, i>>8&255, i&255))
+		}
+		item = strings.ReplaceAll(item, hostIP, nodeIP)
+		item = strings.ReplaceAll(item, podUID, fmt.Sprintf("491617ca-b0ec-431b-96b1-%012x", i))
 		item = strings.ReplaceAll(item, node, fmt.Sprintf("ip-10-0-%d-%d.ec2.internal", (i/100)>>8, (i/100)&255))
 		item = strings.ReplaceAll(item, hash, h)
 		item = strings.ReplaceAll(item, uid, fmt.Sprintf("%012x", i/50))

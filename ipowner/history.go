@@ -110,12 +110,31 @@ type interval struct {
 	id    uint64 // its key in the store
 	ip    string
 	who   *who
-	role  Role
 	from  int64
 	to    int64
-	since string
 	ports []Port // of hostNetwork pods and Services, for ?port
+	// role and since are one of a few names each, kept as a byte (there
+	// is an interval per owner and address): Role and Since say them.
+	role  uint8
+	since uint8
 }
+
+// roleNames and sinceNames are what an interval's role and since hold
+// the index of.
+var (
+	roleNames  = [...]Role{"", RolePodIP, RoleClusterIP, RoleExternalIP, RoleLoadBalancer, RoleNodeInternal, RoleNodeExternal}
+	sinceNames = [...]string{"", "creation", "start", "restart"}
+)
+
+// nameIndex is the index of name in names; ok is false when it is not
+// there.
+func nameIndex[S ~string](names []S, name S) (uint8, bool) {
+	i := slices.Index(names, name)
+	return uint8(max(i, 0)), i >= 0
+}
+
+func (iv *interval) Role() Role    { return roleNames[iv.role] }
+func (iv *interval) Since() string { return sinceNames[iv.since] }
 
 // History records, from the informer events, which object held which
 // address when. Each object is known by its UID: an event about one UID
@@ -226,7 +245,9 @@ func (x *History) Observe(h Holding) {
 			}
 		}
 		x.supersedeLocked(k, w, now)
-		iv := &interval{id: x.nextID, ip: e.IP, who: w, role: e.Role, from: from, since: since, ports: h.Ports}
+		role, _ := nameIndex(roleNames[:], e.Role) // the roles an event holds are this package's
+		code, _ := nameIndex(sinceNames[:], since)
+		iv := &interval{id: x.nextID, ip: e.IP, who: w, role: role, from: from, since: code, ports: h.Ports}
 		x.nextID++
 		x.dirtyLocked(iv, false)
 		x.byIP[e.IP] = append(x.byIP[e.IP], iv)
@@ -259,10 +280,10 @@ func (x *History) supersedeLocked(k Held, w *who, now int64) {
 		return
 	}
 	for _, iv := range x.byIP[k.IP] {
-		if iv.to == 0 && iv.who.uid != w.uid && exclusive(iv.who, iv.role) {
+		if iv.to == 0 && iv.who.uid != w.uid && exclusive(iv.who, iv.Role()) {
 			x.closeLocked(iv, now)
 			claims := x.open[iv.who.uid]
-			if i := claimIndex(claims, Held{IP: iv.ip, Role: iv.role}); i >= 0 {
+			if i := claimIndex(claims, Held{IP: iv.ip, Role: iv.Role()}); i >= 0 {
 				claims[i].iv = nil
 			}
 		}
@@ -376,8 +397,8 @@ func (x *History) at(ip string, t time.Time, visible func(Kind, string) bool) (H
 
 func (iv *interval) owner() Interval {
 	w := iv.who
-	o := Interval{Owner: Owner{Kind: w.kind, Namespace: w.namespace, Name: w.name, UID: w.uid, Role: iv.role,
-		HostNetwork: w.hostNetwork, Ports: iv.ports}, From: time.Unix(0, iv.from).UTC(), Since: iv.since}
+	o := Interval{Owner: Owner{Kind: w.kind, Namespace: w.namespace, Name: w.name, UID: w.uid, Role: iv.Role(),
+		HostNetwork: w.hostNetwork, Ports: iv.ports}, From: time.Unix(0, iv.from).UTC(), Since: iv.Since()}
 	if iv.to != 0 {
 		o.To = time.Unix(0, iv.to).UTC()
 	}

@@ -99,6 +99,12 @@ func (x *History) openStore(dir string) error {
 			if err := json.Unmarshal(v, &s); err != nil || len(k) != 8 {
 				return fmt.Errorf("interval %x: %v", k, err)
 			}
+			if _, ok := nameIndex(roleNames[:], s.Role); !ok {
+				return fmt.Errorf("interval %x: unknown role %q", k, s.Role)
+			}
+			if _, ok := nameIndex(sinceNames[:], s.Since); !ok {
+				return fmt.Errorf("interval %x: unknown beginning %q", k, s.Since)
+			}
 			x.restore(binary.BigEndian.Uint64(k), s)
 			return nil
 		})
@@ -121,7 +127,9 @@ func (x *History) openStore(dir string) error {
 // restore puts one stored interval back. Owners are shared by UID.
 func (x *History) restore(id uint64, s storedInterval) {
 	who := x.restoredOwner(s)
-	iv := &interval{id: id, ip: s.IP, who: who, role: s.Role, from: s.From, to: s.To, since: s.Since, ports: s.Ports}
+	role, _ := nameIndex(roleNames[:], s.Role) // checked when read
+	since, _ := nameIndex(sinceNames[:], s.Since)
+	iv := &interval{id: id, ip: s.IP, who: who, role: role, from: s.From, to: s.To, since: since, ports: s.Ports}
 	x.byIP[s.IP] = append(x.byIP[s.IP], iv)
 	x.count++
 	x.nextID = max(x.nextID, id+1)
@@ -212,7 +220,7 @@ func (x *History) flush() error {
 		c := change{key: idKey(iv.id)}
 		if !deleted {
 			c.val, _ = json.Marshal(storedInterval{IP: iv.ip, Kind: iv.who.kind.String(), Namespace: iv.who.namespace, Name: iv.who.name,
-				UID: iv.who.uid, HostNetwork: iv.who.hostNetwork, Role: iv.role, From: iv.from, To: iv.to, Since: iv.since, Ports: iv.ports})
+				UID: iv.who.uid, HostNetwork: iv.who.hostNetwork, Role: iv.Role(), From: iv.from, To: iv.to, Since: iv.Since(), Ports: iv.ports})
 		}
 		changes = append(changes, c)
 	}

@@ -358,3 +358,22 @@ func TestHistoryAgreesWithBruteForce(t *testing.T) {
 		}
 	}
 }
+
+// TestIntervalNamesRoundTrip: an interval keeps its role and beginning
+// as an index into roleNames and sinceNames, so every role and beginning
+// an event or the file can give must be there.
+func TestIntervalNamesRoundTrip(t *testing.T) {
+	for _, r := range []Role{RolePodIP, RoleClusterIP, RoleExternalIP, RoleLoadBalancer, RoleNodeInternal, RoleNodeExternal} {
+		if i, ok := nameIndex(roleNames[:], r); !ok || (&interval{role: i}).Role() != r {
+			t.Errorf("role %q does not round-trip", r)
+		}
+	}
+	for _, s := range []string{"", "creation", "start", "restart"} {
+		if i, ok := nameIndex(sinceNames[:], s); !ok || (&interval{since: i}).Since() != s {
+			t.Errorf("beginning %q does not round-trip", s)
+		}
+	}
+	if _, ok := nameIndex(roleNames[:], Role("other")); ok {
+		t.Error("an unknown role is found")
+	}
+}

@@ -124,9 +124,7 @@ func notAnAddress(ip string) error {
 
 // setHolders makes h the answer's holders: the table's own slices, shared.
 func (l *Answer[O]) setHolders(h *holders[O]) {
-	l.Pods, l.Items = h.pods, h.podItems
-	l.Services, l.ServiceItems = h.services, h.serviceItems
-	l.Nodes, l.NodeItems = h.nodes, h.nodeItems
+	l.Pods, l.Services, l.Nodes, l.Items, l.ServiceItems, l.NodeItems = h.lists()
 	l.encoded = h.encoding()
 }
 

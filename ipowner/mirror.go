@@ -119,10 +119,16 @@ func (m *Mirror) Observe(h Holding) {
 	uid := h.Owner.UID
 	owner := Owner{Kind: h.Owner.Kind, Namespace: h.Owner.Namespace, Name: h.Owner.Name, UID: uid,
 		HostNetwork: h.Owner.HostNetwork, NodeName: h.Owner.NodeName}
-	var held []Held
-	for _, e := range h.Held {
-		if !slices.Contains(held, e) {
-			held = append(held, e)
+	held := h.Held // kept as it is when each is there once (the common case): not copied per object
+	for i, e := range h.Held {
+		if slices.Contains(h.Held[:i], e) {
+			held = nil
+			for _, e := range h.Held {
+				if !slices.Contains(held, e) {
+					held = append(held, e)
+				}
+			}
+			break
 		}
 	}
 	now := m.now()

@@ -56,25 +56,33 @@ func idOf(o *Owner) ownerID {
 	return ownerID{o.Kind, o.UID}
 }
 
-// record is what one object holds, as the lookups answer it.
+// record is what one object holds, as the lookups answer it. obj and
+// owner are arrays of one so that an address the record alone holds, in
+// its owner's role, answers with them as its lists (newHolders): most
+// addresses have one holder, and a list of their own would copy the
+// summary for each.
 type record[O any] struct {
 	id  ownerID
-	obj O
+	obj [1]O
 	// owner is the object's summary, its Ports those a port tells apart
 	// (an active hostNetwork pod's, a Service's), nil otherwise.
-	owner Owner
+	owner [1]Owner
 	// held is each (address, role) once. A pod holds its podIPs whatever
 	// its phase (the podIP index's values): completed pods answer too.
 	held []Held
 }
 
-// holders are the holders of one address, ordered as Answer says, each
-// list with its objects index for index; nil lists when there are none.
-// Immutable once in the table: answers share the slices.
+// holders are the holders of one address, ordered as Answer says: pods,
+// Services, then nodes in one list (lists cuts it), with their objects
+// index for index. Immutable once in the table: answers share the
+// slices.
 type holders[O any] struct {
-	ip                                string // normalized (indexers.NormalizeIP)
-	pods, services, nodes             []Owner
-	podItems, serviceItems, nodeItems []O
+	ip     string // normalized (indexers.NormalizeIP)
+	owners []Owner
+	items  []O
+	// pods and services are how many of owners are pods, then Services;
+	// the rest are nodes.
+	pods, services int32
 	// encoded is AppendHolders of these lists, made by the first lookup
 	// of the address (encoding): most addresses are never looked up, and
 	// an encoding costs about as much memory as the rest of the entry.
@@ -126,12 +134,13 @@ func (t *Table[O]) Addresses() []string {
 // h.Owner's kind and UID held before. Only the addresses it held or holds
 // are rebuilt.
 func (t *Table[O]) Set(h Holding, obj O) {
-	rec := &record[O]{id: idOf(&h.Owner), obj: obj, owner: h.Owner}
-	rec.owner.Ports = nil
+	rec := &record[O]{id: idOf(&h.Owner), obj: [1]O{obj}, owner: [1]Owner{h.Owner}}
+	own := &rec.owner[0]
+	own.Ports = nil
 	switch h.Owner.Kind {
 	case Pod:
-		rec.owner.Role = RolePodIP
-		if rec.owner.Active() {
+		own.Role = RolePodIP
+		if own.Active() {
 			rec.held = h.Held // the same podIPs, each once
 		} else {
 			rec.held = make([]Held, len(h.PodIPs))
@@ -139,11 +148,11 @@ func (t *Table[O]) Set(h Holding, obj O) {
 				rec.held[i] = Held{IP: ip, Role: RolePodIP}
 			}
 		}
-		if rec.owner.Active() && rec.owner.HostNetwork {
-			rec.owner.Ports = h.Ports
+		if own.Active() && own.HostNetwork {
+			own.Ports = h.Ports
 		}
 	case Service:
-		rec.owner.Ports = h.Ports
+		own.Ports = h.Ports
 		rec.held = h.Held
 	default:
 		rec.held = h.Held
@@ -216,25 +225,66 @@ func (h *holders[O]) with(ip string, id ownerID, rec *record[O]) *holders[O] {
 		return nil
 	}
 	slices.SortFunc(records, compareRecords)
+	return newHolders(ip, records)
+}
+
+// newHolders makes the holders of ip from the records holding it, in
+// Answer's order. An address one record holds once, in its owner's role,
+// answers with the record's own arrays as its lists.
+func newHolders[O any](ip string, records []*record[O]) *holders[O] {
 	out := &holders[O]{ip: ip, records: records}
+	if len(records) == 1 {
+		r := records[0]
+		n, role := 0, Role("")
+		for _, e := range r.held {
+			if e.IP == ip {
+				n, role = n+1, e.Role
+			}
+		}
+		if n == 1 && role == r.owner[0].Role {
+			out.owners, out.items = r.owner[:], r.obj[:]
+			out.count(r.id.kind)
+			return out
+		}
+	}
 	for _, r := range records {
 		for _, e := range r.held {
 			if e.IP != ip {
 				continue
 			}
-			o := r.owner
+			o := r.owner[0]
 			o.Role = e.Role
-			switch r.id.kind {
-			case Pod:
-				out.pods, out.podItems = append(out.pods, o), append(out.podItems, r.obj)
-			case Service:
-				out.services, out.serviceItems = append(out.services, o), append(out.serviceItems, r.obj)
-			case Node:
-				out.nodes, out.nodeItems = append(out.nodes, o), append(out.nodeItems, r.obj)
-			}
+			out.owners, out.items = append(out.owners, o), append(out.items, r.obj[0])
+			out.count(r.id.kind)
 		}
 	}
 	return out
+}
+
+// count counts one more holder of kind (holders come in Answer's order).
+func (h *holders[O]) count(kind Kind) {
+	switch kind {
+	case Pod:
+		h.pods++
+	case Service:
+		h.services++
+	}
+}
+
+// lists cuts the holders into Answer's lists, nil where there are none,
+// each capped so that appending to one never writes into the next.
+func (h *holders[O]) lists() (pods, services, nodes []Owner, podItems, serviceItems, nodeItems []O) {
+	p, s, n := int(h.pods), int(h.pods+h.services), len(h.owners)
+	cut := func(lo, hi int) ([]Owner, []O) {
+		if lo == hi {
+			return nil, nil
+		}
+		return h.owners[lo:hi:hi], h.items[lo:hi:hi]
+	}
+	pods, podItems = cut(0, p)
+	services, serviceItems = cut(p, s)
+	nodes, nodeItems = cut(s, n)
+	return
 }
 
 // encoding returns AppendHolders of h's lists, made once. Lookups racing
@@ -243,7 +293,8 @@ func (h *holders[O]) encoding() []byte {
 	if e := h.encoded.Load(); e != nil {
 		return *e
 	}
-	e := appendHolders(nil, h.pods, h.services, h.nodes)
+	pods, services, nodes, _, _, _ := h.lists()
+	e := appendHolders(nil, pods, services, nodes)
 	h.encoded.CompareAndSwap(nil, &e)
 	return *h.encoded.Load()
 }
@@ -256,9 +307,9 @@ func compareRecords[O any](a, b *record[O]) int {
 		return c
 	}
 	if a.id.kind == Pod {
-		return comparePods(&a.owner, &b.owner)
+		return comparePods(&a.owner[0], &b.owner[0])
 	}
-	return compareNames(&a.owner, &b.owner)
+	return compareNames(&a.owner[0], &b.owner[0])
 }
 
 func compareNames(a, b *Owner) int {
@@ -292,7 +343,7 @@ func boolOrder(first bool) int {
 // same about ip: the same summary, names, ports and roles there. The most
 // common update (a pod's status changing elsewhere) is such a one.
 func sameAt[O any](a, b *record[O], ip string) bool {
-	if !sameOwner(&a.owner, &b.owner) || !slices.Equal(a.owner.Ports, b.owner.Ports) {
+	if !sameOwner(&a.owner[0], &b.owner[0]) || !slices.Equal(a.owner[0].Ports, b.owner[0].Ports) {
 		return false
 	}
 	var ra, rb []Role
@@ -316,27 +367,13 @@ func sameOwner(a, b *Owner) bool {
 }
 
 // withObject is h with records[i] replaced by rec, which answers the same
-// (sameAt): the order, the summaries and the encoding stay, shared; only
-// the objects change.
+// (sameAt): the order, the summaries and the encoding stay; the lists are
+// made again, since a list may be the old record's own array, which must
+// not keep the old object.
 func (h *holders[O]) withObject(i int, rec *record[O]) *holders[O] {
-	out := &holders[O]{ip: h.ip, pods: h.pods, services: h.services, nodes: h.nodes}
+	records := slices.Clone(h.records)
+	records[i] = rec
+	out := newHolders(h.ip, records)
 	out.encoded.Store(h.encoded.Load())
-	out.records = slices.Clone(h.records)
-	out.records[i] = rec
-	for _, r := range out.records {
-		for _, e := range r.held {
-			if e.IP != h.ip {
-				continue
-			}
-			switch r.id.kind {
-			case Pod:
-				out.podItems = append(out.podItems, r.obj)
-			case Service:
-				out.serviceItems = append(out.serviceItems, r.obj)
-			case Node:
-				out.nodeItems = append(out.nodeItems, r.obj)
-			}
-		}
-	}
 	return out
 }

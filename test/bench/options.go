@@ -91,7 +91,7 @@ type Options struct {
 	// the API server is asked of the seeded cluster, at Pods. Negative:
 	// ask the seeded cluster's kubeindex itself. Default 100000.
 	QuestionPods int
-	// IdleGCWait is how long the scale figure waits for a GC of each
+	// IdleGCWait is how long the heap and scale figures wait for a GC of each
 	// kubeindex while idle (the Go runtime forces one after two minutes
 	// without), whose marked heap holds nothing allocated under load;
 	// past it, the median of the GCs under load is used. Default 3m.

@@ -1,0 +1,270 @@
+package cache
+
+import (
+	"errors"
+	"slices"
+	"sync"
+
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+// valueIndexes are a shard's indexes by value: the namespace index and the
+// configured ones, each value → the objects whose index function gives it.
+// They replace client-go's indexer (toolscache.NewIndexer), whose every
+// value holds a set of the objects' keys: a map per value, which for an
+// index of one value per object (a pod's IP) is a map per object, the
+// largest part of the store's memory (BenchmarkHeapPerPod). Here a value
+// holds its objects in a slice while they are few and in a set of
+// pointers beyond; no key string is stored.
+//
+// They are kept by the shard's one event handler (set, remove), as the
+// ordered indexes are, after the informer's store has the event: an
+// answer by index value is the objects of the events handed on so far,
+// which is what the resource's streams and positions say too. What they
+// hold of an object is found by its key, never read from what an event
+// says (a watch's delete carries the object's last state, not the object
+// stored; client-go's indexer finds the stored one too): the object
+// under a key before an event is the broker's view's (stored), which the
+// same handler keeps, after these. Reads are safe for concurrent use
+// with the handler.
+type valueIndexes struct {
+	funcs toolscache.Indexers
+	// stored is the object the handler last handed on under a namespace
+	// and name, nil if none; the handler calls set and remove before it
+	// hands the event on.
+	stored func(namespace, name string) *Object
+
+	mu      sync.RWMutex
+	byIndex map[string]map[string]*postings // index → value → objects
+}
+
+// postings are the objects holding one value: few in a slice (in no
+// order), many in a set. Never empty while in an index.
+type postings struct {
+	few  []*Object
+	many map[*Object]struct{}
+}
+
+// maxFew is how many objects a value holds in its slice before a set:
+// finding one to remove is a scan of the slice, a set lookup beyond.
+const maxFew = 8
+
+func newValueIndexes(funcs toolscache.Indexers, stored func(namespace, name string) *Object) *valueIndexes {
+	ix := &valueIndexes{funcs: funcs, stored: stored, byIndex: map[string]map[string]*postings{}}
+	for name := range funcs {
+		ix.byIndex[name] = map[string]*postings{}
+	}
+	return ix
+}
+
+// set records o as the object under its key, in place of any before.
+func (ix *valueIndexes) set(o *Object) {
+	if ix == nil || o == nil {
+		return
+	}
+	prev := ix.stored(o.namespace, o.name)
+	if prev == o {
+		return
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.reindex(prev, o)
+}
+
+// remove records that the object under o's key is gone.
+func (ix *valueIndexes) remove(o *Object) {
+	if ix == nil || o == nil {
+		return
+	}
+	prev := ix.stored(o.namespace, o.name)
+	if prev == nil {
+		return
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.reindex(prev, nil)
+}
+
+// reindex replaces old (nil: none) by cur (nil: none) in every index.
+// Values an index function gives twice count once.
+func (ix *valueIndexes) reindex(old, cur *Object) {
+	for name, f := range ix.funcs {
+		was, is := ix.values(f, old), ix.values(f, cur)
+		values := ix.byIndex[name]
+		for _, v := range was {
+			if p := values[v]; p != nil && !slices.Contains(is, v) {
+				p.remove(old)
+				if p.empty() {
+					delete(values, v)
+				}
+			}
+		}
+		for _, v := range is {
+			p := values[v]
+			switch {
+			case p == nil:
+				values[v] = &postings{few: []*Object{cur}}
+			case slices.Contains(was, v):
+				p.replace(old, cur)
+			default:
+				p.add(cur)
+			}
+		}
+	}
+}
+
+// values are f's distinct values for o (none for nil).
+func (ix *valueIndexes) values(f toolscache.IndexFunc, o *Object) []string {
+	if o == nil {
+		return nil
+	}
+	vs, err := f(o)
+	if err != nil {
+		return nil
+	}
+	if len(vs) < 2 {
+		return vs
+	}
+	return slices.Compact(slices.Sorted(slices.Values(vs)))
+}
+
+func (p *postings) add(o *Object) {
+	if p.many != nil {
+		p.many[o] = struct{}{}
+		return
+	}
+	if len(p.few) < maxFew {
+		p.few = append(p.few, o)
+		return
+	}
+	p.many = make(map[*Object]struct{}, 2*maxFew)
+	for _, x := range p.few {
+		p.many[x] = struct{}{}
+	}
+	p.many[o] = struct{}{}
+	p.few = nil
+}
+
+func (p *postings) remove(o *Object) {
+	if p.many != nil {
+		delete(p.many, o)
+		return
+	}
+	if i := slices.Index(p.few, o); i >= 0 {
+		last := len(p.few) - 1
+		p.few[i] = p.few[last]
+		p.few[last] = nil
+		p.few = p.few[:last]
+	}
+}
+
+func (p *postings) replace(old, cur *Object) {
+	if p.many != nil {
+		delete(p.many, old)
+		p.many[cur] = struct{}{}
+		return
+	}
+	if i := slices.Index(p.few, old); i >= 0 {
+		p.few[i] = cur
+		return
+	}
+	p.add(cur)
+}
+
+func (p *postings) empty() bool { return len(p.few) == 0 && len(p.many) == 0 }
+
+func (p *postings) len() int { return len(p.few) + len(p.many) }
+
+// each calls f on every object of p.
+func (p *postings) each(f func(*Object)) {
+	for _, o := range p.few {
+		f(o)
+	}
+	for o := range p.many {
+		f(o)
+	}
+}
+
+var errNoIndex = errors.New("no such index")
+
+// ByIndex returns the objects whose index function gives value, in no
+// order.
+func (ix *valueIndexes) ByIndex(index, value string) ([]any, error) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	values, ok := ix.byIndex[index]
+	if !ok {
+		return nil, errNoIndex
+	}
+	p := values[value]
+	if p == nil {
+		return nil, nil
+	}
+	out := make([]any, 0, p.len())
+	p.each(func(o *Object) { out = append(out, o) })
+	return out, nil
+}
+
+// IndexKeys returns the keys of the objects ByIndex returns.
+func (ix *valueIndexes) IndexKeys(index, value string) ([]string, error) {
+	objs, err := ix.ByIndex(index, value)
+	keys := make([]string, len(objs))
+	for i, o := range objs {
+		keys[i] = o.(*Object).Key()
+	}
+	return keys, err
+}
+
+// ListIndexFuncValues returns the values the index holds, in no order.
+func (ix *valueIndexes) ListIndexFuncValues(index string) []string {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	values := ix.byIndex[index]
+	out := make([]string, 0, len(values))
+	for v := range values {
+		out = append(out, v)
+	}
+	return out
+}
+
+// Index returns the objects sharing any of obj's values of the index.
+func (ix *valueIndexes) Index(index string, obj any) ([]any, error) {
+	f, ok := ix.funcs[index]
+	if !ok {
+		return nil, errNoIndex
+	}
+	vs, err := f(obj)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[*Object]bool{}
+	var out []any
+	for _, v := range vs {
+		objs, _ := ix.ByIndex(index, v)
+		for _, o := range objs {
+			if !seen[o.(*Object)] {
+				seen[o.(*Object)] = true
+				out = append(out, o)
+			}
+		}
+	}
+	return out, nil
+}
+
+// GetIndexers returns the index functions.
+func (ix *valueIndexes) GetIndexers() toolscache.Indexers { return ix.funcs }
+
+// AddIndexers is refused: the indexes are fixed when the shard is made.
+func (ix *valueIndexes) AddIndexers(toolscache.Indexers) error {
+	return errors.New("cache: indexes are fixed when the cache is built")
+}
+
+// indexedStore is an informer's store with a shard's valueIndexes: what
+// the cache reads as a client-go Indexer. The informer writes the store;
+// the shard's handler keeps the indexes (valueIndexes.change).
+type indexedStore struct {
+	toolscache.Store
+	*valueIndexes
+}
+
+var _ toolscache.Indexer = indexedStore{}

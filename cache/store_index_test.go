@@ -1,0 +1,106 @@
+package cache
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/kubeindex/kubeindex/indexers"
+)
+
+// TestValueIndexesAgreeWithClientGo holds the shard's indexes to
+// client-go's indexer fed the same events: random adds, updates (values
+// kept, changed, repeated, dropped) and deletes, the deletes carrying a
+// last state that is not the object stored (as a watch's do), some with
+// other values, some of objects never added. After every event each index
+// answers, for every value, the objects client-go's answers, and lists
+// the same values.
+func TestValueIndexesAgreeWithClientGo(t *testing.T) {
+	funcs := toolscache.Indexers{nsIndex: namespaceIndexFunc}
+	for _, s := range []indexers.Spec{{Name: "node", Type: indexers.NodeName}, {Name: "ip", Type: indexers.PodIP},
+		{Name: "image", Path: "spec.containers.#.image"}, {Name: "app", Label: "app"}} {
+		s = s.Normalized()
+		funcs[s.Name] = objectIndexFunc(s.Rooted())
+	}
+	view := map[string]*Object{} // the broker's view, as the handler keeps it after the indexes
+	ix := newValueIndexes(funcs, func(ns, name string) *Object { return view[ns+"/"+name] })
+	ref := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, funcs)
+	r := rand.New(rand.NewPCG(1, 2))
+	pod := func(name string) *Object {
+		ns := fmt.Sprintf("ns-%d", r.IntN(3))
+		if name == "" {
+			name = fmt.Sprintf("p-%d", r.IntN(40))
+		}
+		imgs := []string{fmt.Sprintf(`{"name":"a","image":"img-%d"}`, r.IntN(4))}
+		for range r.IntN(3) { // more containers, sometimes the same image again
+			imgs = append(imgs, fmt.Sprintf(`{"name":"b","image":"img-%d"}`, r.IntN(4)))
+		}
+		raw := fmt.Sprintf(`{"metadata":{"namespace":%q,"name":%q,"labels":{"app":"app-%d"}},"spec":{"nodeName":"node-%d","containers":[%s]},"status":{"podIPs":[{"ip":"10.0.0.%d"}]}}`,
+			ns, name, r.IntN(2), r.IntN(30), strings.Join(imgs, ","), r.IntN(20))
+		o, err := NewObject([]byte(raw), "v1", "Pod")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	for step := range 3000 {
+		o := pod("")
+		stored, exists, _ := ref.Get(o)
+		switch {
+		case r.IntN(4) == 0: // a delete: the last state, perhaps with other values, perhaps of nothing stored
+			last := o
+			if exists && r.IntN(2) == 0 {
+				last, _ = NewObject(stored.(*Object).raw, "v1", "Pod") // same values, not the object stored
+			}
+			ref.Delete(last)
+			ix.remove(last)
+			delete(view, last.Key())
+		case exists:
+			ref.Update(o)
+			ix.set(o)
+			view[o.Key()] = o
+		default:
+			ref.Add(o)
+			ix.set(o)
+			view[o.Key()] = o
+		}
+		for name := range funcs {
+			want, got := ref.ListIndexFuncValues(name), ix.ListIndexFuncValues(name)
+			want = slices.DeleteFunc(want, func(v string) bool { keys, _ := ref.IndexKeys(name, v); return len(keys) == 0 })
+			slices.Sort(want)
+			slices.Sort(got)
+			if !slices.Equal(got, want) {
+				t.Fatalf("step %d, index %s: values %v; client-go %v", step, name, got, want)
+			}
+			for _, v := range want {
+				w, _ := ref.ByIndex(name, v)
+				g, _ := ix.ByIndex(name, v)
+				if !sameObjects(g, w) {
+					t.Fatalf("step %d, index %s, value %s: %d objects; client-go %d", step, name, v, len(g), len(w))
+				}
+			}
+		}
+	}
+}
+
+// sameObjects reports whether a and b hold the same objects (pointers),
+// in any order.
+func sameObjects(a, b []any) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	seen := map[any]int{}
+	for _, o := range a {
+		seen[o]++
+	}
+	for _, o := range b {
+		if seen[o]--; seen[o] < 0 {
+			return false
+		}
+	}
+	return true
+}
