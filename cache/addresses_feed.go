@@ -4,8 +4,6 @@ import (
 	"sync"
 	"time"
 
-	toolscache "k8s.io/client-go/tools/cache"
-
 	"github.com/kubeindex/kubeindex/indexers"
 	"github.com/kubeindex/kubeindex/internal/jsonscan"
 	"github.com/kubeindex/kubeindex/ipowner"
@@ -74,10 +72,7 @@ func (f *ipFeed) remove(obj any) {
 	if f == nil {
 		return
 	}
-	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
-	}
-	if o, ok := obj.(*Object); ok {
+	if o := handlerObject(obj); o != nil {
 		h := ipowner.Holding{Owner: ipowner.Owner{Kind: f.kind, Namespace: o.namespace, Name: o.name, UID: o.uid}}
 		f.observe(h)
 		if f.owners != nil {
