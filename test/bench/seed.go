@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -78,7 +79,7 @@ func seed(ctx context.Context, cs kubernetes.Interface, p plan, logf func(string
 				if i >= p.n || ctx.Err() != nil {
 					return
 				}
-				if err := seedPod(ctx, cs, p, i); err != nil {
+				if err := seedPodRetrying(ctx, cs, p, i); err != nil {
 					errOnce.Do(func() { firstErr = err; cancel() })
 					return
 				}
@@ -100,6 +101,38 @@ func seed(ctx context.Context, cs kubernetes.Interface, p plan, logf func(string
 	} else {
 		return err
 	}
+}
+
+// seedAttempts bounds the tries of one pod: an API server on a loaded
+// machine answers some writes with a timeout from etcd or a 429, which a
+// later try gets through; a seed of 100,000 pods meets several.
+const seedAttempts = 8
+
+// seedPodRetrying seeds pod i, trying again after a transient refusal
+// (timeouts, throttling, an internal error such as etcd's "request timed
+// out"), with a doubling pause; any other error, or the last attempt's,
+// stops the seed.
+func seedPodRetrying(ctx context.Context, cs kubernetes.Interface, p plan, i int) error {
+	pause := 100 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := seedPod(ctx, cs, p, i)
+		if err == nil || attempt == seedAttempts || !transient(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(pause):
+		}
+		pause *= 2
+	}
+}
+
+// transient says whether a write's error may pass on a later try.
+func transient(err error) bool {
+	return apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
+		apierrors.IsTooManyRequests(err) || apierrors.IsInternalError(err) ||
+		apierrors.IsServiceUnavailable(err) || strings.Contains(err.Error(), "request timed out")
 }
 
 // seedPod creates pod i and writes its status. A pod left by an interrupted
