@@ -164,6 +164,9 @@ func New(r Reader, opts Options) *Server {
 	s.echo.HTTPErrorHandler = s.handleError
 	s.limits, s.headers = opts.Shared.limits, newSecurityHeaders(opts.Auth.Authenticator != nil || opts.TLS.clientCerts())
 	s.metrics.registry.MustRegister(&securityCollector{s: s})
+	if cr, ok := opts.Clusters.(ConfigReporter); ok {
+		s.metrics.registry.MustRegister(configCollector{cr})
+	}
 	s.echo.Use(s.edge) // recovery, metrics, freshness, security headers, no body, authentication, limits
 	s.kubeSpecs = kubespec.New(opts.KubeUpstream, s.kubeSpecServed(), kubespec.Options{Prefix: kubePrefix, Logger: opts.Logger})
 	s.routes()
