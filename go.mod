@@ -3,6 +3,7 @@ module github.com/kubeindex/kubeindex
 go 1.26.8
 
 require (
+	github.com/fsnotify/fsnotify v1.9.0
 	github.com/getkin/kin-openapi v0.152.0
 	github.com/go-json-experiment/json v0.0.0-20260214004413-d219187c3433
 	github.com/google/gnostic-models v0.7.0

@@ -52,6 +52,7 @@ func connectTo(host, name string, shared *server.Shared) func(context.Context) (
 // simulated serves a demo cluster; its handler can be swapped for one
 // that refuses (the API server gone) and back.
 type simulated struct {
+	sim  *demo.TestCluster
 	srv  *httptest.Server
 	down atomic.Bool
 }
@@ -62,7 +63,7 @@ func newSimulated(t *testing.T, seed int64) *simulated {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &simulated{}
+	s := &simulated{sim: sim}
 	h := sim.Handler()
 	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.down.Load() {

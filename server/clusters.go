@@ -176,10 +176,16 @@ func (s *Server) clusterStates(c echo.Context) error {
 	} else {
 		states = []ClusterState{StateOf(s.opts.ClusterName, s.r)}
 	}
+	var config *ConfigStatus
+	if cr, ok := s.opts.Clusters.(ConfigReporter); ok {
+		st := cr.ConfigStatus()
+		config = &st
+	}
 	return c.JSON(http.StatusOK, struct {
-		Kind     string         `json:"kind"`
-		Clusters []ClusterState `json:"clusters"`
-	}{"ClusterList", states})
+		Kind          string         `json:"kind"`
+		Clusters      []ClusterState `json:"clusters"`
+		Configuration *ConfigStatus  `json:"configuration,omitempty"`
+	}{"ClusterList", states, config})
 }
 
 // StateOf describes a cluster served from r, with the reason its

@@ -133,6 +133,10 @@ type Server struct {
 	allow map[string]string
 	// fresh holds the freshness header values last written (headers.go).
 	fresh atomicFreshness
+	// retired ends, with its cause, when the server is retired (Retire):
+	// its streams end then.
+	retired context.Context
+	retire  context.CancelCauseFunc
 }
 
 // New builds the server and its routes. It starts nothing.
@@ -155,10 +159,14 @@ func New(r Reader, opts Options) *Server {
 	opts.Auth, opts.Limits, opts.Streams = opts.Auth.withDefaults(), opts.Shared.limits.opts, opts.Shared.streams.opts
 	s := &Server{opts: opts, r: r, echo: echo.New(), log: opts.Logger, metrics: newMetrics(r),
 		streams: opts.Shared.streams}
+	s.retired, s.retire = context.WithCancelCause(context.Background())
 	s.echo.HideBanner, s.echo.HidePort = true, true
 	s.echo.HTTPErrorHandler = s.handleError
 	s.limits, s.headers = opts.Shared.limits, newSecurityHeaders(opts.Auth.Authenticator != nil || opts.TLS.clientCerts())
 	s.metrics.registry.MustRegister(&securityCollector{s: s})
+	if cr, ok := opts.Clusters.(ConfigReporter); ok {
+		s.metrics.registry.MustRegister(configCollector{cr})
+	}
 	s.echo.Use(s.edge) // recovery, metrics, freshness, security headers, no body, authentication, limits
 	s.kubeSpecs = kubespec.New(opts.KubeUpstream, s.kubeSpecServed(), kubespec.Options{Prefix: kubePrefix, Logger: opts.Logger})
 	s.routes()

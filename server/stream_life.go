@@ -39,8 +39,9 @@ func (h *streamHub) lifetime() time.Duration {
 
 // streamLife ends one open stream when its caller's bearer token is no
 // longer valid, reviewed again every StreamOptions.Recheck through the
-// authenticator's cache, or when its lifetime is over. Its timers run
-// only when they fire: an idle stream holds no goroutine for it.
+// authenticator's cache, when its lifetime is over, or when its server is
+// retired (Retire). Its timers run only when they fire: an idle stream
+// holds no goroutine for it.
 type streamLife struct {
 	s     *Server
 	token string // "" when not authenticating: nothing to review again
@@ -54,6 +55,7 @@ type streamLife struct {
 	mu             sync.Mutex
 	stopped        bool
 	recheck, limit *time.Timer
+	retired        func() bool // stops the end at the server's retirement
 }
 
 // startLife starts the life of the stream c opens: its token taken when
@@ -69,6 +71,7 @@ func (s *Server) startLife(c echo.Context, lifetime time.Duration, wake chan<- s
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.limit = time.AfterFunc(lifetime, func() { l.end(errLifetimeOver) })
+	l.retired = context.AfterFunc(s.retired, func() { l.end(s.retiredWhy()) })
 	if token != "" {
 		l.recheck = time.AfterFunc(s.streams.opts.Recheck, l.check)
 	}
@@ -81,6 +84,7 @@ func (l *streamLife) stop() {
 	defer l.mu.Unlock()
 	l.stopped = true
 	l.limit.Stop()
+	l.retired()
 	if l.recheck != nil {
 		l.recheck.Stop()
 	}

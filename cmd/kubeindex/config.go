@@ -166,6 +166,11 @@ func (cfg *Config) readFile() error {
 	if err != nil {
 		return fmt.Errorf("reading --config: %w", err)
 	}
+	return cfg.useFile(data)
+}
+
+// useFile sets the resources and clusters the file's content data lists.
+func (cfg *Config) useFile(data []byte) error {
 	var fc fileConfig
 	if err := yaml.UnmarshalStrict(data, &fc); err != nil {
 		return fmt.Errorf("%s: %w", cfg.File, err)

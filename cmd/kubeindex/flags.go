@@ -68,7 +68,7 @@ func (cfg *Config) flagSet(resources *string, indexes *multiFlag) *flag.FlagSet 
 	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "path to a kubeconfig; default the files $KUBECONFIG lists (merged as kubectl merges them), ~/.kube/config, then the in-cluster service account")
 	fs.StringVar(&cfg.Context, "context", "", "kubeconfig context to use (default: the current context)")
 	fs.StringVar(&cfg.Listen, "listen", defaultListen, "address for the HTTP API")
-	fs.StringVar(&cfg.File, "config", "", "YAML file listing resources, selectors and indexes (docs/configuration.md)")
+	fs.StringVar(&cfg.File, "config", "", "YAML file listing resources, selectors and indexes (docs/configuration.md); a fleet's clusters too, watched and applied while serving (docs/clusters.md)")
 	fs.BoolVar(&cfg.Demo, "demo", false, "serve a simulated cluster generated inside the process (no API server needed)")
 	fs.IntVar(&cfg.DemoPods, "demo-pods", demo.DefaultPods, fmt.Sprintf("with --demo: grow the simulated cluster to this many pods (at most %d), in namespaces of their own over one node per 500 pods; 0 keeps the small cluster", demo.MaxPods))
 	fs.StringVar(resources, "resources", strings.Join(defaultResources, ","), "comma-separated resources to cache, as kubectl names them (ignored with --config)")

@@ -29,6 +29,9 @@ type member struct {
 	name string
 	rc   *rest.Config
 	cfg  *Config // the shared configuration, with this cluster's resources
+	// version digests what the cluster is configured with (the fleet
+	// restarts a cluster whose version changed: memberVersion).
+	version string
 }
 
 // runFleet serves several clusters (docs/clusters.md): each is reached,
@@ -59,13 +62,23 @@ func runFleet(ctx context.Context, cfg *Config, getenv func(string) string, log 
 	cfg.Security.warn(log, cfg.Listen)
 	shared := server.NewShared(cfg.Security.limits(), cfg.streamOptions())
 	base := server.Options{Simulated: cfg.Demo, Logger: log, Hosts: cfg.Security.hosts(cfg.Demo), TLS: serverTLS, Shared: shared}
-	clusters := make([]fleet.Cluster, len(members))
-	for i, m := range members {
-		clusters[i] = fleet.Cluster{Name: m.name, Connect: m.connect(base, identity, log.With("cluster", m.name))}
+	clusters := func(members []member) []fleet.Cluster {
+		out := make([]fleet.Cluster, len(members))
+		for i, m := range members {
+			out[i] = fleet.Cluster{Name: m.name, Version: m.version, Connect: m.connect(base, identity, log.With("cluster", m.name))}
+		}
+		return out
 	}
-	f, err := fleet.New(clusters, fleet.Options{Logger: log, ReadyWhenAny: cfg.readyWhenAny()})
+	f, err := fleet.New(clusters(members), fleet.Options{Logger: log, ReadyWhenAny: cfg.readyWhenAny()})
 	if err != nil {
 		return err
+	}
+	parts := []func(context.Context) error{f.Start}
+	if cfg.File != "" {
+		w := newConfigWatch(cfg, getenv, log, f, clusters)
+		if w.watched() {
+			parts = append(parts, w.run)
+		}
 	}
 	frontOpts := base
 	frontOpts.Auth, frontOpts.Clusters = identity, f
@@ -79,7 +92,7 @@ func runFleet(ctx context.Context, cfg *Config, getenv func(string) string, log 
 		return fmt.Errorf("--listen %s: %w", cfg.Listen, err)
 	}
 	log.Info("serving a fleet: each cluster under /clusters/{name}/", "clusters", f.Names())
-	return runAll(ctx, f.Start, func(ctx context.Context) error { return front.Serve(ctx, ln) })
+	return runAll(ctx, append(parts, func(ctx context.Context) error { return front.Serve(ctx, ln) })...)
 }
 
 // members reaches nothing yet: it reads each cluster's kubeconfig and
@@ -94,7 +107,7 @@ func (cfg *Config) members(ctx context.Context, getenv func(string) string, log 
 				return nil, err
 			}
 			demos.Go(wait)
-			out = append(out, member{name: name, rc: rc, cfg: cfg})
+			out = append(out, member{name: name, rc: rc, cfg: cfg, version: "simulated"})
 		}
 		return out, nil
 	}
@@ -115,7 +128,7 @@ func (cfg *Config) members(ctx context.Context, getenv func(string) string, log 
 			own.Resources = c.Resources
 			mc = &own
 		}
-		out[i] = member{name: c.Name, rc: rc, cfg: mc}
+		out[i] = member{name: c.Name, rc: rc, cfg: mc, version: memberVersion(c, mc, rc)}
 	}
 	return out, nil
 }

@@ -52,6 +52,7 @@ func TestHarness(t *testing.T) {
 		"question page 1 (running by restarts) vs API server list", "question page 1 (running by restarts) bytes vs API server list",
 		"typed informer sync client CPU, protobuf", "kubeindex CPU serving 10 protobuf informers", "kubeindex CPU serving the first protobuf informer",
 		"largest share of the objects, 10 shards", "largest share of the events, 10 shards", "API server pod watches, 10 shards open"}
+	want = append(want, fleetFigureNames...)
 	for _, q := range []string{"running by restarts", "running by node (columns)"} {
 		for _, page := range []string{"page 1", "page 900"} {
 			want = append(want, "question p50: "+page+" ("+q+")", "question p99: "+page+" ("+q+")")
@@ -159,5 +160,47 @@ func TestHarness(t *testing.T) {
 	}
 	if _, err := os.Stat(out); err != nil {
 		t.Errorf("results JSON: %v", err)
+	}
+}
+
+// fleetFigureNames are the fleet figure's figures.
+var fleetFigureNames = []string{
+	"fleet: live heap per pod, 10 clusters against 1", "fleet: by-IP latency p50, 10 clusters against 1",
+	"fleet: by-IP latency p99, 10 clusters against 1", "fleet: initial sync CPU per pod, 10 clusters against 1",
+	"fleet: initial sync wall per pod, 10 clusters against 1",
+}
+
+// TestFleetFigures runs the fleet figure alone at a tiny size: it needs no
+// test cluster (its clusters are simulated), every figure gets a value
+// and the single cluster is compared with the fleet that holds as many
+// pods. It asserts no timing.
+func TestFleetFigures(t *testing.T) {
+	var log strings.Builder
+	rep, err := Run(t.Context(), nil, Options{
+		Pods: 2000, Rounds: 1, LatencyRequests: 100, IdleGCWait: time.Second, Figures: []string{"fleet"}, Log: &log,
+	})
+	t.Log(log.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]*Figure{}
+	for _, f := range rep.Figures {
+		got[f.Name] = f
+	}
+	for _, name := range fleetFigureNames {
+		f, ok := got[name]
+		switch {
+		case !ok:
+			t.Errorf("figure %q missing", name)
+		case f.Against != "1 cluster of 2000 pods":
+			t.Errorf("figure %q compared with %q", name, f.Against)
+		case math.IsNaN(f.Ratio) && !strings.Contains(name, "heap"):
+			t.Errorf("figure %q: ratio not computable: %+v", name, f)
+		case !strings.Contains(f.Note, "10 clusters of 200 pods") || !strings.Contains(f.Note, "simulated"):
+			t.Errorf("figure %q does not say what was compared: %s", name, f.Note)
+		}
+	}
+	if len(rep.Figures) != len(fleetFigureNames) {
+		t.Errorf("%d figures; expect the fleet's %d only", len(rep.Figures), len(fleetFigureNames))
 	}
 }

@@ -51,6 +51,12 @@ func startKubeindex(bin, dir, kubeconfig, name, selector, fieldSelector, indexes
 		cfg += fmt.Sprintf("  fieldSelector: %q\n", fieldSelector)
 	}
 	cfg += fmt.Sprintf("  indexes:%s\n", indexes)
+	return startKubeindexConfig(bin, dir, kubeconfig, name, cfg, addr)
+}
+
+// startKubeindexConfig runs the binary with the configuration file cfg
+// (YAML), listening on addr, tracing its GCs.
+func startKubeindexConfig(bin, dir, kubeconfig, name, cfg, addr string) (*kubeindex, error) {
 	path := filepath.Join(dir, name+".yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		return nil, err

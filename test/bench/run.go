@@ -81,23 +81,13 @@ func (r *runner) run(ctx context.Context) error {
 	if err := r.buildAll(ctx); err != nil {
 		return err
 	}
-	if r.cs, err = writeClient(r.c.RESTConfig()); err != nil {
-		return err
-	}
-	if err := seed(ctx, r.cs, r.p, r.logf); err != nil {
-		return err
-	}
-	for i := 0; i < r.p.n && len(r.sampleRefs) < 1000; i += max(1, r.p.n/1200) {
-		if ref := r.p.ref(i); !ref.HostNetwork {
-			r.sampleRefs = append(r.sampleRefs, ref)
-		}
-	}
 	steps := []step{
 		{"sync", r.initialSync}, {"rate", r.requestRate}, {"latency", r.lookupLatency},
 		{"heap", r.heap}, {"fanout", r.fanOut}, {"upkeep", r.upkeep},
 		{"kinformers", r.kubeInformers}, {"klist", r.kubeList}, {"kwatch", r.kubeWatch},
 		{"idle", r.idleCost}, {"fanfloor", r.fanFloor}, {"questions", r.askQuestions},
 		{"proto", r.protobufInformers}, {"shards", r.shardFigures},
+		{"fleet", r.fleetFigures},
 		{"scale", r.scale}, // last: it stops the main kubeindex
 	}
 	for _, f := range r.o.Figures {
@@ -109,13 +99,30 @@ func (r *runner) run(ctx context.Context) error {
 			return fmt.Errorf("unknown figure %q (known: %s)", f, strings.Join(names, ", "))
 		}
 	}
+	// Figures of simulated clusters only need no seeded cluster: asked
+	// alone, they skip the seed and the sync figure.
+	seeded := !SimulatedOnly(r.o.Figures)
+	if seeded {
+		if r.cs, err = writeClient(r.c.RESTConfig()); err != nil {
+			return err
+		}
+		if err := seed(ctx, r.cs, r.p, r.logf); err != nil {
+			return err
+		}
+		for i := 0; i < r.p.n && len(r.sampleRefs) < 1000; i += max(1, r.p.n/1200) {
+			if ref := r.p.ref(i); !ref.HostNetwork {
+				r.sampleRefs = append(r.sampleRefs, ref)
+			}
+		}
+	}
 	want := slices.Clone(r.o.Figures)
 	if slices.Contains(want, "latency") || slices.Contains(want, "heap") {
 		want = append(want, "rate") // it starts the echo server and measures the body sizes they use
 	}
 	for i, step := range steps {
-		// The sync figure always runs: its last kubeindex serves the others.
-		if i > 0 && len(want) > 0 && !slices.Contains(want, step.name) {
+		// The sync figure runs whenever pods are seeded: its last
+		// kubeindex serves the others.
+		if (i > 0 || !seeded) && len(want) > 0 && !slices.Contains(want, step.name) {
 			continue
 		}
 		if err := step.run(ctx); err != nil {
@@ -123,6 +130,16 @@ func (r *runner) run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// simulatedFigures are the figures whose clusters are all simulated
+// (the demo's fake API server): asked alone, the run seeds nothing.
+var simulatedFigures = []string{"fleet"}
+
+// SimulatedOnly tells whether every figure asked is one of simulated
+// clusters: Run then needs no test cluster (it may be nil).
+func SimulatedOnly(figures []string) bool {
+	return len(figures) > 0 && !slices.ContainsFunc(figures, func(f string) bool { return !slices.Contains(simulatedFigures, f) })
 }
 
 // step is one figure's measurement.

@@ -47,7 +47,7 @@ func run() error {
 	modes := flag.String("informer-modes", "list,watch-list", "comma-separated ways the kinformers figure's informers sync: list, watch-list")
 	flag.StringVar(&o.Dir, "dir", "", "cluster state directory, kept (a rerun with the same -pods skips seeding); default a fresh temporary one")
 	flag.StringVar(&o.Out, "out", "bench/results.json", "where to write the results as JSON")
-	figures := flag.String("figures", "", "comma-separated figures besides the initial sync (rate, latency, heap, fanout, upkeep, kinformers, klist, kwatch, idle, fanfloor, questions, proto, shards, scale); default all")
+	figures := flag.String("figures", "", "comma-separated figures besides the initial sync (rate, latency, heap, fanout, upkeep, kinformers, klist, kwatch, idle, fanfloor, questions, proto, shards, fleet, scale); default all")
 	summarize := flag.String("summarize", "", "comma-separated results files of earlier runs: print their Markdown table (each run's ratio, in how many runs each target was met) and run nothing")
 	flag.Parse()
 	if *summarize != "" {
@@ -85,14 +85,19 @@ func run() error {
 		defer os.RemoveAll(d)
 		dir = d
 	}
-	fmt.Fprintln(os.Stderr, "starting the test cluster in", dir)
-	c, err := cluster.Start(ctx, dir)
-	if err != nil {
-		return err
+	var c *cluster.Cluster
+	if !bench.SimulatedOnly(o.Figures) {
+		fmt.Fprintln(os.Stderr, "starting the test cluster in", dir)
+		var err error
+		if c, err = cluster.Start(ctx, dir); err != nil {
+			return err
+		}
 	}
 	rep, err := bench.Run(ctx, c, o)
-	if serr := c.Stop(); serr != nil {
-		err = errors.Join(err, serr)
+	if c != nil {
+		if serr := c.Stop(); serr != nil {
+			err = errors.Join(err, serr)
+		}
 	}
 	rep.Print(os.Stdout)
 	if o.Out != "" {
