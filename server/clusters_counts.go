@@ -39,7 +39,7 @@ func (s *Server) fleetCounts(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	fq := &fleetQuestion{resource: resource, q: q, asked: true, now: time.Now()}
+	fq := &fleetQuestion{resource: resource, q: q, now: time.Now()}
 	body := FleetCountsResponse{CountsResponse: CountsResponse{Kind: "Counts", Resource: resource, GroupBy: []string{}, Groups: []CountGroup{}}}
 	sums := map[[query.MaxGroupBy]query.Value]int{}
 	parts := make([]*clusterPart, len(names))

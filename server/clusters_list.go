@@ -65,7 +65,6 @@ type clusterPart struct {
 type fleetQuestion struct {
 	resource string
 	q        url.Values
-	asked    bool // filter, sort or offset: every part is a question
 	now      time.Time
 }
 
@@ -73,10 +72,11 @@ type fleetQuestion struct {
 // keys as its schema has them, cluster terms decided for name. skip is
 // true when no object there can match. A parameter that cannot be read is
 // the caller's error (400), whichever cluster finds it.
+//
+// Every part is a question, a plain list too (no filter, no sort): each
+// cluster then walks its ordered index by namespace and name rather than
+// sorting its whole list by key.
 func (fq *fleetQuestion) clusterAsk(cs *Server, name string, groupBy string) (ask *cache.Ask, sort []query.SortKey, group []query.Key, sc *query.Schema, skip bool, err error) {
-	if !fq.asked && groupBy == "" && fq.q.Get("fields") == "" {
-		return nil, nil, nil, nil, false, nil
-	}
 	if sc, err = cs.schema(fq.resource); err != nil {
 		return nil, nil, nil, nil, false, err
 	}
@@ -127,7 +127,7 @@ func (s *Server) fleetList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	fq := &fleetQuestion{resource: resource, q: q, asked: asks(q), now: time.Now()}
+	fq := &fleetQuestion{resource: resource, q: q, now: time.Now()}
 	tok, err := decodeFleetToken(q.Get("continue"), fq.digest())
 	if err != nil {
 		return err
@@ -157,7 +157,7 @@ func (s *Server) fleetList(c echo.Context) error {
 	if err := allUnknown(parts, resource); err != nil {
 		return err
 	}
-	page := mergeParts(parts, sort, fq.asked, offset, limit)
+	page := mergeParts(parts, sort, offset, limit)
 	next, remaining := fleetContinue(parts, tok, fq.digest())
 	return writeFleetList(c.Response(), resource, parts, page, next, remaining)
 }
@@ -186,17 +186,12 @@ func (s *Server) listPart(c echo.Context, fq *fleetQuestion, name string, tok *f
 	if err != nil {
 		return p.failed(err), nil, callersError(err)
 	}
-	if sc != nil {
-		if p.fields, err = sc.ParseFields(fq.q.Get("fields"), fq.now); err != nil {
-			return p, nil, err
-		}
+	if p.fields, err = sc.ParseFields(fq.q.Get("fields"), fq.now); err != nil {
+		return p, nil, err
 	}
 	if skip {
 		p.slot.Status, p.slot.State, p.slot.Total = http.StatusOK, ClusterSynced, new(int)
 		return p, sort, nil
-	}
-	if !fq.asked {
-		ask = nil
 	}
 	n := limit
 	if limit > 0 && tok == nil {
@@ -223,13 +218,11 @@ func (s *Server) listPart(c echo.Context, fq *fleetQuestion, name string, tok *f
 	if p.res.Freshness.Stale {
 		p.slot.State = ClusterStale
 	}
-	if ask != nil {
-		p.local = make([][]query.Value, len(p.res.Items))
-		p.full = make([][]query.Value, len(p.res.Items))
-		for i, o := range p.res.Items {
-			p.local[i] = ask.SortValues(o)
-			p.full[i] = query.ClusterValues(sort, name, p.local[i])
-		}
+	p.local = make([][]query.Value, len(p.res.Items))
+	p.full = make([][]query.Value, len(p.res.Items))
+	for i, o := range p.res.Items {
+		p.local[i] = ask.SortValues(o)
+		p.full[i] = query.ClusterValues(sort, name, p.local[i])
 	}
 	return p, sort, nil
 }
@@ -292,27 +285,20 @@ type mergedItem struct {
 	o    *cache.Object
 }
 
-// mergeParts merges the parts' ordered items: by the sort's values (a
-// question), then the cluster, then namespace and name (a plain list:
-// the cluster, then the key, as a single cluster orders it). It skips
+// mergeParts merges the parts' ordered items: by the sort's values (none
+// for a plain list), then the cluster, then namespace and name. It skips
 // offset items, takes limit (0: all), and notes in each part how many of
 // its items were used.
-func mergeParts(parts []*clusterPart, sort []query.SortKey, asked bool, offset, limit int) []mergedItem {
+func mergeParts(parts []*clusterPart, sort []query.SortKey, offset, limit int) []mergedItem {
 	less := func(a, b *clusterPart) bool {
 		x, y := a.res.Items[a.used], b.res.Items[b.used]
-		if asked {
-			if c := query.CompareSorted(sort, a.full[a.used], b.full[b.used], "", "", "", ""); c != 0 {
-				return c < 0
-			}
-			if c := strings.Compare(a.slot.Cluster, b.slot.Cluster); c != 0 {
-				return c < 0
-			}
-			return query.CompareSorted(nil, nil, nil, x.Namespace(), x.Name(), y.Namespace(), y.Name()) < 0
+		if c := query.CompareSorted(sort, a.full[a.used], b.full[b.used], "", "", "", ""); c != 0 {
+			return c < 0
 		}
 		if c := strings.Compare(a.slot.Cluster, b.slot.Cluster); c != 0 {
 			return c < 0
 		}
-		return x.Key() < y.Key()
+		return query.CompareSorted(nil, nil, nil, x.Namespace(), x.Name(), y.Namespace(), y.Name()) < 0
 	}
 	var page []mergedItem
 	for limit == 0 || len(page) < limit {
@@ -357,7 +343,7 @@ type clusterPlace struct {
 func (fq *fleetQuestion) digest() string {
 	h := sha256.New()
 	for _, v := range []string{fq.resource, fq.q.Get("cluster"), fq.q.Get("namespace"), fq.q.Get("labelSelector"),
-		fq.q.Get("index"), fq.q.Get("value"), strings.Join(fq.q["filter"], "\x00"), fq.q.Get("sort"), strconv.FormatBool(fq.asked)} {
+		fq.q.Get("index"), fq.q.Get("value"), strings.Join(fq.q["filter"], "\x00"), fq.q.Get("sort")} {
 		h.Write([]byte(v))
 		h.Write([]byte{0})
 	}
@@ -409,11 +395,7 @@ func fleetContinue(parts []*clusterPart, prev *fleetToken, question string) (str
 		case p.used == 0:
 			t.Clusters[name] = clusterPlace{}
 		default:
-			var vs []query.Value
-			if p.local != nil {
-				vs = p.local[p.used-1]
-			}
-			t.Clusters[name] = clusterPlace{Continue: p.res.ContinueAfter(p.lq, p.used, vs)}
+			t.Clusters[name] = clusterPlace{Continue: p.res.ContinueAfter(p.lq, p.used, p.local[p.used-1])}
 		}
 		more = true
 	}

@@ -187,7 +187,11 @@ func TestListAcrossClustersIsTheUnion(t *testing.T) {
 		union = append(union, tf.own(t, n)...)
 	}
 
-	// A plain list: the clusters one after another, each in its own order.
+	// A plain list: the clusters one after another, each by namespace
+	// and name.
+	slices.SortStableFunc(union, func(x, y fleetPod) int {
+		return cmp.Or(strings.Compare(x.cluster, y.cluster), strings.Compare(x.ns, y.ns), strings.Compare(x.name, y.name))
+	})
 	got, totals := walk(t, tf.front, url.Values{}, 37, nil)
 	if !slices.Equal(ids(got), ids(union)) {
 		t.Errorf("plain list across clusters: %d items, expect the %d of a, b and c in order", len(got), len(union))
