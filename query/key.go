@@ -27,6 +27,8 @@ type Schema struct {
 	// timeless: no column's value depends on the moment it is read (ages
 	// are read from creationTimestamp, not from the printed cell).
 	timeless bool
+	// across: the key ClusterKey is the cluster (AcrossClusters).
+	across bool
 }
 
 // column is a Table column and how its cells compare.
@@ -156,6 +158,7 @@ const (
 	nameKey
 	namespaceKey
 	ageKey
+	clusterKey // a question across clusters: cluster.go
 )
 
 // String is the key as it was written.
@@ -185,6 +188,9 @@ func (s *Schema) Key(name string) (Key, error) {
 		return Key{name: name, kind: pathKey, path: p}, nil
 	}
 	lower := strings.ToLower(name)
+	if s.across && lower == ClusterKey {
+		return Key{name: name, kind: clusterKey, typ: textType}, nil
+	}
 	if c, ok := s.columns[lower]; ok {
 		switch {
 		case c.index == 0 && lower == "name":
@@ -271,6 +277,8 @@ func (k Key) Values(r *Record, dst []Value) []Value {
 			return append(dst, v)
 		}
 		return dst
+	case clusterKey:
+		return dst // no object holds it: InCluster resolves it first
 	}
 	if r.kept != nil {
 		return append(dst, r.kept.Read(k)...)

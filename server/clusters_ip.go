@@ -104,6 +104,11 @@ func (s *Server) clusterNames(param string) ([]string, error) {
 // authenticates and authorizes it as if asked under its prefix. The
 // answer is recorded, not written: the connection is the front's.
 func (s *Server) askCluster(r *http.Request, name, path, rawQuery string) ClusterIPAnswer {
+	return s.askClusterWith(r, name, http.MethodGet, path, rawQuery, nil)
+}
+
+// askClusterWith is askCluster with a method and a body.
+func (s *Server) askClusterWith(r *http.Request, name, method, path, rawQuery string, body []byte) ClusterIPAnswer {
 	target, err := s.cluster(name)
 	if err != nil {
 		st := errorStatus(err)
@@ -116,6 +121,10 @@ func (s *Server) askCluster(r *http.Request, name, path, rawQuery string) Cluste
 	sub := r.Clone(ctx)
 	sub.URL = &url.URL{Path: path, RawQuery: rawQuery}
 	sub.RequestURI = sub.URL.RequestURI()
+	sub.Method, sub.Body, sub.ContentLength = method, http.NoBody, 0
+	if body != nil {
+		sub.Body, sub.ContentLength = bodyReader(body), int64(len(body))
+	}
 	rec := &recorder{header: http.Header{}}
 	target.echo.ServeHTTP(rec, sub)
 	if rec.status == 0 {

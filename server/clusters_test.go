@@ -78,7 +78,8 @@ func (f *fakeFleet) Ready() bool { return f.servers["b"] != nil }
 // TestFleetFrontRoutesEachCluster: a fleet's front sends /clusters/{name}/
 // to that cluster's server, answers a cluster not serving 503 with its
 // reason, an unknown one 404, and a cluster's route asked at its root 404
-// with the way to ask; every server shares the process's stream bound.
+// with the way to ask (a list is across clusters: clusters_list_test.go);
+// every server shares the process's stream bound.
 func TestFleetFrontRoutesEachCluster(t *testing.T) {
 	fa := cachetest.Start(t, cachetest.PodSpec())
 	shared := NewShared(LimitOptions{MaxStreamsPerClient: 1}, StreamOptions{})
@@ -97,7 +98,8 @@ func TestFleetFrontRoutesEachCluster(t *testing.T) {
 	}{
 		{"/clusters/b/api/v1/pods", 503, "connection refused"},
 		{"/clusters/c/k8s/api/v1/pods", 404, `no such cluster \"c\"`},
-		{"/api/v1/pods", 404, "/clusters/{name}/"},
+		{"/api/v1/pods/default/x", 404, "/clusters/{name}/"},
+		{"/api/v1/resources", 404, "/clusters/{name}/"},
 		{"/k8s/api/v1/pods", 404, "/clusters/{name}/"},
 		{"/readyz", 503, `"state":"failed"`},
 		{"/api/v1/clusters", 200, `{"name":"b","state":"failed","reason":"connection refused","resources":0,"objects":0}`},

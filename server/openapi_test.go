@@ -320,14 +320,16 @@ func TestResponsesMatchTheSpec(t *testing.T) {
 	}
 	// Batches: a POST with a body.
 	for _, tt := range []struct {
-		body string
-		code int
+		path, body string
+		code       int
 	}{
-		{`{"queries":[{"ip":"10.0.0.12"},{"ip":"10.96.0.1","port":443},{"ip":"x"},{"ip":"10.0.0.12","at":"2000-01-01T00:00:00Z"},` +
+		{"/api/v1/ip:lookup", `{"queries":[{"ip":"10.0.0.12"},{"ip":"10.96.0.1","port":443},{"ip":"x"},{"ip":"10.0.0.12","at":"2000-01-01T00:00:00Z"},` +
 			`{"ip":"10.0.0.12","port":9100,"at":` + strconv.FormatInt(time.Now().Unix()+1, 10) + `}]}`, 200},
-		{`{"queries":3}`, 400},
+		{"/api/v1/ip:lookup", `{"queries":3}`, 400},
+		{"/api/v1/clusters/ip:lookup", `{"queries":[{"ip":"10.0.0.12"},{"ip":"x","cluster":"default"},{"ip":"10.0.0.12","port":9100}]}`, 200},
+		{"/api/v1/clusters/ip:lookup", `{"queries":[{"ip":"10.0.0.12","cluster":"nope"}]}`, 400},
 	} {
-		const path = "/api/v1/ip:lookup"
+		path := tt.path
 		item := doc.Paths.Value(path)
 		req := localRequest(http.MethodPost, path, strings.NewReader(tt.body))
 		req.Header.Set("Content-Type", "application/json")

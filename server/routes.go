@@ -102,6 +102,8 @@ func (s *Server) table() []*route {
 			summary: "The clusters served, each with its state: synced, syncing, stale or failed, and why.", handler: s.clusterStates},
 		{method: http.MethodGet, path: "/api/v1/clusters/ip/:ip", kind: restKind, authz: authenticated, freshness: resourceFreshness,
 			summary: "Who has this IP in each cluster (or those ?cluster= names): every cluster's own answer, authorized there, and where it is held.", handler: s.clusterIP},
+		{method: http.MethodPost, path: `/api/v1/clusters/ip\:lookup`, kind: restKind, authz: authenticated, freshness: resourceFreshness, maxBody: maxBatchBody,
+			summary: "Many IP lookups across clusters in one request (read-only): each query of its cluster or of every cluster, answered there.", handler: s.clusterIPBatch},
 		rest("/api/v1/resources", cacheFreshness, "Configured resources with counts, indexes and freshness.", s.listResources),
 		rest("/api/v1/resources/:resource", resourceFreshness, "One configured resource.", s.getResource),
 		rest("/api/v1/resources/:resource/counts", resourceFreshness, "Count the objects a list would select and filter, grouped by up to two keys.", s.counts),
@@ -152,7 +154,15 @@ func (s *Server) table() []*route {
 	table = append(table, reads...)
 	table = append(table, s.kubeWrites(reads)...)
 	if s.fleetFront() {
-		return slices.DeleteFunc(table, func(rt *route) bool { return !fleetRoutes[rt.path] })
+		// A fleet's front answers a list and counts across its clusters.
+		across := map[string]echo.HandlerFunc{"/api/v1/:resource": s.fleetList, "/api/v1/resources/:resource/counts": s.fleetCounts}
+		return slices.DeleteFunc(table, func(rt *route) bool {
+			if h, ok := across[rt.path]; ok {
+				rt.handler = h
+				return false
+			}
+			return !fleetRoutes[rt.path]
+		})
 	}
 	return table
 }
@@ -160,7 +170,8 @@ func (s *Server) table() []*route {
 // fleetRoutes are the routes a fleet's front serves itself: every other is
 // a cluster's, under /clusters/{name}/.
 var fleetRoutes = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true, "/openapi.json": true,
-	"/": true, "/ui/:file": true, "/api/v1/clusters": true, "/api/v1/clusters/ip/:ip": true}
+	"/": true, "/ui/:file": true, "/api/v1/clusters": true, "/api/v1/clusters/ip/:ip": true,
+	`/api/v1/clusters/ip\:lookup`: true}
 
 // kubeRead is a read path of the Kubernetes API: get, list, or a watch
 // when the query asks; the handler authorizes the verb on the resource.

@@ -48,7 +48,8 @@ func (k *kubeindex) clusterState(name string) (state, reason string, err error) 
 // what that API server prints and a client-go informer holds what it
 // holds, changes included, and nothing of the other; when west's API
 // server is stopped, west is stale with a reason while east answers as
-// before, and west recovers when its API server returns.
+// before, and west recovers when its API server returns. A list and
+// counts across both are the union of the API servers' lists.
 func TestFleetOfTwoAPIServers(t *testing.T) {
 	eastAPI := cluster.StartForTest(t)
 	westAPI := cluster.StartPrivateForTest(t)
@@ -85,6 +86,9 @@ func TestFleetOfTwoAPIServers(t *testing.T) {
 			podAt(t, cs, west.Namespaces[0], "fleet-twin", twin)
 		}
 		fleetIP(t, k, twin, oracles(eastCS, westCS))
+	})
+	t.Run("a list and counts across clusters are the union of the API servers'", func(t *testing.T) {
+		fleetUnion(t, k, oracles(eastCS, westCS))
 	})
 
 	ctx, cancel := context.WithCancel(context.Background())
