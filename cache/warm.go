@@ -101,6 +101,7 @@ func (c *Cache) warmColumns(ctx context.Context) {
 func (c *Cache) warm(ctx context.Context, r *resourceCache, sc *query.Schema) bool {
 	fp := sc.Fingerprint()
 	k := kept{sc: sc}
+	var seen []map[string]string // by column
 	for i, o := range r.objects() {
 		if i%warmBatch == 0 {
 			if !c.stepAside(ctx) {
@@ -112,9 +113,44 @@ func (c *Cache) warm(ctx context.Context, r *resourceCache, sc *query.Schema) bo
 			continue
 		}
 		k.o = o
-		k.Columns()
+		vs := sc.ColumnValues(o.raw, k.now)
+		if len(seen) < len(vs) {
+			seen = append(seen, make([]map[string]string, len(vs)-len(seen))...)
+		}
+		for i := range vs {
+			vs[i] = shareText(vs[i], o, &seen[i])
+		}
+		k.keep(vs)
 	}
 	return true
+}
+
+// maxShared bounds the texts of one column a pass remembers to share.
+const maxShared = 4096
+
+// shareText is v with its text, if any, replaced by an equal one the
+// object or the pass holds already: the object's name, or a text of the
+// same column seen before in this pass (a status, a node, "<none>"), so
+// that the values kept for many objects hold each repeated text once,
+// without interning (unique.Make) the texts only one object has.
+func shareText(v query.Value, o *Object, seen *map[string]string) query.Value {
+	s, ok := v.AsText()
+	if !ok {
+		return v
+	}
+	if s == o.name {
+		return query.Text(o.name)
+	}
+	if *seen == nil {
+		*seen = map[string]string{}
+	}
+	if c, ok := (*seen)[s]; ok {
+		return query.Text(c)
+	}
+	if len(*seen) < maxShared {
+		(*seen)[s] = s
+	}
+	return v
 }
 
 // stepAside yields to the questions: it returns once no costly question
