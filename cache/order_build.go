@@ -4,6 +4,8 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+
+	"github.com/kubeindex/kubeindex/query"
 )
 
 // minBuildPart is the fewest objects a goroutine of a build takes: below
@@ -25,8 +27,12 @@ func (ix *order) sortedEntries(objs []*Object) []orderEntry {
 		lo, hi := p*len(objs)/parts, (p+1)*len(objs)/parts
 		part := func() {
 			es := make([]orderEntry, hi-lo)
+			seen := make([]map[string]string, ix.width())
 			for i, o := range objs[lo:hi] {
 				es[i] = ix.entry(o)
+				for j, v := range es[i].vs {
+					es[i].vs[j] = sameText(v, &seen[j])
+				}
 			}
 			slices.SortFunc(es, ix.compare)
 			sorted[p] = es
@@ -50,6 +56,32 @@ func (ix *order) sortedEntries(objs []*Object) []orderEntry {
 		sorted = next
 	}
 	return sorted[0]
+}
+
+// maxSameTexts bounds the texts of one key a part of a build remembers.
+const maxSameTexts = 4096
+
+// sameText is v with its text, if any, replaced by an equal one seen
+// before at the same place in this part, so that equal texts of
+// different entries are one string: a comparison of two (a tie on a
+// node, a status) ends at their pointers instead of reading both.
+// Beyond maxSameTexts distinct texts (names, addresses), the rest are
+// left as they are.
+func sameText(v query.Value, seen *map[string]string) query.Value {
+	s, ok := v.AsText()
+	if !ok {
+		return v
+	}
+	if *seen == nil {
+		*seen = map[string]string{}
+	}
+	if c, ok := (*seen)[s]; ok {
+		return query.Text(c)
+	}
+	if len(*seen) < maxSameTexts {
+		(*seen)[s] = s
+	}
+	return v
 }
 
 // mergeEntries merges two sorted runs into a new one.
