@@ -51,6 +51,15 @@ func (k *kept) Columns() []query.Value {
 	if !k.sc.Timeless() {
 		return vs
 	}
+	return k.keep(vs)
+}
+
+// keep stores vs, the object's column values under a Timeless schema, on
+// the object, and returns what it keeps: vs, or the values another
+// reader kept first.
+func (k *kept) keep(vs []query.Value) []query.Value {
+	fp := k.sc.Fingerprint()
+	old := k.o.columns.Load()
 	for {
 		nk := &keptValues{fingerprint: fp, columns: vs}
 		if old != nil {

@@ -239,6 +239,9 @@ func (c *Cache) Start(ctx context.Context) error {
 	if c.mirror != nil {
 		wg.Go(func() { c.mirror.Run(ctx) })
 	}
+	if !c.opts.LazyColumns {
+		wg.Go(func() { c.warmColumns(ctx) })
+	}
 	for _, r := range c.resources {
 		if r.crdWatch != nil {
 			wg.Go(func() { r.crdWatch.run(ctx, c.opts.Logger) })

@@ -24,8 +24,11 @@ var heapKept *Cache
 // default) in make bench's layout, with its five indexes and the address
 // feed (owner table, history, mirror), against the pod's stored JSON
 // (its length, and the allocation it takes). It reports the heap per pod
-// without ordered indexes and with one for each pod Table column (the
-// kept column values included), each as a ratio to the JSON's length.
+// without ordered indexes (nor column values: the cache is synced with
+// LazyColumns), with every pod's column values kept (as the column warmer
+// keeps them by default), and with an ordered index for each pod Table
+// column (the kept column values included), each as a ratio to the JSON's
+// length.
 //
 //	go test -run XXX -bench HeapPerPod -benchtime 1x ./cache
 //	go test -run XXX -bench HeapPerPod/without -benchtime 1x -memprofile heap.out -memprofilerate 1 ./cache
@@ -52,7 +55,7 @@ func BenchmarkHeapPerPod(b *testing.B) {
 		srv := listServer(b, body)
 		before := heap()
 		c, stopCache := startSyncedPods(b, &rest.Config{Host: srv.URL, DisableCompression: true},
-			Spec{Resource: "pods", Indexes: benchIndexes()}, Options{}, n)
+			Spec{Resource: "pods", Indexes: benchIndexes()}, Options{LazyColumns: true}, n)
 		after := heap()
 		if got := len(c.owners.Addresses()); got == 0 {
 			b.Fatalf("the owner table holds %d addresses", got)
@@ -76,6 +79,22 @@ func BenchmarkHeapPerPod(b *testing.B) {
 			stop()
 			report(b, perPod, jsonLen)
 			heapKept = c
+		}
+	})
+	// Every pod's column values kept, as the column warmer keeps them
+	// after the sync unless LazyColumns (warm.go).
+	b.Run("columns-warmed", func(b *testing.B) {
+		heapKept = nil
+		for b.Loop() {
+			c, perPod, jsonLen, _, stop := sync(b)
+			before := heap()
+			r := c.byName["pods"]
+			c.warm(b.Context(), r, r.columnSchema())
+			added := (heap() - before) / float64(n)
+			stop()
+			report(b, perPod+added, jsonLen)
+			b.ReportMetric(added, "B/pod-columns")
+			runtime.KeepAlive(c)
 		}
 	})
 	b.Run("with-column-indexes", func(b *testing.B) {

@@ -42,7 +42,7 @@ const (
 // keys (order.held), which a question's filter and counts read from here
 // rather than from the object. A build lays every entry's values out in
 // one array, in the index's order, so that a walk reads memory in
-// sequence; texts are interned (query.Value.Interned).
+// sequence; texts read from the JSON are interned (interned).
 type orderEntry struct {
 	o  *Object
 	vs []query.Value
@@ -123,7 +123,7 @@ func (ix *order) entry(o *Object) orderEntry {
 	ix.schema.Fill(&r, o.namespace, o.name, o.raw, k.now, &k)
 	vs := make([]query.Value, len(ix.keys), len(ix.keys)+len(ix.held))
 	for i, sk := range ix.keys {
-		vs[i] = sk.Key.First(&r).Interned()
+		vs[i] = interned(sk.Key, sk.Key.First(&r))
 	}
 	var buf [4]query.Value
 	for _, hk := range ix.held {
@@ -132,12 +132,24 @@ func (ix *order) entry(o *Object) orderEntry {
 		case 0:
 			vs = append(vs, query.Missing())
 		case 1:
-			vs = append(vs, hv[0].Interned())
+			vs = append(vs, interned(hk, hv[0]))
 		default: // several: a question reads the object
 			return orderEntry{o: o, vs: vs[:len(ix.keys):len(ix.keys)]}
 		}
 	}
 	return orderEntry{o: o, vs: vs}
+}
+
+// interned is v as an entry holds it: interned when it was read from
+// the JSON (a path's), as it is otherwise: a column's, the name's and the
+// namespace's texts live with the object already (in its kept values, in
+// its key), and interning one held by a single object (a name, an
+// address) would cost more than the entry it is for.
+func interned(k query.Key, v query.Value) query.Value {
+	if k.Path() == "" {
+		return v
+	}
+	return v.Interned()
 }
 
 // width is the number of values an entry holding every held key has.
@@ -247,11 +259,7 @@ func (r *resourceCache) objects() []*Object {
 // entry that is not there and sets one that is: the tree ends as the
 // store is.
 func (ix *order) build(objs []*Object) {
-	entries := make([]orderEntry, len(objs))
-	for i, o := range objs {
-		entries[i] = ix.entry(o)
-	}
-	slices.SortFunc(entries, ix.compare)
+	entries := ix.sortedEntries(objs)
 	w := ix.width()
 	slab := make([]query.Value, 0, len(entries)*w)
 	for i, e := range entries {

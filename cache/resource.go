@@ -97,6 +97,12 @@ type Options struct {
 	Simulated bool
 	// IPHistory bounds the history of who held which address.
 	IPHistory ipowner.HistoryOptions
+	// LazyColumns leaves each object's Table column values to the first
+	// question that reads them. By default they are made in the
+	// background once a resource has synced (warm.go), so that the first
+	// question over a column, a dashboard's first sort, does not wait for
+	// every row; lazily, a cache nobody asks about columns keeps none.
+	LazyColumns bool
 	// Now is the clock; default time.Now. Tests replace it.
 	Now func() time.Time
 	// Logger says what the operator should know (a CRD that may not be

@@ -41,6 +41,9 @@ func (v Value) Interned() Value {
 	return v
 }
 
+// AsText is the value's text, and false when it is not a text.
+func (v Value) AsText() (string, bool) { return v.str, v.kind == text }
+
 // Num and Text make values; Missing is the value of a key an object lacks.
 func Num(f float64) Value       { return Value{kind: number, num: f} }
 func Text(s string) Value       { return Value{kind: text, str: s} }

@@ -37,6 +37,9 @@ type Config struct {
 	// --api-http2: speak HTTP/2 to the API server (off: HTTP/1.1, far
 	// cheaper for large lists)
 	APIHTTP2 bool
+	// --lazy-columns: leave objects' Table column values to the first
+	// question over a column instead of making them after the sync
+	LazyColumns bool
 	// --stream-coalesce: after writing events to a stream, wait this long
 	// so that the events arriving meanwhile share one write
 	StreamCoalesce time.Duration

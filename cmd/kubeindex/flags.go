@@ -76,6 +76,7 @@ func (cfg *Config) flagSet(resources *string, indexes *multiFlag) *flag.FlagSet 
 	fs.DurationVar(&cfg.StaleAfter, "stale-after", cache.DefaultStaleAfter, "how long a watch may be down before answers are marked stale")
 	fs.DurationVar(&cfg.WatchIdle, "watch-idle-timeout", cache.DefaultWatchIdleTimeout, "mark answers stale and restart a watch that sent nothing, not even a bookmark (about one a minute), for this long (detects hung connections)")
 	fs.BoolVar(&cfg.APIHTTP2, "api-http2", false, "speak HTTP/2 to the API server (one connection for every watch) instead of HTTP/1.1 (a connection per watch; far less CPU for large lists)")
+	fs.BoolVar(&cfg.LazyColumns, "lazy-columns", false, "leave each object's Table column values to the first question over a column (a sort or filter by status, restarts, node …) instead of making them in the background once a resource has synced: less memory where nobody asks about columns, a slow first such question at scale")
 	fs.BoolVar(&cfg.APICompression, "api-compression", false, "ask the API server to gzip list responses: less traffic, much more CPU on both sides (for slow links to a remote cluster)")
 	fs.DurationVar(&cfg.StreamCoalesce, "stream-coalesce", server.DefaultCoalesce, fmt.Sprintf(
 		"after writing events to a stream, wait this long so that events arriving meanwhile go out in one write (the first event after a quiet spell is never held); 0 to %s, 0 writes each at once",

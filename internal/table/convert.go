@@ -1,7 +1,6 @@
 package table
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -21,8 +20,13 @@ var _ Convertor = printer[struct{}]{}
 func (p printer[T]) ColumnDefinitions() []metav1.TableColumnDefinition { return p.columns }
 
 func (p printer[T]) Row(raw []byte, now time.Time) (metav1.TableRow, error) {
+	return p.row(raw, now, decode[T])
+}
+
+// row is Row with the object decoded by dec.
+func (p printer[T]) row(raw []byte, now time.Time, dec func([]byte, *T) error) (metav1.TableRow, error) {
 	var obj T
-	if err := json.Unmarshal(raw, &obj); err != nil {
+	if err := dec(raw, &obj); err != nil {
 		return metav1.TableRow{}, fmt.Errorf("decoding %T: %w", obj, err)
 	}
 	cells, conds := p.cells(&obj, now)

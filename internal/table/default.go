@@ -1,7 +1,6 @@
 package table
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -29,7 +28,7 @@ func (defaultConvertor) Row(raw []byte, _ time.Time) (metav1.TableRow, error) {
 			CreationTimestamp metav1.Time `json:"creationTimestamp"`
 		} `json:"metadata"`
 	}
-	if err := json.Unmarshal(raw, &obj); err != nil {
+	if err := decode(raw, &obj); err != nil {
 		return metav1.TableRow{}, fmt.Errorf("reading metadata: %w", err)
 	}
 	m := &obj.Metadata

@@ -32,8 +32,8 @@ func podPrinter() Convertor {
 }
 
 // podView is the part of a v1 Pod the printer reads, under the same JSON
-// names: decoding only these (encoding/json skips the rest without
-// allocating) is what makes rows cheap; test/table proves the result the
+// names: decoding only these (decode skips the rest without building
+// it) is what makes rows cheap; test/table proves the result the
 // printer's on whole pods.
 type podView struct {
 	Metadata struct {

@@ -167,8 +167,9 @@ func TestDashboardScale(t *testing.T) {
 			rowsInServerOrder(t, p, ki.URL, key)
 		}
 	}
-	// Right after "live", the counts may still be reading every pod's
-	// Table row (once per process), which a sort by a column needs too.
+	// Right after "live", the column warmer and the counts may still be
+	// rendering pods' Table rows (once per version), which a sort by a
+	// column needs too; after the counts every row is kept.
 	sortBy("Restarts", "restarts", "right after live")
 	var countsAt float64
 	p.waitFor(10*time.Minute, "the counts to be shown", func() (bool, string) {

@@ -1,0 +1,98 @@
+package cache
+
+import (
+	"runtime"
+	"slices"
+	"sync"
+
+	"github.com/kubeindex/kubeindex/query"
+)
+
+// minBuildPart is the fewest objects a goroutine of a build takes: below
+// it, the build runs on the caller's goroutine alone.
+const minBuildPart = 4096
+
+// sortedEntries are the entries of objs in the index's order. A first
+// question under a sort waits for it: the objects are split into as many
+// parts as there are processors (GOMAXPROCS), each part's entries are
+// read and sorted on a goroutine of its own, and the sorted parts are
+// merged. The result is the one a single sort of every entry gives:
+// compare is a total order (ties end at namespace and name, which are
+// unique), so any sort and merge of the same entries agree.
+func (ix *order) sortedEntries(objs []*Object) []orderEntry {
+	parts := min(runtime.GOMAXPROCS(0), max(1, len(objs)/minBuildPart))
+	sorted := make([][]orderEntry, parts)
+	var wg sync.WaitGroup
+	for p := range parts {
+		lo, hi := p*len(objs)/parts, (p+1)*len(objs)/parts
+		part := func() {
+			es := make([]orderEntry, hi-lo)
+			seen := make([]map[string]string, ix.width())
+			for i, o := range objs[lo:hi] {
+				es[i] = ix.entry(o)
+				for j, v := range es[i].vs {
+					es[i].vs[j] = sameText(v, &seen[j])
+				}
+			}
+			slices.SortFunc(es, ix.compare)
+			sorted[p] = es
+		}
+		if p == parts-1 {
+			part()
+		} else {
+			wg.Go(part)
+		}
+	}
+	wg.Wait()
+	for len(sorted) > 1 {
+		var next [][]orderEntry
+		for i := 0; i < len(sorted); i += 2 {
+			if i+1 == len(sorted) {
+				next = append(next, sorted[i])
+				continue
+			}
+			next = append(next, mergeEntries(sorted[i], sorted[i+1], ix.compare))
+		}
+		sorted = next
+	}
+	return sorted[0]
+}
+
+// maxSameTexts bounds the texts of one key a part of a build remembers.
+const maxSameTexts = 4096
+
+// sameText is v with its text, if any, replaced by an equal one seen
+// before at the same place in this part, so that equal texts of
+// different entries are one string: a comparison of two (a tie on a
+// node, a status) ends at their pointers instead of reading both.
+// Beyond maxSameTexts distinct texts (names, addresses), the rest are
+// left as they are.
+func sameText(v query.Value, seen *map[string]string) query.Value {
+	s, ok := v.AsText()
+	if !ok {
+		return v
+	}
+	if *seen == nil {
+		*seen = map[string]string{}
+	}
+	if c, ok := (*seen)[s]; ok {
+		return query.Text(c)
+	}
+	if len(*seen) < maxSameTexts {
+		(*seen)[s] = s
+	}
+	return v
+}
+
+// mergeEntries merges two sorted runs into a new one.
+func mergeEntries(a, b []orderEntry, compare func(a, b orderEntry) int) []orderEntry {
+	out := make([]orderEntry, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		if compare(b[0], a[0]) < 0 {
+			out, b = append(out, b[0]), b[1:]
+		} else {
+			out, a = append(out, a[0]), a[1:]
+		}
+	}
+	return append(append(out, a...), b...)
+}

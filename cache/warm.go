@@ -1,0 +1,168 @@
+package cache
+
+import (
+	"context"
+	"runtime"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubeindex/kubeindex/internal/table"
+	"github.com/kubeindex/kubeindex/query"
+)
+
+// Column values made ahead of questions. A question over a Table column
+// reads every object's row, and rendering a row (decoding the object) is
+// by far the largest part of it; the values are kept with the object's
+// version (ask_columns.go), so only the first question over a column
+// pays, but that one waited for every row of the resource: a dashboard's
+// first sort by a column at 100,000 pods.
+//
+// So once a resource has synced (never before: the initial sync does not
+// pay for it), one goroutine for the whole cache renders the rows of its
+// objects that have no values kept, a batch at a time, stepping aside
+// while a costly question runs, and comes back every warmEvery for the
+// versions that arrived since (an ordered index's handler makes a new
+// version's values itself, and a question the ones it reads first).
+// What it keeps is what the first question over a column would keep, so
+// the memory is the same as after that question; Options.LazyColumns
+// leaves it to the questions.
+
+// Pace of the column warmer.
+const (
+	// warmBatch objects are rendered between two looks at the questions
+	// running.
+	warmBatch = 256
+	// warmEvery is how often the warmer looks for versions without
+	// values, once every resource it warms has synced.
+	warmEvery = 10 * time.Second
+	// warmWait is how often it looks for a resource's sync, and how long
+	// it steps aside for a costly question.
+	warmWait = 100 * time.Millisecond
+)
+
+// columnSchema is the schema of the resource's Table columns when the
+// cache renders them itself: a built-in kind with the API server's
+// printer (a custom resource's columns come from its CRD, which the
+// server reads), whose values may be kept (Timeless). Nil otherwise.
+func (r *resourceCache) columnSchema() *query.Schema {
+	gr := schema.GroupResource{Group: r.res.Group, Resource: r.res.Plural}
+	if !table.HasPrinter(gr) {
+		return nil
+	}
+	sc := query.NewSchema(table.ForResource(gr))
+	if !sc.Timeless() {
+		return nil
+	}
+	return sc
+}
+
+// warmColumns keeps the column values of every object of the resources
+// with a columnSchema made, until ctx ends. It runs on one goroutine.
+func (c *Cache) warmColumns(ctx context.Context) {
+	type target struct {
+		r  *resourceCache
+		sc *query.Schema
+	}
+	var ts []target
+	for _, r := range c.resources {
+		if sc := r.columnSchema(); sc != nil {
+			ts = append(ts, target{r, sc})
+		}
+	}
+	if len(ts) == 0 {
+		return
+	}
+	for {
+		all := true
+		for _, t := range ts {
+			if !t.r.synced() {
+				all = false
+				continue
+			}
+			if !c.warm(ctx, t.r, t.sc) {
+				return
+			}
+		}
+		wait := warmEvery
+		if !all {
+			wait = warmWait
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+// warm makes the column values of r's objects that have none kept under
+// sc; false when ctx ended.
+func (c *Cache) warm(ctx context.Context, r *resourceCache, sc *query.Schema) bool {
+	fp := sc.Fingerprint()
+	k := kept{sc: sc}
+	var seen []map[string]string // by column
+	for i, o := range r.objects() {
+		if i%warmBatch == 0 {
+			if !c.stepAside(ctx) {
+				return false
+			}
+			k.now = c.opts.Now()
+		}
+		if kv := o.columns.Load(); kv != nil && kv.fingerprint == fp && kv.columns != nil {
+			continue
+		}
+		k.o = o
+		vs := sc.ColumnValues(o.raw, k.now)
+		if len(seen) < len(vs) {
+			seen = append(seen, make([]map[string]string, len(vs)-len(seen))...)
+		}
+		for i := range vs {
+			vs[i] = shareText(vs[i], o, &seen[i])
+		}
+		k.keep(vs)
+	}
+	return true
+}
+
+// maxShared bounds the texts of one column a pass remembers to share.
+const maxShared = 4096
+
+// shareText is v with its text, if any, replaced by an equal one the
+// object or the pass holds already: the object's name, or a text of the
+// same column seen before in this pass (a status, a node, "<none>"), so
+// that the values kept for many objects hold each repeated text once,
+// without interning (unique.Make) the texts only one object has.
+func shareText(v query.Value, o *Object, seen *map[string]string) query.Value {
+	s, ok := v.AsText()
+	if !ok {
+		return v
+	}
+	if s == o.name {
+		return query.Text(o.name)
+	}
+	if *seen == nil {
+		*seen = map[string]string{}
+	}
+	if c, ok := (*seen)[s]; ok {
+		return query.Text(c)
+	}
+	if len(*seen) < maxShared {
+		(*seen)[s] = s
+	}
+	return v
+}
+
+// stepAside yields to the questions: it returns once no costly question
+// holds a slot (askSlots), or false when ctx ends.
+func (c *Cache) stepAside(ctx context.Context) bool {
+	runtime.Gosched()
+	for len(c.asks) > 0 {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(warmWait):
+		}
+	}
+	return ctx.Err() == nil
+}
