@@ -211,13 +211,30 @@ func TestRunDemoFleet(t *testing.T) {
 			t.Errorf("%s's pods through /k8s: %s, %d items", name, pods.Kind, len(pods.Items))
 		}
 	}
-	resp, err := http.Get(base + "/api/v1/pods")
+	// The fleet's root answers a list across its clusters, each item in
+	// its cluster's slot; a cluster's own paths are under its prefix.
+	var across struct {
+		Kind  string
+		Items []struct {
+			Cluster string
+			Object  json.RawMessage
+		}
+	}
+	getJSON(t, base+"/api/v1/pods?limit=1000", &across)
+	seen := map[string]bool{}
+	for _, it := range across.Items {
+		seen[it.Cluster] = true
+	}
+	if across.Kind != "FleetList" || len(seen) != 3 {
+		t.Errorf("/api/v1/pods at a fleet's root: %s with items of clusters %v; expect a FleetList over demo-1, demo-2 and demo-3", across.Kind, seen)
+	}
+	resp, err := http.Get(base + "/k8s/api/v1/pods")
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNotFound {
-		t.Errorf("/api/v1/pods at a fleet's root: %d; expect 404", resp.StatusCode)
+		t.Errorf("/k8s/api/v1/pods at a fleet's root: %d; expect 404", resp.StatusCode)
 	}
 	cancel()
 	select {
