@@ -16,12 +16,12 @@ const startHeapFloor = 32 << 20
 // release is called (once the cache has synced). It allocates a block that
 // is never written, so it costs address space, not resident memory, and
 // holds no pointers, so marking it costs nothing. It does nothing when the
-// collector is tuned explicitly (GOGC, GOMEMLIMIT) or when memLimit, the
-// limit taken from the container (0: none), is small enough for the floor
-// to matter against it. release may be called more than once, from any
-// goroutine.
+// collector is tuned explicitly (GOGC, or a GOMEMLIMIT other than "off",
+// which is the runtime's default) or when memLimit, the limit taken from
+// the container (0: none), is small enough for the floor to matter against
+// it. release may be called more than once, from any goroutine.
 func holdStartHeap(getenv func(string) string, memLimit int64) (release func()) {
-	if getenv("GOGC") != "" || getenv("GOMEMLIMIT") != "" || (memLimit > 0 && memLimit < 16*startHeapFloor) {
+	if limit := getenv("GOMEMLIMIT"); getenv("GOGC") != "" || (limit != "" && limit != "off") || (memLimit > 0 && memLimit < 16*startHeapFloor) {
 		return func() {}
 	}
 	floor := make([]byte, startHeapFloor)

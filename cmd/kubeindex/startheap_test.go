@@ -21,14 +21,16 @@ func TestHoldStartHeap(t *testing.T) {
 		t.Skipf("the test process's heap goal is %d already", before)
 	}
 
-	release := holdStartHeap(env(nil), 0)
-	if got := heapGoal(); got < 2*startHeapFloor {
-		t.Fatalf("heap goal while held = %d, want at least %d", got, 2*startHeapFloor)
-	}
-	release()
-	release() // a second call is harmless
-	if got := heapGoal(); got >= 2*startHeapFloor {
-		t.Fatalf("heap goal after release = %d, want the floor gone", got)
+	for name, e := range map[string]map[string]string{"untuned": nil, "GOMEMLIMIT=off, the default": {"GOMEMLIMIT": "off"}} {
+		release := holdStartHeap(env(e), 0)
+		if got := heapGoal(); got < 2*startHeapFloor {
+			t.Fatalf("%s: heap goal while held = %d, want at least %d", name, got, 2*startHeapFloor)
+		}
+		release()
+		release() // a second call is harmless
+		if got := heapGoal(); got >= 2*startHeapFloor {
+			t.Fatalf("%s: heap goal after release = %d, want the floor gone", name, got)
+		}
 	}
 
 	for name, tc := range map[string]struct {
