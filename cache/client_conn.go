@@ -49,7 +49,10 @@ type bufferedConn struct {
 	// found less than half the buffer waits pauseAfterShortRead before
 	// the next one.
 	paced atomic.Bool
-	short bool // the last read found less than half the buffer
+	// unpaced is what a paced read may still take before the pauses
+	// begin (pace sets it to paceListsAfter).
+	unpaced atomic.Int64
+	short   bool // the last read found less than half the buffer
 }
 
 func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
@@ -62,26 +65,37 @@ const pauseAfterShortRead = time.Millisecond
 // sleepAfterShortRead is time.Sleep; tests see the pauses through it.
 var sleepAfterShortRead = time.Sleep
 
+// paceListsAfter is how much of a list is read before its reads are
+// paced: a small list (a thousand pods is about 11 MB) is over before the
+// pauses save more than they cost; each is a timer and a wake-up. A
+// variable so that tests can pace from the first byte.
+var paceListsAfter int64 = 16 << 20
+
 // pacedReader reads the socket for the buffer.
 //
 // Why: an API server writes a list in pieces of a few KB, one TLS record
 // each, and a reader faster than it reads each piece as it comes: a read,
 // a read that finds nothing (EAGAIN), a wait in the poller and a wake-up
-// per piece (counted for make bench's sync figure in BENCHMARKS.md). Paced, a reader that is ahead
-// lets the pieces pile up and takes them in one read. Only a list's body
-// is paced: it is read to the end as fast as it comes, so a pause costs
-// no wall time (the sender only blocks when the socket's buffer, megabytes
-// on a fast link, is full); a watch is never paced, its events are
-// delivered as soon as they arrive.
+// per piece (counted for make bench's sync figure in BENCHMARKS.md).
+// Paced, a reader that is ahead lets the pieces pile up and takes them in
+// one read. Only a list's body is paced, past its first paceListsAfter
+// bytes: it is read to the end as fast as it comes, so a pause costs no
+// wall time (the sender only blocks when the socket's buffer, megabytes on
+// a fast link, is full); a watch is never paced, its events are delivered
+// as soon as they arrive.
 type pacedReader struct{ c *bufferedConn }
 
 func (r pacedReader) Read(p []byte) (int, error) {
 	c := r.c
-	if c.short && c.paced.Load() {
+	paced := c.paced.Load()
+	if paced && c.short && c.unpaced.Load() <= 0 {
 		sleepAfterShortRead(pauseAfterShortRead)
 	}
 	n, err := c.Conn.Read(p)
 	c.short = n < len(p)/2
+	if paced {
+		c.unpaced.Add(-int64(n))
+	}
 	return n, err
 }
 
@@ -96,6 +110,7 @@ func pace(conn net.Conn) (stop func()) {
 	if !ok {
 		return func() {}
 	}
+	bc.unpaced.Store(paceListsAfter)
 	bc.paced.Store(true)
 	return func() { bc.paced.Store(false) }
 }

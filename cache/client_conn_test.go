@@ -112,6 +112,8 @@ func TestListReadIsPacedWatchIsNot(t *testing.T) {
 		once.Do(func() { close(resumed) })
 	}
 	t.Cleanup(func() { sleepAfterShortRead = time.Sleep })
+	defer func(after int64) { paceListsAfter = after }(paceListsAfter)
+	paceListsAfter = 0 // this list is small: pace it from its first byte
 	pod := func(name string) string {
 		return fmt.Sprintf(`{"metadata":{"namespace":"ns","name":%q,"uid":%q,"resourceVersion":"5"}}`, name, name)
 	}
@@ -163,5 +165,51 @@ func TestListReadIsPacedWatchIsNot(t *testing.T) {
 	}
 	if got := pauses.Load(); got != listed {
 		t.Fatalf("the watch paused %d times; a watch is never paced", got-listed)
+	}
+}
+
+// TestSmallListIsNotPaced: given a list sent in pieces of which the first
+// is short, when the whole list is shorter than paceListsAfter, then the
+// reader never pauses; when it is longer, then it does once past it.
+func TestSmallListIsNotPaced(t *testing.T) {
+	var pauses atomic.Int32
+	sleepAfterShortRead = func(time.Duration) { pauses.Add(1) }
+	t.Cleanup(func() { sleepAfterShortRead = time.Sleep })
+	defer func(after int64) { paceListsAfter = after }(paceListsAfter)
+	pod := func(name string) string {
+		return fmt.Sprintf(`{"metadata":{"namespace":"ns","name":%q,"uid":%q,"resourceVersion":"5"}}`, name, name)
+	}
+	const pieces = 20
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"5"},"items":[%s`, pod("p0"))
+		for i := 1; i < pieces; i++ {
+			w.(http.Flusher).Flush()
+			time.Sleep(time.Millisecond) // each piece a short read
+			fmt.Fprintf(w, `,%s`, pod(fmt.Sprintf("p%d", i)))
+		}
+		fmt.Fprint(w, `]}`)
+	}))
+	defer srv.Close()
+	client, err := newAPIClient(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods := podsResource
+	lw := &listWatch{client: client, res: &pods, shape: Shape{APIVersion: "v1", Kind: "Pod"},
+		conn: newConnState(time.Now), listTimeout: time.Minute, idleTimeout: time.Minute}
+	for _, tc := range []struct {
+		after  int64
+		paused bool
+	}{{after: 1 << 20, paused: false}, {after: 512, paused: true}} {
+		pauses.Store(0)
+		paceListsAfter = tc.after
+		l, err := lw.ListWithContext(t.Context(), metav1.ListOptions{})
+		if err != nil || len(l.(*objectList).Items) != pieces {
+			t.Fatalf("list: %v; want %d pods", err, pieces)
+		}
+		if got := pauses.Load() > 0; got != tc.paused {
+			t.Errorf("a list of about %d bytes paced after %d: paused %d times, want pauses %v", pieces*80, tc.after, pauses.Load(), tc.paused)
+		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"net/http"
-	"strconv"
 	"sync"
 
 	"github.com/labstack/echo/v4"
@@ -42,7 +41,7 @@ var jsonContentType = []string{"application/json"}
 func writeJSON(w http.ResponseWriter, body []byte) error {
 	h := w.Header()
 	h["Content-Type"] = jsonContentType
-	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	h["Content-Length"] = contentLength(len(body))
 	w.WriteHeader(http.StatusOK)
 	_, err := w.Write(body)
 	return err
@@ -77,7 +76,7 @@ func writeLent(w http.ResponseWriter, lc *limitedConn, body []byte, pooled *[]by
 	if h.Get("Content-Type") == "" {
 		h["Content-Type"] = jsonContentType
 	}
-	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	h["Content-Length"] = contentLength(len(body))
 	w.WriteHeader(http.StatusOK)
 	if lc != nil && flushHeaders(w) && lc.lend(body, pooled) {
 		pooled = nil // the connection's now
@@ -233,7 +232,7 @@ func writeEnvelopeAs(w http.ResponseWriter, lc *limitedConn, items []*cache.Obje
 		h["Content-Type"] = jsonContentType
 	}
 	if size >= 0 && size <= bw.Size() {
-		h["Content-Length"] = []string{strconv.Itoa(size)}
+		h["Content-Length"] = contentLength(size)
 	}
 	w.WriteHeader(http.StatusOK)
 	bw.Write(start)

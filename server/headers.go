@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -31,6 +32,29 @@ var (
 	valueConnected    = []string{"connected"}
 	valueDisconnected = []string{"disconnected"}
 )
+
+// lengthValues hold Content-Length values by length, one per slot
+// (length modulo the slots): answers of one length recur (a stored
+// object's bytes, its lookup's envelope), and a shared value is an
+// assignment where a fresh one was two allocations.
+var lengthValues [4096]atomic.Pointer[lengthValue]
+
+type lengthValue struct {
+	n     int
+	value []string
+}
+
+// contentLength is the Content-Length header value of a body of n bytes,
+// shared as the values above are; safe for concurrent use.
+func contentLength(n int) []string {
+	slot := &lengthValues[uint(n)%uint(len(lengthValues))]
+	if v := slot.Load(); v != nil && v.n == n {
+		return v.value
+	}
+	v := &lengthValue{n: n, value: []string{strconv.Itoa(n)}}
+	slot.Store(v)
+	return v.value
+}
 
 func boolValue(b bool) []string {
 	if b {

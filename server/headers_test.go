@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -300,4 +301,23 @@ func podOnThePodNetwork(t testing.TB, c *cache.Cache) *cache.Object {
 	}
 	t.Fatal("the demo has no running pod on the pod network")
 	return nil
+}
+
+// TestContentLengthValues checks the shared Content-Length values: the
+// right number whatever was asked before in the same slot, the same value
+// again for a repeated length, and no room to append into.
+func TestContentLengthValues(t *testing.T) {
+	slots := len(lengthValues)
+	for _, n := range []int{0, 1, 6312, 6312 + slots, 6312, slots - 1, slots, 2 * slots, 1 << 40} {
+		got := contentLength(n)
+		if len(got) != 1 || got[0] != strconv.Itoa(n) {
+			t.Fatalf("contentLength(%d) = %q", n, got)
+		}
+		if cap(got) != 1 {
+			t.Fatalf("contentLength(%d) has capacity %d: an append would reach the next answer", n, cap(got))
+		}
+		if again := contentLength(n); &again[0] != &got[0] {
+			t.Errorf("contentLength(%d) twice: two values, want one shared", n)
+		}
+	}
 }

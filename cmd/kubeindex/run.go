@@ -28,6 +28,11 @@ import (
 // cache, HTTP. Everything is validated before anything starts; then it
 // serves until ctx is cancelled.
 func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+	// First, so that the collector's first cycle, which the floor's own
+	// allocation starts, is the only one before the cache has synced.
+	limit := setMemoryLimit(getenv, os.ReadFile)
+	releaseStartHeap := holdStartHeap(getenv, limit)
+	defer releaseStartHeap()
 	cfg, err := parseConfig(args, getenv, stderr)
 	if err != nil {
 		return err
@@ -36,10 +41,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return fmt.Errorf("invalid configuration:\n%w", err)
 	}
 	log := newLogger(cfg, stderr)
-	if limit := setMemoryLimit(getenv, os.ReadFile); limit > 0 {
+	if limit > 0 {
 		log.Info("GOMEMLIMIT set from the container's memory limit", "bytes", limit)
 	}
 	if cfg.fleet() {
+		releaseStartHeap() // a fleet has no one moment of sync
 		return runFleet(ctx, cfg, getenv, log)
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -88,7 +94,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	return runAll(ctx, c.Start,
 		func(ctx context.Context) error { return srv.Serve(ctx, ln) },
-		func(ctx context.Context) error { return logSync(ctx, c, log) })
+		func(ctx context.Context) error { return logSync(ctx, c, log, releaseStartHeap) })
 }
 
 // cacheOptions are a cluster's cache's options; historyDir is where its
@@ -181,14 +187,16 @@ func startDemo(ctx context.Context, log *slog.Logger, opts demo.Options) (cfg *r
 	return &rest.Config{Host: "http://" + ln.Addr().String(), UserAgent: "kubeindex"}, wg.Wait, nil
 }
 
-// logSync says when the cache is ready, or which resources are slow to sync.
-func logSync(ctx context.Context, c *cache.Cache, log *slog.Logger) error {
+// logSync says when the cache is ready, or which resources are slow to
+// sync; synced is called once it is ready.
+func logSync(ctx context.Context, c *cache.Cache, log *slog.Logger, synced func()) error {
 	start := time.Now()
 	for {
 		waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		ok := c.WaitForSync(waitCtx)
 		cancel()
 		if ok {
+			synced()
 			log.Info("cache synced", "after", time.Since(start).Round(time.Millisecond))
 			return nil
 		}
