@@ -72,11 +72,10 @@ type order struct {
 	now     func() time.Time
 	ready   chan struct{} // closed once built
 
-	mu       sync.Mutex // guards tree, pending, building, gen
+	mu       sync.Mutex // guards tree, pending, building, passes
 	tree     *btree.BTreeG[orderEntry]
 	pending  []orderChange
 	building bool
-	gen      uint64 // changes applied to tree since it was built
 	passes   passes // questions' passes over it (order_memo.go)
 
 	used atomic.Int64 // unix nanoseconds of the last question
@@ -272,28 +271,30 @@ func (ix *order) build(objs []*Object) {
 	close(ix.ready)
 }
 
-// apply makes one change to the tree; ix.mu is held.
+// apply makes one change to the tree, and tells the passes over it
+// what left and what entered; ix.mu is held.
 func (ix *order) apply(ch orderChange) {
-	ix.gen++
+	var mv moved
 	if ch.hasOld {
-		ix.tree.Delete(ch.old)
+		if prev, ok := ix.tree.Delete(ch.old); ok {
+			mv.out[0], mv.nout = prev, 1
+		}
 	}
 	if ch.has {
-		ix.tree.Set(ch.cur)
+		if prev, ok := ix.tree.Set(ch.cur); ok {
+			mv.out[mv.nout] = prev
+			mv.nout++
+		}
+		mv.in, mv.hasIn = ch.cur, true
 	}
+	ix.passes.learn(mv, ix.compare)
 }
 
 // snapshot is the tree as it is now, which later changes do not touch.
 func (ix *order) snapshot() *btree.BTreeG[orderEntry] {
-	snap, _ := ix.snapshotAt()
-	return snap
-}
-
-// snapshotAt is snapshot and the generation it is of.
-func (ix *order) snapshotAt() (*btree.BTreeG[orderEntry], uint64) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	return ix.tree.Copy(), ix.gen
+	return ix.tree.Copy()
 }
 
 // change applies an event (old or cur nil for an add or a delete) to

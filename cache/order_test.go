@@ -39,6 +39,60 @@ func (ix *order) check(objs []*Object) error {
 				got[i].o.Key(), got[i].o.ResourceVersion(), want[i].o.Key(), want[i].o.ResourceVersion())
 		}
 	}
+	return ix.checkPasses()
+}
+
+// checkPasses reports how a remembered pass differs from a fresh pass
+// over the tree as it is: its total, the matches before each of its
+// marks and after the last, its groups; and whether a gap passed its
+// bound.
+func (ix *order) checkPasses() error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	entries := ix.tree.Items()
+	for _, p := range ix.passes.kept {
+		if !p.made {
+			continue
+		}
+		total, groups := 0, map[string]int{}
+		for _, e := range entries {
+			if p.ask.match(e) {
+				total++
+				if p.counter != nil {
+					groups[fmt.Sprint(e.vs[:p.grouped])]++
+				}
+			}
+		}
+		if p.total != total {
+			return fmt.Errorf("pass %q: total %d; expect %d", p.key, p.total, total)
+		}
+		if p.counter != nil {
+			got := map[string]int{}
+			for _, g := range p.counter.Groups() {
+				got[fmt.Sprint(g.Values)] = g.Count
+			}
+			if !maps.Equal(got, groups) {
+				return fmt.Errorf("pass %q: groups %v; expect %v", p.key, got, groups)
+			}
+			continue
+		}
+		before := 0
+		for i, m := range p.marks {
+			before += m.gap
+			want := 0
+			for _, e := range entries {
+				if ix.compare(e, m.at) < 0 && p.ask.match(e) {
+					want++
+				}
+			}
+			if before != want || m.gap > 2*markEvery {
+				return fmt.Errorf("pass %q: mark %d (%s) has %d matches before it, gap %d; expect %d", p.key, i, m.at.o.Key(), before, m.gap, want)
+			}
+		}
+		if before+p.tail != total || p.tail > 2*markEvery {
+			return fmt.Errorf("pass %q: %d matches after the last mark; expect %d", p.key, p.tail, total-before)
+		}
+	}
 	return nil
 }
 
