@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -271,5 +272,46 @@ func TestOrderCostCountsABuildOnce(t *testing.T) {
 	ix.build(nil)
 	if got := os.cost(1000, flt, keys, "restarts", held, sc); got != 1000 {
 		t.Errorf("once built: %d; expect 1000", got)
+	}
+}
+
+// TestAPinnedIndexIsKept: an index pinned (by a live window's view) is
+// not dropped however long no question uses it, and is dropped last
+// beyond maxOrders; unpinned, it is kept for orderIdle more, then
+// dropped once idle.
+func TestAPinnedIndexIsKept(t *testing.T) {
+	var skew atomic.Int64
+	os := newOrders(func() time.Time { return time.Now().Add(time.Duration(skew.Load())) })
+	sc := podSchema()
+	keys, _ := sc.ParseSort("restarts")
+	ix, _ := os.join(keys, "restarts", nil, sc)
+	ix.build(nil)
+	unpin := os.pin(ix)
+	skew.Add(int64(orderIdle + time.Minute))
+	os.dropIdle()
+	if !os.holds(ix) {
+		t.Fatal("a pinned index was dropped as idle")
+	}
+	for i := range maxOrders {
+		other, _ := os.join(keys, fmt.Sprint("restarts#", i), nil, sc)
+		other.build(nil)
+	}
+	if !os.holds(ix) || len(os.live()) != maxOrders {
+		t.Fatalf("beyond maxOrders: pinned index kept %v, %d live", os.holds(ix), len(os.live()))
+	}
+	unpin()
+	unpin() // once only
+	if n := ix.pins.Load(); n != 0 {
+		t.Fatalf("%d pins after unpin", n)
+	}
+	skew.Add(int64(orderIdle / 2))
+	os.dropIdle()
+	if !os.holds(ix) {
+		t.Fatal("dropped right after it was unpinned")
+	}
+	skew.Add(int64(orderIdle))
+	os.dropIdle()
+	if os.holds(ix) {
+		t.Fatal("unpinned and idle, yet kept")
 	}
 }
