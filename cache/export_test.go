@@ -23,6 +23,12 @@ func (c *Cache) OrderedIndexes(resource string) []string {
 	return out
 }
 
+// DropIdleOrderedIndexes drops the resource's ordered indexes idle as of
+// the cache's clock, as the handler does now and then.
+func (c *Cache) DropIdleOrderedIndexes(resource string) {
+	c.byName[resource].orders.dropIdle()
+}
+
 // AnswerNarrowFromSelection makes every question whose selection narrows
 // (a namespace, an index value) be answered from its selection, until
 // the test ends.

@@ -72,14 +72,16 @@ type order struct {
 	now     func() time.Time
 	ready   chan struct{} // closed once built
 
-	mu       sync.Mutex // guards tree, pending, building, gen
+	mu       sync.Mutex // guards tree, pending, building, passes
 	tree     *btree.BTreeG[orderEntry]
 	pending  []orderChange
 	building bool
-	gen      uint64 // changes applied to tree since it was built
 	passes   passes // questions' passes over it (order_memo.go)
 
 	used atomic.Int64 // unix nanoseconds of the last question
+	// pins are the live windows' views loaded from the index: a pinned
+	// index is never dropped as idle (pin).
+	pins atomic.Int32
 }
 
 // orderChange is an event as an index applies it: the old object's
@@ -205,7 +207,10 @@ func (os *orders) join(keys []query.SortKey, text string, held []query.Key, sc *
 	ix.used.Store(now)
 	set = append(os.idle(set, now), ix)
 	if len(set) > maxOrders {
-		lru := slices.MinFunc(set[:len(set)-1], func(a, b *order) int { return cmp.Compare(a.used.Load(), b.used.Load()) })
+		lru := slices.MinFunc(set[:len(set)-1], func(a, b *order) int {
+			// pinned last, then least recently used
+			return cmp.Or(cmp.Compare(min(a.pins.Load(), 1), min(b.pins.Load(), 1)), cmp.Compare(a.used.Load(), b.used.Load()))
+		})
 		set = slices.DeleteFunc(set, func(x *order) bool { return x == lru })
 	}
 	os.set.Store(&set)
@@ -224,10 +229,28 @@ func (os *orders) live() []*order {
 // handler keeps: once dropped, an index is never kept again.
 func (os *orders) holds(ix *order) bool { return slices.Contains(os.live(), ix) }
 
-// idle is set without the indexes unused since orderIdle before now, in
-// a new slice.
+// idle is set without the indexes unused since orderIdle before now and
+// not pinned, in a new slice.
 func (os *orders) idle(set []*order, now int64) []*order {
-	return slices.DeleteFunc(slices.Clone(set), func(ix *order) bool { return now-ix.used.Load() > int64(orderIdle) })
+	return slices.DeleteFunc(slices.Clone(set), func(ix *order) bool {
+		return ix.pins.Load() == 0 && now-ix.used.Load() > int64(orderIdle)
+	})
+}
+
+// pin keeps ix from being dropped as idle until the returned unpin is
+// called (once): a live window's view, loaded from the index, uses it
+// without asking questions of it, and a window opened again, or a page
+// of the window's question, would otherwise build it again. unpin marks
+// the index used, so that it is kept for orderIdle after.
+func (os *orders) pin(ix *order) (unpin func()) {
+	ix.pins.Add(1)
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			ix.used.Store(os.now().UnixNano())
+			ix.pins.Add(-1)
+		})
+	}
 }
 
 // dropIdle drops the indexes no question used for orderIdle.
@@ -280,28 +303,30 @@ func (ix *order) build(objs []*Object) {
 	close(ix.ready)
 }
 
-// apply makes one change to the tree; ix.mu is held.
+// apply makes one change to the tree, and tells the passes over it
+// what left and what entered; ix.mu is held.
 func (ix *order) apply(ch orderChange) {
-	ix.gen++
+	var mv moved
 	if ch.hasOld {
-		ix.tree.Delete(ch.old)
+		if prev, ok := ix.tree.Delete(ch.old); ok {
+			mv.out[0], mv.nout = prev, 1
+		}
 	}
 	if ch.has {
-		ix.tree.Set(ch.cur)
+		if prev, ok := ix.tree.Set(ch.cur); ok {
+			mv.out[mv.nout] = prev
+			mv.nout++
+		}
+		mv.in, mv.hasIn = ch.cur, true
 	}
+	ix.passes.learn(mv, ix.compare)
 }
 
 // snapshot is the tree as it is now, which later changes do not touch.
 func (ix *order) snapshot() *btree.BTreeG[orderEntry] {
-	snap, _ := ix.snapshotAt()
-	return snap
-}
-
-// snapshotAt is snapshot and the generation it is of.
-func (ix *order) snapshotAt() (*btree.BTreeG[orderEntry], uint64) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	return ix.tree.Copy(), ix.gen
+	return ix.tree.Copy()
 }
 
 // change applies an event (old or cur nil for an add or a delete) to

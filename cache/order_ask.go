@@ -68,6 +68,15 @@ func newAsking(ix *order, f *filter, flt query.Filter, comp *query.Compiled, now
 	return a
 }
 
+// again is a test of the same question for another goroutine.
+func (a *asking) again() *asking {
+	b := &asking{f: a.f, sel: a.sel, flt: a.flt, comp: a.comp, at: a.at, width: a.width, sc: a.sc, now: a.now}
+	if a.row != nil {
+		b.row = make([]query.Value, len(a.row))
+	}
+	return b
+}
+
 func (a *asking) match(e orderEntry) bool {
 	o := e.o
 	if a.sel && (!a.f.selects(o) || a.f.fn != nil && !slices.Contains(a.f.fn(o.raw), a.f.value)) {
@@ -121,7 +130,7 @@ func (c *Cache) answerOrdered(r *resourceCache, res ListResult, f *filter, q Lis
 	ix, _ := r.orders.index(r, a.Sort, a.SortText, held, a.Schema)
 	ask := newAsking(ix, f, a.Filter, comp, a.Now)
 	if tok.After == "" {
-		p := ix.passOver(passKey(q), ask)
+		p := ix.passOver(passKey(q), ask, a.Offset)
 		page := p.page(ask, a.Offset, q.Limit)
 		res.Total = p.total
 		pos := min(a.Offset, p.total) + len(page)
@@ -253,35 +262,8 @@ func (c *Cache) countOrdered(r *resourceCache, f *filter, q ListQuery, flt query
 	}
 	defer release()
 	ix, _ := r.orders.index(r, keys, text, held, sc)
-	snap, gen := ix.snapshotAt()
-	key := passKey(q) + "\x00groupBy\x00" + text
-	if p := ix.passes.find(key, gen); p != nil {
-		return p.total, slices.Clone(p.groups), nil, true, nil
-	}
-	ask := newAsking(ix, f, flt, comp, now)
-	counter := query.NewCounter(groupBy)
-	var run []query.Value
-	n := 0
-	snap.Scan(func(e orderEntry) bool {
-		if !ask.match(e) {
-			return true
-		}
-		if g := e.vs[:len(keys)]; n > 0 && slices.Equal(g, run) {
-			n++
-		} else {
-			if n > 0 {
-				counter.AddRows(run, n)
-			}
-			run, n = g, 1
-		}
-		return true
-	})
-	if n > 0 {
-		counter.AddRows(run, n)
-	}
-	p := &pass{key: key, gen: gen, total: counter.Total(), groups: counter.Groups()}
-	ix.passes.keep(p)
-	return p.total, slices.Clone(p.groups), nil, true, nil
+	total, groups = ix.countPass(passKey(q)+"\x00groupBy\x00"+text, newAsking(ix, f, flt, comp, now), groupBy)
+	return total, groups, nil, true, nil
 }
 
 // cost is what a question walking an ordered index reads, in the

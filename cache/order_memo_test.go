@@ -2,6 +2,7 @@ package cache
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -12,8 +13,10 @@ import (
 // TestPassesAgreeWithAFreshPass: a question's pages at every offset, from
 // the pass remembered for it (walked from its marks, a few matches
 // apart) or from a new one, are the matches of a fresh scan of the index
-// as it is now; the same question asked again with nothing changed reuses
-// its pass, and any change to the index makes a new one.
+// as it is now, and its counts are a fresh count, whatever changed since
+// the pass was made: the handler's changes (adds, updates, deletes, in
+// and out of the matches, marks' own entries among them) move the passes
+// remembered, which are asked again after changes, not made again.
 func TestPassesAgreeWithAFreshPass(t *testing.T) {
 	old := markEvery
 	markEvery = 3
@@ -23,28 +26,45 @@ func TestPassesAgreeWithAFreshPass(t *testing.T) {
 	for range 80 {
 		m.event()
 	}
+	key := func(name string) query.Key {
+		k, err := sc.Key(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
 	keys, err := sc.ParseSort("-restarts")
 	if err != nil {
 		t.Fatal(err)
 	}
-	phase, err := sc.Key("status.phase")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ix, _ := m.os.join(keys, "-restarts", []query.Key{phase}, sc)
+	ix, _ := m.os.join(keys, "-restarts", []query.Key{key("status.phase")}, sc)
 	ix.build(m.objects())
+	groupBy := []query.Key{key("status.phase"), key("spec.nodeName")}
+	byGroup, _ := m.os.join([]query.SortKey{{Key: groupBy[0]}, {Key: groupBy[1]}}, "status.phase,spec.nodeName", []query.Key{key("status.phase")}, sc)
+	byGroup.build(m.objects())
 	now := time.Now()
-	var last map[string]*pass
-	for round := range 60 {
+	remembered := func(ix *order, k string) *pass {
+		ix.mu.Lock()
+		defer ix.mu.Unlock()
+		for _, p := range ix.passes.kept {
+			if p.key == k {
+				return p
+			}
+		}
+		return nil
+	}
+	last := map[string]*pass{}
+	seen := map[string]int{} // m.rv when each question was last asked
+	reused := 0              // passes asked again after a change
+	for round := range 200 {
 		changed := m.r.IntN(2) == 0
 		if changed {
-			for range 1 + m.r.IntN(3) {
+			for range 1 + m.r.IntN(4) {
 				m.event()
 			}
-			last = map[string]*pass{}
 		}
-		if last == nil {
-			last = map[string]*pass{}
+		if err := ix.check(m.objects()); err != nil {
+			t.Fatalf("round %d: %v", round, err)
 		}
 		text := []string{"", "status.phase=Running", "status.phase=Pending"}[m.r.IntN(3)]
 		var flt query.Filter
@@ -62,21 +82,14 @@ func TestPassesAgreeWithAFreshPass(t *testing.T) {
 			}
 			return true
 		})
-		p := ix.passOver(passKey(q), ask)
-		if prev := last[text]; prev != nil && p != prev {
-			t.Fatalf("round %d, %q: nothing changed, yet a new pass", round, text)
-		}
-		if prev := last[text]; changed && prev != nil && p == prev {
-			t.Fatalf("round %d, %q: the index changed, yet the same pass", round, text)
-		}
-		last[text] = p
-		if p.total != len(want) {
-			t.Fatalf("round %d, %q: total %d; expect %d", round, text, p.total, len(want))
-		}
 		limit := 1 + m.r.IntN(7)
 		for off := range len(want) + 2 {
+			v := ix.passOver(passKey(q), ask, off)
+			if v.total != len(want) {
+				t.Fatalf("round %d, %q: total %d; expect %d", round, text, v.total, len(want))
+			}
 			var got []string
-			for _, e := range p.page(ask, off, limit) {
+			for _, e := range v.page(ask, off, limit) {
 				got = append(got, e.o.Key())
 			}
 			exp := want[min(off, len(want)):]
@@ -85,6 +98,46 @@ func TestPassesAgreeWithAFreshPass(t *testing.T) {
 				t.Fatalf("round %d, %q, offset %d limit %d: %v; expect %v", round, text, off, limit, got, exp)
 			}
 		}
+		p := remembered(ix, passKey(q))
+		if p == nil {
+			t.Fatalf("round %d, %q: no pass remembered", round, text)
+		}
+		changed = seen[text] != m.rv // since this question was asked
+		if prev := last[text]; prev != nil && !changed && p != prev {
+			t.Fatalf("round %d, %q: nothing changed, yet a new pass", round, text)
+		}
+		if changed && p == last[text] {
+			reused++
+		}
+		last[text] = p
+
+		// The counts of the same filter, by phase and node.
+		cask := newAsking(byGroup, &filter{}, flt, flt.Compile(), now)
+		wantGroups := map[string]int{}
+		byGroup.snapshot().Scan(func(e orderEntry) bool {
+			if cask.match(e) {
+				wantGroups[fmt.Sprint(e.vs[:2])]++
+			}
+			return true
+		})
+		ckey := passKey(q) + "\x00groupBy"
+		total, groups := byGroup.countPass(ckey, cask, groupBy)
+		gotGroups := map[string]int{}
+		for _, g := range groups {
+			gotGroups[fmt.Sprint(g.Values)] = g.Count
+		}
+		if total != len(want) || !maps.Equal(gotGroups, wantGroups) {
+			t.Fatalf("round %d, %q: counts %d %v; expect %d %v", round, text, total, gotGroups, len(want), wantGroups)
+		}
+		if cp := remembered(byGroup, ckey); changed && cp == last["counts"+text] {
+			reused++
+		} else {
+			last["counts"+text] = cp
+		}
+		seen[text] = m.rv
+	}
+	if reused == 0 {
+		t.Fatal("no pass was asked again after a change")
 	}
 }
 

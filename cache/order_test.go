@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,6 +38,60 @@ func (ix *order) check(objs []*Object) error {
 		case got[i].o != want[i].o || !slices.Equal(got[i].vs, want[i].vs):
 			return fmt.Errorf("index %q at %d: %s@%s; expect %s@%s", sort, i,
 				got[i].o.Key(), got[i].o.ResourceVersion(), want[i].o.Key(), want[i].o.ResourceVersion())
+		}
+	}
+	return ix.checkPasses()
+}
+
+// checkPasses reports how a remembered pass differs from a fresh pass
+// over the tree as it is: its total, the matches before each of its
+// marks and after the last, its groups; and whether a gap passed its
+// bound.
+func (ix *order) checkPasses() error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	entries := ix.tree.Items()
+	for _, p := range ix.passes.kept {
+		if !p.made {
+			continue
+		}
+		total, groups := 0, map[string]int{}
+		for _, e := range entries {
+			if p.ask.match(e) {
+				total++
+				if p.counter != nil {
+					groups[fmt.Sprint(e.vs[:p.grouped])]++
+				}
+			}
+		}
+		if p.total != total {
+			return fmt.Errorf("pass %q: total %d; expect %d", p.key, p.total, total)
+		}
+		if p.counter != nil {
+			got := map[string]int{}
+			for _, g := range p.counter.Groups() {
+				got[fmt.Sprint(g.Values)] = g.Count
+			}
+			if !maps.Equal(got, groups) {
+				return fmt.Errorf("pass %q: groups %v; expect %v", p.key, got, groups)
+			}
+			continue
+		}
+		before := 0
+		for i, m := range p.marks {
+			before += m.gap
+			want := 0
+			for _, e := range entries {
+				if ix.compare(e, m.at) < 0 && p.ask.match(e) {
+					want++
+				}
+			}
+			if before != want || m.gap > 2*markEvery {
+				return fmt.Errorf("pass %q: mark %d (%s) has %d matches before it, gap %d; expect %d", p.key, i, m.at.o.Key(), before, m.gap, want)
+			}
+		}
+		if before+p.tail != total || p.tail > 2*markEvery {
+			return fmt.Errorf("pass %q: %d matches after the last mark; expect %d", p.key, p.tail, total-before)
 		}
 	}
 	return nil
@@ -217,5 +272,46 @@ func TestOrderCostCountsABuildOnce(t *testing.T) {
 	ix.build(nil)
 	if got := os.cost(1000, flt, keys, "restarts", held, sc); got != 1000 {
 		t.Errorf("once built: %d; expect 1000", got)
+	}
+}
+
+// TestAPinnedIndexIsKept: an index pinned (by a live window's view) is
+// not dropped however long no question uses it, and is dropped last
+// beyond maxOrders; unpinned, it is kept for orderIdle more, then
+// dropped once idle.
+func TestAPinnedIndexIsKept(t *testing.T) {
+	var skew atomic.Int64
+	os := newOrders(func() time.Time { return time.Now().Add(time.Duration(skew.Load())) })
+	sc := podSchema()
+	keys, _ := sc.ParseSort("restarts")
+	ix, _ := os.join(keys, "restarts", nil, sc)
+	ix.build(nil)
+	unpin := os.pin(ix)
+	skew.Add(int64(orderIdle + time.Minute))
+	os.dropIdle()
+	if !os.holds(ix) {
+		t.Fatal("a pinned index was dropped as idle")
+	}
+	for i := range maxOrders {
+		other, _ := os.join(keys, fmt.Sprint("restarts#", i), nil, sc)
+		other.build(nil)
+	}
+	if !os.holds(ix) || len(os.live()) != maxOrders {
+		t.Fatalf("beyond maxOrders: pinned index kept %v, %d live", os.holds(ix), len(os.live()))
+	}
+	unpin()
+	unpin() // once only
+	if n := ix.pins.Load(); n != 0 {
+		t.Fatalf("%d pins after unpin", n)
+	}
+	skew.Add(int64(orderIdle / 2))
+	os.dropIdle()
+	if !os.holds(ix) {
+		t.Fatal("dropped right after it was unpinned")
+	}
+	skew.Add(int64(orderIdle))
+	os.dropIdle()
+	if os.holds(ix) {
+		t.Fatal("unpinned and idle, yet kept")
 	}
 }

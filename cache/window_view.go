@@ -38,7 +38,10 @@ type view struct {
 	// indexed, when not nil, is how the view is loaded: from the ordered
 	// index of its sort (load), not from a snapshot of every object.
 	indexed *viewIndex
-	failed  atomic.Pointer[string]
+	// unpin lets the index the view was loaded from be dropped as idle
+	// again, once the view ends (orders.pin); nil: none pinned.
+	unpin  func()
+	failed atomic.Pointer[string]
 
 	mu       sync.RWMutex
 	live     viewState
@@ -244,6 +247,7 @@ func (v *view) load() error {
 		return v.subscribe()
 	}
 	v.sub = sub
+	v.unpin = v.r.orders.pin(ix)
 	f, err := v.r.newFilter(wq)
 	if err != nil {
 		return err
@@ -370,6 +374,9 @@ func (v *view) run(ctx context.Context) {
 	defer func() {
 		if v.sub != nil {
 			v.sub.Close()
+		}
+		if v.unpin != nil {
+			v.unpin()
 		}
 		v.release()
 	}()

@@ -59,7 +59,7 @@ func (c *Counter) adjust(r *Record, by int) {
 }
 
 // AddRows counts n objects whose keys' first values are row, in the
-// Counter's key order.
+// Counter's key order; a negative n uncounts objects counted before.
 func (c *Counter) AddRows(row []Value, n int) {
 	c.total += n
 	if len(c.keys) == 0 {
@@ -72,7 +72,9 @@ func (c *Counter) AddRows(row []Value, n int) {
 		g = &Group{Values: slices.Clone(id[:len(c.keys)])}
 		c.groups[id] = g
 	}
-	g.Count += n
+	if g.Count += n; g.Count <= 0 {
+		delete(c.groups, id)
+	}
 }
 
 // Total is the number of objects counted.
