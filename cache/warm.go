@@ -73,16 +73,25 @@ func (c *Cache) warmColumns(ctx context.Context) {
 	if len(ts) == 0 {
 		return
 	}
+	// warmedAt is each target's count of new versions when its last pass
+	// began: a resource with none since is not listed again, so an idle
+	// cluster costs the warmer nothing every warmEvery.
+	warmedAt := make([]int64, len(ts))
 	for {
 		all := true
-		for _, t := range ts {
+		for i, t := range ts {
 			if !t.r.synced() {
 				all = false
+				continue
+			}
+			n := t.r.versionsHandled()
+			if n == warmedAt[i] {
 				continue
 			}
 			if !c.warm(ctx, t.r, t.sc) {
 				return
 			}
+			warmedAt[i] = n
 		}
 		wait := warmEvery
 		if !all {
@@ -165,4 +174,14 @@ func (c *Cache) stepAside(ctx context.Context) bool {
 		}
 	}
 	return ctx.Err() == nil
+}
+
+// versionsHandled is how many objects the resource's handler has added or
+// replaced so far: every version that may lack kept column values.
+func (r *resourceCache) versionsHandled() int64 {
+	var n int64
+	for _, sh := range r.shards {
+		n += sh.added.Load() + sh.modified.Load()
+	}
+	return n
 }
