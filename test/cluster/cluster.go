@@ -236,6 +236,25 @@ func (c *Cluster) stopLocked() error {
 	}
 }
 
+// Kill ends the process at once with SIGKILL, as a crashed node or an
+// OOM kill would: no graceful shutdown, open connections are reset and new
+// ones refused. Killing a stopped cluster is a no-op. The state in Dir
+// survives (etcd recovers from its log): Restart brings it back.
+func (c *Cluster) Kill() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.proc
+	if p == nil {
+		return nil
+	}
+	c.proc = nil
+	if err := p.cmd.Process.Kill(); err != nil {
+		return err
+	}
+	<-p.exited
+	return nil
+}
+
 // Restart stops the cluster and starts it again on the same Dir and port.
 // What was written to the API server before survives; clients built from
 // RESTConfig or Kubeconfig keep working once it is back.

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,7 +14,8 @@ func TestMain(m *testing.M) { os.Exit(RunTests(m)) }
 
 // TestClusterStarts builds and starts a private cluster, seeds it, restarts
 // it and shows that what was written before the restart is still there, and
-// that clients made before the restart still work.
+// that clients made before the restart still work; then kills it and
+// restarts it again.
 func TestClusterStarts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs kube-apiserver")
@@ -87,6 +89,24 @@ func TestClusterStarts(t *testing.T) {
 	}
 	if w.GetUID() != widget.GetUID() {
 		t.Errorf("widget uid %s, then %s", widget.GetUID(), w.GetUID())
+	}
+
+	// Killed: gone at once, connections refused; restarted from what
+	// etcd had written.
+	if err := c.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if c.Running() || c.PID() != 0 {
+		t.Error("killed, the cluster still says it runs")
+	}
+	if _, err := cs.CoreV1().Pods(before.Namespace).Get(ctx, before.Name, metav1.GetOptions{}); err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("a request to the killed cluster: %v; expect connection refused", err)
+	}
+	if err := c.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := cs.CoreV1().Pods(before.Namespace).Get(ctx, before.Name, metav1.GetOptions{}); err != nil || again.UID != before.UID {
+		t.Errorf("pod created before the kill, after the restart: %v", err)
 	}
 }
 

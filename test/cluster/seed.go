@@ -47,6 +47,10 @@ type SeedOptions struct {
 // their status update).
 type Seeded struct {
 	Prefix string
+	// IPBlock is the block the addresses came from: another cluster seeded
+	// with the same IPBlock gets the same pod addresses (overlapping pod
+	// CIDRs).
+	IPBlock int
 	// Namespaces holds the workload namespaces; SystemNamespace holds the
 	// DaemonSets' host-network pods.
 	Namespaces      []string
@@ -178,7 +182,7 @@ func Seed(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface, o
 		return nil, err
 	}
 	s := &seeder{cs: cs, dyn: dyn, o: o, ips: &ipAlloc{block: uint64(o.IPBlock)}}
-	s.out = &Seeded{Prefix: o.Prefix, NodeIPs: map[string]string{}}
+	s.out = &Seeded{Prefix: o.Prefix, IPBlock: o.IPBlock, NodeIPs: map[string]string{}}
 	for _, step := range []func(context.Context) error{
 		s.namespaces, s.nodes, s.workloads, s.daemonSets, s.job, s.widgets,
 	} {
