@@ -43,52 +43,62 @@ func (k *kubeindex) clusterState(name string) (state, reason string, err error) 
 	return "", "", fmt.Errorf("cluster %q not listed: %+v", name, fs)
 }
 
-// TestFleetOfTwoAPIServers: one kubeindex serves two real API servers as
-// the clusters east and west. Through each cluster's prefix, kubectl prints
-// what that API server prints and a client-go informer holds what it
-// holds, changes included, and nothing of the other; when west's API
-// server is stopped, west is stale with a reason while east answers as
-// before, and west recovers when its API server returns. A list and
-// counts across both are the union of the API servers' lists.
-func TestFleetOfTwoAPIServers(t *testing.T) {
-	eastAPI := cluster.StartForTest(t)
-	westAPI := cluster.StartPrivateForTest(t)
-	eastCS, eastDyn := eastAPI.Clients(t)
-	westCS, westDyn := westAPI.Clients(t)
-	cluster.SeedForTest(t, eastCS, eastDyn, cluster.SeedOptions{})
-	west := cluster.SeedForTest(t, westCS, westDyn, cluster.SeedOptions{Namespaces: 1})
-
-	k := startKubeindex(t, "--resources", "pods,namespaces,nodes", "--stale-after", "2s",
-		"--cluster", "name=east,kubeconfig="+eastAPI.Kubeconfig, "--cluster", "name=west,kubeconfig="+westAPI.Kubeconfig)
-	for _, name := range []string{"east", "west"} {
-		if state, reason, err := k.clusterState(name); err != nil || state != "synced" {
-			t.Fatalf("%s once ready: %s %s %v; expect synced", name, state, reason, err)
+// TestFleetOfThreeAPIServers: one kubeindex, its clusters given by a
+// watched configuration file, serves three real API servers as east, west
+// and south; east and west were seeded with the same pod addresses
+// (overlapping pod CIDRs), south is reached through a proxy that can hang.
+// Through each cluster's prefix, kubectl prints what that API server
+// prints and a client-go informer holds what it holds, changes included,
+// and nothing of the others; a list and counts across clusters are the
+// union of the API servers' lists; an address held in east and west is
+// answered as held in both. Then, in order: west's API server is killed
+// and comes back, south's connection hangs and heals, and south is
+// removed from the file and added again, while streams are open on the
+// other clusters (fleet_failure_test.go, fleet_config_test.go). One
+// fleet serves the whole scenario.
+func TestFleetOfThreeAPIServers(t *testing.T) {
+	f := startFleet(t)
+	k := f.k
+	for _, m := range f.members {
+		if state, reason, err := k.clusterState(m.name); err != nil || state != "synced" {
+			t.Fatalf("%s once ready: %s %s %v; expect synced", m.name, state, reason, err)
 		}
 	}
 
-	pairs := map[string]kubectlPair{
-		"east": {api: newKubectl(t, "east API server", eastAPI.Kubeconfig), ki: newKubectl(t, "kubeindex east", kubeconfigFor(t, k.URL+"/clusters/east"+k8sPrefix))},
-		"west": {api: newKubectl(t, "west API server", westAPI.Kubeconfig), ki: newKubectl(t, "kubeindex west", kubeconfigFor(t, k.URL+"/clusters/west"+k8sPrefix))},
-	}
-	for name, p := range pairs {
-		t.Run("kubectl "+name, func(t *testing.T) {
+	for _, m := range f.members {
+		t.Run("kubectl "+m.name, func(t *testing.T) {
+			p := f.kubectl(t, m)
 			p.same(t, tableCells, "get", "pods", "-A", "-o", "wide")
 			p.same(t, tableCells, "get", "namespaces")
-			p.same(t, asIs, "get", "pods", "-n", west.Namespaces[0], "-o", "json")
+			p.same(t, asIs, "get", "pods", "-n", m.seeded.Namespaces[0], "-o", "json")
 		})
 	}
 
 	t.Run("an address across clusters is answered by every cluster holding it", func(t *testing.T) {
-		fleetIP(t, k, west.Pods[0].Status.PodIP, oracles(eastCS, westCS))
-		// Overlapping pod CIDRs: one address held in both.
-		const twin = "198.51.100.7"
-		for _, cs := range []kubernetes.Interface{eastCS, westCS} {
-			podAt(t, cs, west.Namespaces[0], "fleet-twin", twin)
+		east, west, south := f.member("east"), f.member("west"), f.member("south")
+		if east.seeded.IPBlock != west.seeded.IPBlock || east.seeded.IPBlock == south.seeded.IPBlock {
+			t.Fatalf("seeded address blocks east %d, west %d, south %d: expect east's and west's the same, south's its own",
+				east.seeded.IPBlock, west.seeded.IPBlock, south.seeded.IPBlock)
 		}
-		fleetIP(t, k, twin, oracles(eastCS, westCS))
+		// Overlapping pod CIDRs: the seeds gave west's pods east's addresses.
+		if held := fleetIP(t, k, west.seeded.Pods[0].Status.PodIP, f.oracles()); !slices.Equal(held, []string{"east", "west"}) {
+			t.Errorf("%s held in %v; expect east and west", west.seeded.Pods[0].Status.PodIP, held)
+		}
+		if held := fleetIP(t, k, south.seeded.Pods[0].Status.PodIP, f.oracles()); !slices.Equal(held, []string{"south"}) {
+			t.Errorf("%s held in %v; expect south alone", south.seeded.Pods[0].Status.PodIP, held)
+		}
+		// One more address in two clusters, made while serving.
+		const twin = "198.51.100.7"
+		for _, m := range []*fleetAPI{east, south} {
+			podAt(t, m.cs, m.seeded.Namespaces[0], "fleet-twin", twin)
+		}
+		if held := fleetIP(t, k, twin, f.oracles()); !slices.Equal(held, []string{"east", "south"}) {
+			t.Errorf("%s held in %v; expect east and south", twin, held)
+		}
 	})
 	t.Run("a list and counts across clusters are the union of the API servers'", func(t *testing.T) {
-		fleetUnion(t, k, oracles(eastCS, westCS))
+		fleetUnion(t, k, f.oracles())
+		fleetStatusCounts(t, k, f.apiKubectls(t))
 	})
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -102,20 +112,23 @@ func TestFleetOfTwoAPIServers(t *testing.T) {
 		go inf.Run(ctx.Done())
 		return inf
 	}
-	infs := map[string]toolscache.SharedIndexInformer{"east": informerOf("east"), "west": informerOf("west")}
-	oracles := oracles(eastCS, westCS)
-	for name, inf := range infs {
-		if !toolscache.WaitForCacheSync(withTimeout(t, readyTimeout), inf.HasSynced) {
-			t.Fatalf("%s's informer did not sync through its prefix", name)
+	infs := map[string]toolscache.SharedIndexInformer{}
+	for _, m := range f.members {
+		infs[m.name] = informerOf(m.name)
+	}
+	for _, m := range f.members {
+		if !toolscache.WaitForCacheSync(withTimeout(t, readyTimeout), infs[m.name].HasSynced) {
+			t.Fatalf("%s's informer did not sync through its prefix", m.name)
 		}
-		eventually(t, converge, name+"'s informer holding its API server's pods", func() error {
-			return sameKeys(ctx, oracles[name], inf)
+		eventually(t, converge, m.name+"'s informer holding its API server's pods", func() error {
+			return sameKeys(ctx, m.cs, infs[m.name])
 		})
 	}
-	// A pod made in west reaches west's informer, never east's.
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "fleet-probe", Namespace: west.Namespaces[0]},
+	// A pod made in west reaches west's informer, never another's.
+	west := f.member("west")
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "fleet-probe", Namespace: west.seeded.Namespaces[0]},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
-	if _, err := westCS.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+	if _, err := west.cs.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, converge, "the new pod in west's informer", func() error {
@@ -124,45 +137,28 @@ func TestFleetOfTwoAPIServers(t *testing.T) {
 		}
 		return nil
 	})
-	if _, ok, _ := infs["east"].GetStore().GetByKey(pod.Namespace + "/" + pod.Name); ok {
-		t.Error("west's pod reached east's informer")
-	}
-
-	// West's API server goes away: west is stale, with a reason; east
-	// answers as before.
-	if err := westAPI.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, readyTimeout, "west stale", func() error {
-		state, reason, err := k.clusterState("west")
-		if err != nil || state != "stale" || reason == "" {
-			return fmt.Errorf("west: %s (%s) %v", state, reason, err)
+	for _, name := range []string{"east", "south"} {
+		if _, ok, _ := infs[name].GetStore().GetByKey(pod.Namespace + "/" + pod.Name); ok {
+			t.Errorf("west's pod reached %s's informer", name)
 		}
-		return nil
-	})
-	if state, _, _ := k.clusterState("east"); state != "synced" {
-		t.Errorf("east while west is down: %s", state)
 	}
-	pairs["east"].same(t, tableCells, "get", "pods", "-A", "-o", "wide")
-	if got := k.get(t, "/clusters/west/api/v1/pods?limit=1"); got.code != 200 {
-		t.Errorf("stale west answers from memory: %d", got.code)
-	}
+	cancel()
 
-	restartCtx, cancelRestart := context.WithTimeout(context.Background(), cluster.DefaultStartTimeout)
-	defer cancelRestart()
-	if err := westAPI.Restart(restartCtx); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, readyTimeout, "west synced again", func() error {
-		if state, reason, err := k.clusterState("west"); err != nil || state != "synced" {
-			return fmt.Errorf("west: %s (%s) %v", state, reason, err)
+	for _, step := range []struct {
+		name string
+		run  func(*testing.T)
+	}{
+		{"west killed: the others unaffected, west stale with the reason, then recovered", f.westKilled},
+		{"south hung: the others unaffected, south stale with the reason, then recovered", f.southHung},
+		{"south removed and added through the configuration file while clients stream", f.southReconfigured},
+	} {
+		if !t.Run(step.name, step.run) {
+			t.FailNow()
 		}
-		return nil
-	})
-	pairs["west"].same(t, tableCells, "get", "pods", "-A", "-o", "wide")
+	}
 
 	t.Run("each cluster authorizes against its own API server", func(t *testing.T) {
-		fleetAuthorization(t, eastAPI, eastCS, westAPI)
+		fleetAuthorization(t, f.member("east").c, f.member("east").cs, west.c)
 	})
 }
 
@@ -258,11 +254,17 @@ func oracles(east, west kubernetes.Interface) map[string]kubernetes.Interface {
 }
 
 // fleetIP: GET /api/v1/clusters/ip/{ip} names, in heldIn, exactly the
-// clusters whose API server has a pod reporting the address (both, where
-// the seeds gave the same addresses), each slot its cluster's own answer.
-func fleetIP(t *testing.T, k *kubeindex, ip string, apis map[string]kubernetes.Interface) {
+// clusters whose API server has a pod reporting the address (several,
+// where pod CIDRs overlap), in configuration order, with a slot for each
+// of kubeindex's clusters. It returns heldIn.
+func fleetIP(t *testing.T, k *kubeindex, ip string, apis map[string]kubernetes.Interface) []string {
+	t.Helper()
+	names := k.clusterNames(t)
 	var want []string
-	for _, name := range []string{"east", "west"} {
+	for _, name := range names {
+		if apis[name] == nil {
+			continue
+		}
 		pods, err := apis[name].CoreV1().Pods("").List(t.Context(), metav1.ListOptions{FieldSelector: "status.podIP=" + ip})
 		if err != nil {
 			t.Fatal(err)
@@ -285,12 +287,27 @@ func fleetIP(t *testing.T, k *kubeindex, ip string, apis map[string]kubernetes.I
 		if err := k.getJSON("/api/v1/clusters/ip/"+ip, &got); err != nil {
 			return err
 		}
-		if !slices.Equal(got.HeldIn, want) || len(got.Clusters) != 2 {
+		if !slices.Equal(got.HeldIn, want) || len(got.Clusters) != len(names) {
 			return fmt.Errorf("held in %v (%+v); the API servers say %v", got.HeldIn, got.Clusters, want)
 		}
 		return nil
 	})
 	t.Logf("%s is held in %v", ip, want)
+	return want
+}
+
+// clusterNames is kubeindex's clusters in configuration order.
+func (k *kubeindex) clusterNames(t testing.TB) []string {
+	t.Helper()
+	var fs fleetState
+	if err := k.getJSON("/api/v1/clusters", &fs); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range fs.Clusters {
+		names = append(names, c.Name)
+	}
+	return names
 }
 
 // podAt makes a running pod that reports ip (no kubelet sets it here).

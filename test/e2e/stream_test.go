@@ -28,6 +28,7 @@ type sseView struct {
 	synced  bool
 	events  int
 	broken  []string
+	errs    []string // the ERROR messages, which end a stream
 	ended   error
 }
 
@@ -125,6 +126,9 @@ func (v *sseView) apply(data []byte) {
 		}
 		v.synced = true
 	case "BOOKMARK":
+	case "ERROR":
+		v.errs = append(v.errs, string(data))
+		v.broken = append(v.broken, fmt.Sprintf("unexpected %s: %s", m.Type, data))
 	default:
 		v.broken = append(v.broken, fmt.Sprintf("unexpected %s: %s", m.Type, data))
 	}
@@ -145,6 +149,20 @@ func (v *sseView) matches(want []listEntry) error {
 	}
 	if d := cmp.Diff(want, entriesOf(v.objects)); d != "" {
 		return fmt.Errorf("the stream's objects differ from the API server's (-API server +stream):\n%s", d)
+	}
+	return nil
+}
+
+// endedWith is nil once the stream has ended after an ERROR message
+// whose text contains why.
+func (v *sseView) endedWith(why string) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.ended == nil || len(v.errs) == 0 {
+		return fmt.Errorf("the stream goes on (ended %v, ERROR messages %q)", v.ended, v.errs)
+	}
+	if last := v.errs[len(v.errs)-1]; !strings.Contains(last, why) {
+		return stopPolling{fmt.Errorf("the stream ended with %s; expect it to say %q", last, why)}
 	}
 	return nil
 }
