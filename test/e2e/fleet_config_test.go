@@ -1,9 +1,13 @@
 package e2e
 
 import (
+	"bufio"
+	"context"
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 )
 
@@ -18,6 +22,7 @@ func (f *fleetE2E) southReconfigured(t *testing.T) {
 	south := f.member("south")
 	others := f.others("south")
 	streams := f.openStreams(t, f.members)
+	k8sWatch := openRawWatch(t, k.URL+"/clusters/south"+k8sPrefix+"/api/v1/pods?watch=true")
 
 	f.writeConfig(t, others...)
 	eventually(t, converge, "south gone from the fleet", func() error {
@@ -27,7 +32,10 @@ func (f *fleetE2E) southReconfigured(t *testing.T) {
 		return nil
 	})
 	eventually(t, converge, "south's stream ended with the reason", func() error {
-		return streams["south"].endedWith("was removed from the configuration")
+		if err := streams["south"].endedWith("was removed from the configuration"); err != nil {
+			return err
+		}
+		return k8sWatch.endedWith("was removed from the configuration")
 	})
 	for _, path := range []string{"/clusters/south/api/v1/pods", "/clusters/south/k8s/api/v1/pods", "/clusters/south/api/v1/pods?watch=true"} {
 		if r := k.get(t, path); r.code != http.StatusNotFound {
@@ -53,4 +61,66 @@ func (f *fleetE2E) southReconfigured(t *testing.T) {
 	// A stream of the added south, as any client opens one.
 	added := subscribeSSE(t, k, "/clusters/south/api/v1/pods?watch=true")
 	f.streamsFollow(t, []*fleetAPI{south}, map[string]*sseView{"south": added}, "a stream of the added south")
+}
+
+// rawWatch is a Kubernetes watch read line by line, as a client-go
+// reflector's connection carries it.
+type rawWatch struct {
+	mu    sync.Mutex
+	lines []string
+	ended bool
+}
+
+// openRawWatch GETs url (a watch=true list) and reads its events until it
+// ends or the test does.
+func openRawWatch(t *testing.T, url string) *rawWatch {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d", url, res.StatusCode)
+	}
+	w := &rawWatch{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer res.Body.Close()
+		sc := bufio.NewScanner(res.Body)
+		sc.Buffer(make([]byte, 64<<10), 16<<20)
+		for sc.Scan() {
+			w.mu.Lock()
+			w.lines = append(w.lines, sc.Text())
+			w.mu.Unlock()
+		}
+		w.mu.Lock()
+		w.ended = true
+		w.mu.Unlock()
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return w
+}
+
+// endedWith is nil once the watch has ended with an ERROR event whose
+// Status says why.
+func (w *rawWatch) endedWith(why string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.ended || len(w.lines) == 0 {
+		return fmt.Errorf("the watch goes on (%d events)", len(w.lines))
+	}
+	last := w.lines[len(w.lines)-1]
+	if !strings.Contains(last, `"type":"ERROR"`) || !strings.Contains(last, why) {
+		return stopPolling{fmt.Errorf("the watch ended with %.300s; expect an ERROR saying %q", last, why)}
+	}
+	return nil
 }

@@ -260,7 +260,18 @@ func (f *fleetE2E) failed(t *testing.T, m *fleetAPI, why *regexp.Regexp) {
 		}
 		return nil
 	})
-	// Answers from memory, marked stale: a stale cluster's slot.
+	// Answers from memory, marked stale: under its prefix, and its slot
+	// in a list across clusters.
+	p := m.seeded.Pods[0]
+	path := "/clusters/" + m.name + podsR.kiPath(p.Namespace, p.Name)
+	// (Each resource turns stale on its own: pods may follow the first
+	// stale resource by a moment.)
+	eventually(t, converge, "a pod of "+m.name+" from memory, marked stale", func() error {
+		if r := f.k.get(t, path); r.code != http.StatusOK || r.header.Get("X-Kubeindex-Stale") != "true" {
+			return fmt.Errorf("GET %s: %d, stale %q; expect 200 from memory, stale true", path, r.code, r.header.Get("X-Kubeindex-Stale"))
+		}
+		return nil
+	})
 	eventually(t, converge, m.name+"'s slot in a list across clusters", func() error {
 		var page struct{ Clusters []fleetSlot }
 		if err := f.k.getJSON("/api/v1/pods?limit=1", &page); err != nil {
@@ -321,29 +332,32 @@ func (f *fleetE2E) recovered(t *testing.T, m *fleetAPI) {
 const latencySamples = 100
 
 // latencies times by-key and by-IP requests under each member's prefix,
-// one after another: p50 and p99 per cluster and kind. Logged, never
-// asserted: the machine's load is in them as much as kubeindex.
+// and by-IP across clusters, one after another: p50 and p99 per cluster
+// and kind. Logged, never asserted: the machine's load is in them as much
+// as kubeindex.
 func (f *fleetE2E) latencies(t *testing.T, members []*fleetAPI) map[string][2]time.Duration {
 	t.Helper()
-	out := map[string][2]time.Duration{}
+	paths := map[string]string{}
 	for _, m := range members {
 		p := m.seeded.Pods[0]
-		for kind, path := range map[string]string{
-			"by-key": "/clusters/" + m.name + podsR.kiPath(p.Namespace, p.Name),
-			"by-IP":  "/clusters/" + m.name + "/api/v1/ip/" + p.Status.PodIP,
-		} {
-			took := make([]time.Duration, 0, latencySamples)
-			for range latencySamples {
-				began := time.Now()
-				r := f.k.get(t, path)
-				took = append(took, time.Since(began))
-				if r.code != http.StatusOK {
-					t.Fatalf("GET %s: %d %.200s", path, r.code, r.body)
-				}
+		paths[m.name+" by-key"] = "/clusters/" + m.name + podsR.kiPath(p.Namespace, p.Name)
+		paths[m.name+" by-IP"] = "/clusters/" + m.name + "/api/v1/ip/" + p.Status.PodIP
+	}
+	// Across clusters, the failed one included: east's and west's address.
+	paths["fleet by-IP"] = "/api/v1/clusters/ip/" + f.member("east").seeded.Pods[0].Status.PodIP
+	out := map[string][2]time.Duration{}
+	for kind, path := range paths {
+		took := make([]time.Duration, 0, latencySamples)
+		for range latencySamples {
+			began := time.Now()
+			r := f.k.get(t, path)
+			took = append(took, time.Since(began))
+			if r.code != http.StatusOK {
+				t.Fatalf("GET %s: %d %.200s", path, r.code, r.body)
 			}
-			slices.Sort(took)
-			out[m.name+" "+kind] = [2]time.Duration{took[len(took)/2], took[len(took)*99/100]}
 		}
+		slices.Sort(took)
+		out[kind] = [2]time.Duration{took[len(took)/2], took[len(took)*99/100]}
 	}
 	return out
 }
