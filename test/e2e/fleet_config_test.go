@@ -63,6 +63,19 @@ func (f *fleetE2E) southReconfigured(t *testing.T) {
 	f.streamsFollow(t, others, streams, "the changes made after south was added")
 	fleetUnion(t, k, f.oracles())
 	fleetStatusCounts(t, k, f.apiKubectls(t))
+	var fs struct {
+		Configuration struct {
+			Watched bool
+			Reloads int
+			Error   string
+		}
+	}
+	if err := k.getJSON("/api/v1/clusters", &fs); err != nil {
+		t.Fatal(err)
+	}
+	if c := fs.Configuration; !c.Watched || c.Reloads != 2 || c.Error != "" {
+		t.Errorf("configuration %+v; expect watched, two reloads applied, no error", c)
+	}
 	// A stream of the added south, as any client opens one.
 	added := subscribeSSE(t, k, "/clusters/south/api/v1/pods?watch=true")
 	f.streamsFollow(t, []*fleetAPI{south}, map[string]*sseView{"south": added}, "a stream of the added south")
