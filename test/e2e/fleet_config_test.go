@@ -3,17 +3,20 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/gorilla/websocket"
 )
 
 // southReconfigured: with a stream open on every cluster, south, its
 // connection hung, is removed from the configuration file: its streams
-// (kubeindex's and a Kubernetes watch) end saying why, its prefix
+// (SSE, a WebSocket and a Kubernetes watch) end saying why, its prefix
 // answers 404 and the lists across clusters leave it out, while east's
 // and west's streams carry every change without a gap. South is then
 // added back: it serves under its prefix and joins the lists, and east's
@@ -24,6 +27,16 @@ func (f *fleetE2E) southReconfigured(t *testing.T) {
 	others := f.others("south")
 	streams := f.openStreams(t, f.members)
 	k8sWatch := openRawWatch(t, k.URL+"/clusters/south"+k8sPrefix+"/api/v1/pods?watch=true")
+	ws := openWebSocket(t, k, "/clusters/south/api/v1/stream", `{"op":"subscribe","id":"p","resource":"pods"}`)
+
+	eventually(t, converge, "the WebSocket subscription's snapshot", func() error {
+		ws.mu.Lock()
+		defer ws.mu.Unlock()
+		if ws.messages == 0 || ws.err != nil {
+			return fmt.Errorf("%d messages, %v", ws.messages, ws.err)
+		}
+		return nil
+	})
 
 	// An operator removes a broken cluster: south's connection hangs as
 	// it is removed, which must not hold the removal up.
@@ -39,7 +52,10 @@ func (f *fleetE2E) southReconfigured(t *testing.T) {
 		if err := streams["south"].endedWith("was removed from the configuration"); err != nil {
 			return err
 		}
-		return k8sWatch.endedWith("was removed from the configuration")
+		if err := k8sWatch.endedWith("was removed from the configuration"); err != nil {
+			return err
+		}
+		return ws.closedWith(websocket.CloseTryAgainLater, "was removed from the configuration")
 	})
 	for _, path := range []string{"/clusters/south/api/v1/pods", "/clusters/south/k8s/api/v1/pods", "/clusters/south/api/v1/pods?watch=true"} {
 		if r := k.get(t, path); r.code != http.StatusNotFound {
@@ -139,6 +155,64 @@ func (w *rawWatch) endedWith(why string) error {
 	last := w.lines[len(w.lines)-1]
 	if !strings.Contains(last, `"type":"ERROR"`) || !strings.Contains(last, why) {
 		return stopPolling{fmt.Errorf("the watch ended with %.300s; expect an ERROR saying %q", last, why)}
+	}
+	return nil
+}
+
+// wsStream is a WebSocket stream read until it closes.
+type wsStream struct {
+	mu       sync.Mutex
+	messages int
+	err      error // why reading ended
+}
+
+// openWebSocket dials path, sends the messages, and reads until the
+// socket closes or the test ends.
+func openWebSocket(t *testing.T, k *kubeindex, path string, messages ...string) *wsStream {
+	t.Helper()
+	conn, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(k.URL, "http")+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range messages {
+		if err := conn.WriteMessage(websocket.TextMessage, []byte(m)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := &wsStream{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			_, _, err := conn.ReadMessage()
+			s.mu.Lock()
+			if err != nil {
+				s.err = err
+				s.mu.Unlock()
+				return
+			}
+			s.messages++
+			s.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		conn.Close()
+		<-done
+	})
+	return s
+}
+
+// closedWith is nil once the socket was closed with code and a reason
+// containing why.
+func (s *wsStream) closedWith(code int, why string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err == nil {
+		return fmt.Errorf("the socket is open (%d messages)", s.messages)
+	}
+	var ce *websocket.CloseError
+	if !errors.As(s.err, &ce) || ce.Code != code || !strings.Contains(ce.Text, why) {
+		return stopPolling{fmt.Errorf("the socket ended with %v; expect close %d saying %q", s.err, code, why)}
 	}
 	return nil
 }
