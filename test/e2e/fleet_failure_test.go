@@ -134,7 +134,8 @@ func (f *fleetE2E) apiKubectls(t *testing.T) map[string]*kubectlCmd {
 // westKilled: west's API server dies (SIGKILL). East and south answer,
 // stream and respond as before; west is stale, saying the connection is
 // refused, in /api/v1/clusters, the lists' slots and /readyz, and is
-// synced again once its API server is back.
+// synced again once its API server is back. A kubeindex started while it
+// is down has it failed, per --fleet-ready.
 func (f *fleetE2E) westKilled(t *testing.T) {
 	west := f.member("west")
 	healthy := f.others("west")
@@ -146,6 +147,7 @@ func (f *fleetE2E) westKilled(t *testing.T) {
 	f.failed(t, west, regexp.MustCompile(`connection refused`))
 	f.unaffected(t, healthy, streams, "killed")
 	logLatencies(t, "west killed", before, f.latencies(t, healthy))
+	f.startedWithout(t, west, regexp.MustCompile(`connection refused`))
 
 	ctx, cancel := context.WithTimeout(context.Background(), cluster.DefaultStartTimeout)
 	defer cancel()
@@ -376,4 +378,40 @@ func logLatencies(t *testing.T, failure string, before, during map[string][2]tim
 			during[k][0].Round(time.Microsecond), during[k][1].Round(time.Microsecond))
 	}
 	t.Log(b.String())
+}
+
+// startedWithout starts kubeindexes over the fleet while down's API server
+// is down, once per --fleet-ready: down, never reached, is failed with a
+// reason matching why, and its slot in a list across clusters is a 503
+// saying so, while the others sync and serve; /readyz is 503 with
+// --fleet-ready=all (the default) and 200 with --fleet-ready=any.
+func (f *fleetE2E) startedWithout(t *testing.T, down *fleetAPI, why *regexp.Regexp) {
+	t.Helper()
+	args := []string{"--resources", "pods,namespaces,nodes", "--stale-after", fleetStaleAfter.String()}
+	for _, m := range f.members {
+		args = append(args, "--cluster", "name="+m.name+",kubeconfig="+m.kubeconfig)
+	}
+	for ready, code := range map[string]int{"all": http.StatusServiceUnavailable, "any": http.StatusOK} {
+		k := launchKubeindex(t, append(args, "--fleet-ready", ready)...)
+		eventually(t, readyTimeout, "--fleet-ready="+ready+": "+down.name+" failed, the others synced", func() error {
+			var page struct{ Clusters []fleetSlot }
+			if err := k.getJSON("/api/v1/pods?limit=1", &page); err != nil {
+				return err
+			}
+			for _, s := range page.Clusters {
+				if s.Cluster == down.name && (s.Status != http.StatusServiceUnavailable || !why.MatchString(s.Reason)) ||
+					s.Cluster != down.name && (s.Status != http.StatusOK || s.State != "synced") {
+					return fmt.Errorf("slots %+v", page.Clusters)
+				}
+			}
+			if state, reason, err := k.clusterState(down.name); err != nil || state != "failed" || !why.MatchString(reason) {
+				return fmt.Errorf("%s: %s (%s) %v; expect failed, the reason matching %s", down.name, state, reason, err, why)
+			}
+			if r, err := k.try("/readyz"); err != nil || r.code != code {
+				return fmt.Errorf("/readyz: %v %d %s; expect %d", err, r.code, r.body, code)
+			}
+			return nil
+		})
+		k.stop(t)
+	}
 }
