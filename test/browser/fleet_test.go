@@ -3,7 +3,10 @@ package browser
 import (
 	"fmt"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -96,7 +99,7 @@ func fleetMatchesAPI(t *testing.T, p *page, api string, q url.Values) {
 			Clusters []struct {
 				Cluster string
 				Status  int
-				Total   int
+				Total   *int
 			}
 			Items []struct {
 				Cluster string
@@ -116,7 +119,11 @@ func fleetMatchesAPI(t *testing.T, p *page, api string, q url.Values) {
 		}
 		var slots []string
 		for _, c := range list.Clusters {
-			slots = append(slots, fmt.Sprintf("%s %d %d", c.Cluster, c.Status, c.Total))
+			total := ""
+			if c.Total != nil {
+				total = fmt.Sprint(*c.Total)
+			}
+			slots = append(slots, fmt.Sprintf("%s %d %s", c.Cluster, c.Status, total))
 		}
 		var counts struct {
 			Groups []struct {
@@ -154,8 +161,8 @@ func fleetMatchesAPI(t *testing.T, p *page, api string, q url.Values) {
 		ok := s.Stream == "live" && s.Count == list.Metadata.TotalItemCount && slices.Equal(shown.Keys, want) &&
 			slices.Equal(shown.Slots, slots) && fmt.Sprint(shown.PerCluster) == fmt.Sprint(perCluster) &&
 			fmt.Sprint(shown.PerStatus) == fmt.Sprint(perStatus)
-		return ok, fmt.Sprintf("shown %+v count %d; server %v total %d slots %v per cluster %v per status %v",
-			shown, s.Count, want, list.Metadata.TotalItemCount, slots, perCluster, perStatus)
+		return ok, fmt.Sprintf("shown %+v count %d (%s); server %v total %d slots %v per cluster %v per status %v",
+			shown, s.Count, s.StreamText, want, list.Metadata.TotalItemCount, slots, perCluster, perStatus)
 	})
 }
 
@@ -194,5 +201,70 @@ func clusterShown(t *testing.T, p *page, api, name string) {
 		ok := shown.Current == name && shown.Hash == "#/clusters/"+name+"/pods" && s.Stream == "live" && s.Conn == "open" &&
 			s.Count == len(list.Items) && len(shown.Keys) > 0 && others == 0
 		return ok, fmt.Sprintf("%+v (%d not %s's); %s has %d pods; page %v", shown, others, name, name, len(list.Items), s)
+	})
+}
+
+// TestDashboardFleetFailures opens the dashboard of a fleet of two: east,
+// a kubeindex --demo read through its Kubernetes API (/k8s), and down,
+// whose API server refuses connections. A cluster that does not answer is
+// shown, never silently missing: the picker says down failed and why, the
+// view across clusters has down's slot with the reason beside east's rows,
+// picking down says it is not serving and why; and when east's API server
+// stops, east is shown STALE in the picker and in its slot.
+func TestDashboardFleetFailures(t *testing.T) {
+	p := newPage(t)
+	east := startKubeindex(t, "--demo")
+	dir := t.TempDir()
+	kubeconfig := func(name, server string) string {
+		path := filepath.Join(dir, name+".yaml")
+		cfg := fmt.Sprintf("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: %q}\n"+
+			"users:\n- name: u\n  user: {}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n", server)
+		if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	ki := startKubeindex(t, "--cluster", "name=east,kubeconfig="+kubeconfig("east", east.URL+"/k8s"),
+		"--cluster", "name=down,kubeconfig="+kubeconfig("down", "http://127.0.0.1:1"),
+		"--fleet-ready", "any", "--stale-after", "2s")
+	p.run("opening the dashboard", chromedp.Navigate(ki.URL+"/#/clusters/*/pods"))
+
+	pickerShows(t, p, "down", "failed", "connection refused")
+	fleetMatchesAPI(t, p, ki.URL, url.Values{})
+	var slot struct{ Status, Text string }
+	p.mustEval(`(() => { const li = document.querySelector('#cluster-slots li[data-cluster="down"]');
+		return {status: li?.dataset.status ?? '', text: li?.textContent ?? ''}; })()`, &slot)
+	if slot.Status != "503" || !strings.Contains(slot.Text, "connection refused") {
+		t.Errorf("down's slot across clusters: %+v; want 503 with the reason", slot)
+	}
+
+	p.mustEval(`document.querySelector('#cluster-list a[data-cluster="down"]').click()`, nil)
+	p.waitFor(30*time.Second, "the page to say down is not serving", func() (bool, string) {
+		s := p.state()
+		return strings.HasPrefix(s.Banner, "Cluster down is not serving") && strings.Contains(s.Banner, "connection refused"), s.String()
+	})
+
+	p.mustEval(`document.querySelector('#cluster-list a[data-cluster="*"]').click()`, nil)
+	fleetMatchesAPI(t, p, ki.URL, url.Values{})
+	east.stop(t)
+	pickerShows(t, p, "east", "stale", "")
+	p.waitFor(60*time.Second, "east's slot to say stale", func() (bool, string) {
+		var state string
+		p.mustEval(`document.querySelector('#cluster-slots li[data-cluster="east"]')?.dataset.state ?? ''`, &state)
+		return state == "stale", state
+	})
+	p.screenshot("dashboard-fleet-failures")
+	p.checkProblems()
+}
+
+// pickerShows waits until the picker shows cluster in state, with reason
+// (when given) in its text.
+func pickerShows(t *testing.T, p *page, cluster, state, reason string) {
+	t.Helper()
+	p.waitFor(60*time.Second, fmt.Sprintf("the picker to show %s %s", cluster, state), func() (bool, string) {
+		var got struct{ State, Text string }
+		p.mustEval(`(() => { const a = document.querySelector('#cluster-list a[data-cluster=`+jsString(cluster)+`]');
+			return {state: a?.dataset.state ?? '', text: a?.textContent ?? ''}; })()`, &got)
+		return got.State == state && strings.Contains(got.Text, reason), fmt.Sprintf("%+v", got)
 	})
 }

@@ -15,7 +15,7 @@
 
 import {AskView, isPods} from './ask.js';
 import {columnsFor} from './columns.js';
-import {objectKey} from './dom.js';
+import {clock, objectKey} from './dom.js';
 import {api, clusterBase, inCluster, wsProtocols} from './api.js';
 import {StreamClient, streamURL} from './stream.js';
 
@@ -149,6 +149,6 @@ export class FleetView extends AskView {
   liveText(rows, by) {
     const n = this.followed?.size ?? 0;
     const order = this.ask.sort ? by : 'by cluster, then namespace/name';
-    return `All clusters · ${rows} · ${order} · asked again on changes in ${n} cluster${n === 1 ? '' : 's'}`;
+    return `All clusters · asked at ${clock(Date.now())} · ${rows} · ${order} · asked again on changes in ${n} cluster${n === 1 ? '' : 's'}`;
   }
 }
