@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 )
 
 // TestDashboardFleet opens the dashboard on `kubeindex --demo
@@ -45,6 +46,20 @@ func TestDashboardFleet(t *testing.T) {
 		}
 		fleetMatchesAPI(t, p, ki.URL, url.Values{"sort": {click}})
 	}
+
+	// Enter on a row opens the whole object, read from its own cluster.
+	var key string
+	p.mustEval(`(() => { const r = [...document.querySelectorAll('.vt-body .vt-row')].find((r) => r.dataset.key);
+		r.focus(); return r.dataset.key; })()`, &key)
+	p.run("opening a row", chromedp.KeyEvent(kb.Enter))
+	p.waitFor(30*time.Second, "the detail of "+key, func() (bool, string) {
+		var d struct{ Title, JSON string }
+		p.mustEval(`({title: document.getElementById('detail-title')?.textContent ?? '',
+			json: document.querySelector('#detail .json')?.textContent ?? ''})`, &d)
+		name := key[strings.LastIndex(key, "/")+1:]
+		return d.Title == key && strings.Contains(d.JSON, `"`+name+`"`) && strings.Contains(d.JSON, "containers"), d.Title
+	})
+	p.run("closing the detail", chromedp.KeyEvent(kb.Escape))
 
 	// A cluster's count chip adds its filter; the rows and counts are the
 	// server's for it.
