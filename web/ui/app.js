@@ -311,7 +311,15 @@ function renderCounts(counts) {
 
 // Freshness.
 
+// poll runs one reading at a time: asked while one is under way (a
+// cluster picked meanwhile), it reads again as soon as that one ends.
 async function poll() {
+  if (app.polling) {
+    app.pollAgain = true;
+    return;
+  }
+  app.polling = true;
+  app.pollAgain = false;
   clearTimeout(app.pollTimer);
   try {
     if (app.fleet) {
@@ -329,15 +337,16 @@ async function poll() {
     else if (err.code === 404 && !app.fleet) {
       // A fleet's root serves no cluster's resources: ask for its clusters.
       app.fleet = {clusters: []};
-      poll();
-      return;
+      app.pollAgain = true;
     } else {
       app.reachable = false;
       app.unreachableReason = err.message;
     }
   }
+  app.polling = false;
   renderResources();
-  app.pollTimer = setTimeout(poll, POLL_MS);
+  clearTimeout(app.pollTimer);
+  app.pollTimer = setTimeout(poll, app.pollAgain ? 0 : POLL_MS);
 }
 
 function setResources(resources) {

@@ -11,7 +11,10 @@
 // answering cluster's own stream of the resource (changes only, no
 // snapshot, so nothing is downloaded whole) and asks for its page and
 // counts again after a change, at most once every REFRESH_MS; and every
-// SLOW_MS regardless, so that the slots stay current without events.
+// SLOW_MS regardless, so that the slots stay current without events. It
+// follows at most MAX_FOLLOWED clusters' streams (the first that answer),
+// since a client's streams are bounded together (--max-streams-per-client);
+// the others' changes are seen by the SLOW_MS asking.
 
 import {AskView, isPods} from './ask.js';
 import {columnsFor} from './columns.js';
@@ -22,6 +25,8 @@ import {StreamClient, streamURL} from './stream.js';
 const LIMIT = 100; // rows a page holds, as AskView's window
 const REFRESH_MS = 400;
 const SLOW_MS = 5000;
+const MAX_FOLLOWED = 8;
+const FETCH_MS = 15000;
 
 // clusterColumn is the cluster an item came from: FleetView fills it from
 // the item, beside the object, never from the object's own fields.
@@ -63,6 +68,7 @@ export class FleetView extends AskView {
     const ctl = new AbortController();
     this.fetching = ctl;
     this.dirty = false;
+    const late = setTimeout(() => ctl.abort(), FETCH_MS); // a hung request must not stop the asking
     const {resource, groupBy: by, ...q} = this.question();
     const sel = {namespace: q.namespace, labelSelector: q.labelSelector, index: this.filters.index, value: this.filters.value, filter: q.filter};
     try {
@@ -70,20 +76,20 @@ export class FleetView extends AskView {
         api.list(resource, {...sel, sort: q.sort, fields: q.fields, offset: this.offset, limit: LIMIT}, {signal: ctl.signal}),
         api.counts(resource, {...sel, groupBy: by}, {signal: ctl.signal}),
       ]);
-      if (this.destroyed || ctl.signal.aborted) return;
+      if (this.destroyed || this.fetching !== ctl) return; // a newer question replaced this one
       this.slots = page.clusters ?? [];
       this.onSlots?.(this.slots);
       this.follow(this.slots);
       this.held = (page.items ?? []).map((item) => this.row(item));
       this.answer(page.metadata?.totalItemCount ?? this.held.length, counts);
     } catch (err) {
-      if (ctl.signal.aborted || this.destroyed) return;
+      if (this.destroyed || this.fetching !== ctl) return;
       if (err.code) this.fail(err.message);
       else this.setState('disconnected');
     } finally {
-      if (this.fetching === ctl) this.fetching = null;
+      clearTimeout(late);
     }
-    if (this.destroyed) return;
+    this.fetching = null;
     if (this.dirty) this.changed();
     this.pollTimer = setTimeout(() => this.poll(), SLOW_MS);
   }
@@ -108,7 +114,7 @@ export class FleetView extends AskView {
   // cluster that answered, and closes those of clusters that no longer do.
   follow(slots) {
     this.followed ??= new Map();
-    const answering = new Set(slots.filter((s) => s.status === 200).map((s) => s.cluster));
+    const answering = new Set(slots.filter((s) => s.status === 200).map((s) => s.cluster).slice(0, MAX_FOLLOWED));
     for (const [name, client] of this.followed) {
       if (answering.has(name)) continue;
       client.stop();
