@@ -78,6 +78,10 @@ func TestDashboardFleet(t *testing.T) {
 	// A link naming a cluster opens it.
 	p.run("opening a link to demo-3", chromedp.Navigate(ki.URL+"/#/clusters/demo-3/pods"), chromedp.Reload())
 	clusterShown(t, p, ki.URL, "demo-3")
+
+	// So does the page as a cluster serves it.
+	p.run("opening /clusters/demo-1/", chromedp.Navigate(ki.URL+"/clusters/demo-1/"))
+	clusterShown(t, p, ki.URL, "demo-1")
 	p.checkProblems()
 }
 

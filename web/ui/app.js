@@ -660,6 +660,14 @@ document.querySelector('.skip-link').addEventListener('click', (e) => {
   table.focusIndex(Math.max(0, table.indexOf(table.activeKey)));
 });
 
-window.addEventListener('hashchange', applyRoute);
-stream.start();
-poll();
+// The page as a cluster serves it, /clusters/{name}/, is that cluster's
+// view at the root, where the fleet's own routes are.
+const served = /^\/clusters\/([^/]+)\/$/.exec(window.location.pathname);
+if (served) {
+  const hash = /^#\/clusters\//.test(window.location.hash) ? '' : window.location.hash.replace(/^#\/?/, '');
+  window.location.replace(`/#/clusters/${served[1]}/${hash}`);
+} else {
+  window.addEventListener('hashchange', applyRoute);
+  stream.start();
+  poll();
+}
