@@ -23,7 +23,7 @@ import {api, clusterBase, inCluster, wsProtocols} from './api.js';
 import {StreamClient, streamURL} from './stream.js';
 
 const LIMIT = 100; // rows a page holds, as AskView's window
-const REFRESH_MS = 400;
+const REFRESH_MS = 1000;
 const SLOW_MS = 5000;
 const MAX_FOLLOWED = 8;
 const FETCH_MS = 15000;
