@@ -26,7 +26,7 @@ import {DetailPanel} from './detail.js';
 import {IPLookup} from './iplookup.js';
 import {Search} from './search.js';
 import {ResourceNav} from './nav.js';
-import {ClusterPicker, ALL} from './clusters.js';
+import {ClusterPicker, ALL, renderSlots, union} from './clusters.js';
 import {FleetView} from './fleet.js';
 
 const POLL_MS = 2000;
@@ -150,7 +150,7 @@ function applyRoute() {
   const View = across ? FleetView : asking ? AskView : ResourceView;
   app.view = new View({
     resource: res, filters, ask, stream, table,
-    onSlots: renderSlots,
+    onSlots: (slots) => renderSlots(ui.slots, slots),
     onAsk: (next) => { window.location.hash = hashFor(res.name, filters, {...ask, ...next}); },
     onCounts: (counts) => renderCounts(counts),
     onState: ({phase, text}) => {
@@ -391,27 +391,6 @@ async function pollFleet() {
   applyRoute();
 }
 
-// union is the resources of several clusters as one list: counts added,
-// synced and connected only where every cluster is, stale where any is.
-function union(lists) {
-  const by = new Map();
-  for (const list of lists) {
-    for (const r of list ?? []) {
-      const u = by.get(r.name);
-      if (!u) {
-        by.set(r.name, {...r});
-        continue;
-      }
-      u.count += r.count;
-      u.synced &&= r.synced;
-      u.watchConnected &&= r.watchConnected;
-      u.stale ||= r.stale;
-      u.lastError ||= r.lastError;
-    }
-  }
-  return [...by.values()];
-}
-
 // switchCluster points the whole page at the route's cluster: requests,
 // the stream, search and IP lookup; for all clusters the page's stream
 // rests (the FleetView follows each cluster's own).
@@ -448,20 +427,6 @@ function switchCluster(route) {
   $('find-input').placeholder = across ? 'pick a cluster first' : 'name, label value or IP';
   renderResources();
   poll();
-}
-
-// renderSlots shows how each cluster took part in the answer across
-// clusters: a cluster not answering is named with why.
-function renderSlots(slots) {
-  ui.slots.replaceChildren(...slots.map((s) => {
-    const what = s.status === 200 ? `${s.state ?? 'synced'} · ${(s.total ?? 0).toLocaleString('en-US')}`
-      : s.status === 403 ? 'not allowed to read'
-        : s.status === 404 ? 'does not serve this resource'
-          : `not serving${s.reason ? `: ${s.reason}` : ` (${s.status})`}`;
-    return h('li', {title: s.reason ?? '', dataset: {cluster: s.cluster, status: String(s.status), state: s.state ?? '',
-      total: String(s.total ?? ''), ok: String(s.status === 200)}}, `${s.cluster}: ${what}`);
-  }));
-  ui.slots.hidden = slots.length === 0;
 }
 
 // pickerHref is the hash that opens a cluster with the resource and

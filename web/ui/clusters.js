@@ -6,6 +6,9 @@
 // #/clusters/*/pods), so a link opens the same cluster. Items are built
 // once per set of clusters and updated in place, so polling never disturbs
 // keyboard focus.
+//
+// union and renderSlots are what the page shows of several clusters at
+// once: their resources added up, and each one's part of an answer.
 
 import {h} from './dom.js';
 
@@ -76,4 +79,40 @@ function summary(clusters) {
   const off = clusters.filter((c) => c.state !== 'synced');
   if (off.length === 0) return '';
   return off.map((c) => `${c.name} ${STATES[c.state] ?? c.state}`).join(', ');
+}
+
+// union is the resources of several clusters as one list: counts added,
+// synced and connected only where every cluster is, stale where any is.
+export function union(lists) {
+  const by = new Map();
+  for (const list of lists) {
+    for (const r of list ?? []) {
+      const u = by.get(r.name);
+      if (!u) {
+        by.set(r.name, {...r});
+        continue;
+      }
+      u.count += r.count;
+      u.synced &&= r.synced;
+      u.watchConnected &&= r.watchConnected;
+      u.stale ||= r.stale;
+      u.lastError ||= r.lastError;
+    }
+  }
+  return [...by.values()];
+}
+
+// renderSlots shows in list how each cluster took part in an answer
+// across clusters (its clusters member): a cluster not answering is named
+// with why.
+export function renderSlots(list, slots) {
+  list.replaceChildren(...slots.map((s) => {
+    const what = s.status === 200 ? `${s.state ?? 'synced'} · ${(s.total ?? 0).toLocaleString('en-US')}`
+      : s.status === 403 ? 'not allowed to read'
+        : s.status === 404 ? 'does not serve this resource'
+          : `not serving${s.reason ? `: ${s.reason}` : ` (${s.status})`}`;
+    return h('li', {title: s.reason ?? '', dataset: {cluster: s.cluster, status: String(s.status), state: s.state ?? '',
+      total: String(s.total ?? ''), ok: String(s.status === 200)}}, `${s.cluster}: ${what}`);
+  }));
+  list.hidden = slots.length === 0;
 }
