@@ -78,11 +78,40 @@ export class StreamClient extends EventTarget {
   }
 
   start() {
-    window.addEventListener('online', () => this.reconnectNow());
-    document.addEventListener('visibilitychange', () => {
-      if (document.visibilityState === 'visible') this.reconnectNow();
-    });
+    if (!this.listening) {
+      this.listening = true;
+      window.addEventListener('online', () => this.reconnectNow());
+      document.addEventListener('visibilitychange', () => {
+        if (document.visibilityState === 'visible') this.reconnectNow();
+      });
+    }
+    this.stopped = false;
     this.connect();
+  }
+
+  // stop closes the connection and does not reconnect until start (or
+  // setURL) is called; subscriptions are kept.
+  stop() {
+    clearTimeout(this.timer);
+    this.stopped = true;
+    this.drop();
+    this.attempt = 0;
+    this.setState('stopped');
+  }
+
+  // setURL moves the stream to another address (another cluster's
+  // prefix): subscriptions open there start again from a snapshot, since
+  // a position is one server's.
+  setURL(url) {
+    if (url === this.url && !this.stopped) return;
+    this.url = url;
+    for (const sub of this.subs) {
+      sub.position = '';
+      sub.resume = '';
+    }
+    this.everOpened = false;
+    this.stopped = false;
+    this.restart();
   }
 
   subscribe(query, handler) {
@@ -150,7 +179,7 @@ export class StreamClient extends EventTarget {
     };
     ws.onmessage = (e) => this.receive(e.data);
     ws.onclose = (e) => {
-      if (this.ws !== ws) return;
+      if (this.ws !== ws || this.stopped) return;
       this.drop();
       this.scheduleReconnect(e.reason || (e.code === 1006 ? 'connection lost' : `closed (${e.code})`));
     };
@@ -170,6 +199,7 @@ export class StreamClient extends EventTarget {
 
   // restart reconnects at once, with fresh credentials.
   restart() {
+    if (this.stopped) return;
     clearTimeout(this.timer);
     this.drop();
     this.attempt = 0;
@@ -208,7 +238,7 @@ export class StreamClient extends EventTarget {
       if (sub.query[k]) msg[k] = sub.query[k];
     }
     if (sub.position) msg.resourceVersion = sub.position;
-    else msg.snapshot = true;
+    else msg.snapshot = sub.query.snapshot !== false; // false: changes from now on
     sub.handler.begin?.({mode: sub.mode});
     this.write(msg);
   }
@@ -305,7 +335,8 @@ export class StreamClient extends EventTarget {
   }
 }
 
-// streamURL is the multiplexed stream's address on this page's origin.
-export function streamURL(loc = window.location) {
-  return `${loc.protocol === 'https:' ? 'wss' : 'ws'}://${loc.host}/api/v1/stream`;
+// streamURL is the multiplexed stream's address on this page's origin,
+// under base ('' or a cluster's /clusters/{name}).
+export function streamURL(base = '', loc = window.location) {
+  return `${loc.protocol === 'https:' ? 'wss' : 'ws'}://${loc.host}${base}/api/v1/stream`;
 }
