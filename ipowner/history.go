@@ -192,17 +192,22 @@ func newHistory(opts HistoryOptions, now func() time.Time) *History {
 		byIP: map[string][]*interval{}, open: map[string][]claim{}}
 }
 
-// claim is an address an owner claims, with its open interval (nil once
-// superseded). An owner claims one or two addresses: a slice of them
-// costs a tenth of a map per owner, and a scan of two is no slower.
+// claim is an address an owner claims (ip, in the role roleNames[role]),
+// with its open interval (nil once superseded). An owner claims one or
+// two addresses: a slice of them costs a tenth of a map per owner, and a
+// scan of two is no slower. The role is a byte, as an interval's: there
+// is a claim per object holding an address.
 type claim struct {
-	key Held
-	iv  *interval
+	ip   string
+	iv   *interval
+	role uint8
 }
+
+func (c claim) is(k Held) bool { return c.ip == k.IP && roleNames[c.role] == k.Role }
 
 // claimIndex is the position of k in claims, -1 when it is not there.
 func claimIndex(claims []claim, k Held) int {
-	return slices.IndexFunc(claims, func(c claim) bool { return c.key == k })
+	return slices.IndexFunc(claims, func(c claim) bool { return c.is(k) })
 }
 
 // Observe records that the object h describes now holds h.Held (nothing,
@@ -215,7 +220,7 @@ func (x *History) Observe(h Holding) {
 		delete(x.unseen, h.Owner.UID)
 	}
 	cur := slices.DeleteFunc(x.open[h.Owner.UID], func(c claim) bool {
-		if slices.Contains(h.Held, c.key) {
+		if slices.ContainsFunc(h.Held, c.is) {
 			return false
 		}
 		if c.iv != nil {
@@ -252,7 +257,7 @@ func (x *History) Observe(h Holding) {
 		x.dirtyLocked(iv, false)
 		x.byIP[e.IP] = append(x.byIP[e.IP], iv)
 		x.count++
-		cur = append(cur, claim{key: k, iv: iv})
+		cur = append(cur, claim{ip: e.IP, iv: iv, role: role})
 	}
 	if len(cur) == 0 {
 		delete(x.open, h.Owner.UID)

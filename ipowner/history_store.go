@@ -143,7 +143,7 @@ func (x *History) restore(id uint64, s storedInterval) {
 		claims[i].iv = iv // the file holds one open interval per claim; keep the last
 		return
 	}
-	x.open[s.UID] = append(claims, claim{key: k, iv: iv})
+	x.open[s.UID] = append(claims, claim{ip: s.IP, iv: iv, role: role})
 }
 
 func (x *History) restoredOwner(s storedInterval) *who {
