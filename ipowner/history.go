@@ -107,12 +107,15 @@ type who struct {
 // interval: owner held ip in role from from to to (unix nanoseconds,
 // half-open; to == 0: still held).
 type interval struct {
-	id    uint64 // its key in the store
-	ip    string
-	who   *who
-	from  int64
-	to    int64
-	ports []Port // of hostNetwork pods and Services, for ?port
+	id   uint64 // its key in the store
+	ip   string
+	who  *who
+	from int64
+	to   int64
+	// ports are those of a hostNetwork pod or a Service, for ?port (Ports
+	// says them); nil for others, most intervals: a pointer is a third
+	// of a slice, and makes an interval 64 bytes.
+	ports *[]Port
 	// role and since are one of a few names each, kept as a byte (there
 	// is an interval per owner and address): Role and Since say them.
 	role  uint8
@@ -133,7 +136,21 @@ func nameIndex[S ~string](names []S, name S) (uint8, bool) {
 	return uint8(max(i, 0)), i >= 0
 }
 
-func (iv *interval) Role() Role    { return roleNames[iv.role] }
+func (iv *interval) Role() Role { return roleNames[iv.role] }
+func (iv *interval) Ports() []Port {
+	if iv.ports == nil {
+		return nil
+	}
+	return *iv.ports
+}
+
+// portsOf is what an interval keeps of ports.
+func portsOf(ports []Port) *[]Port {
+	if ports == nil {
+		return nil
+	}
+	return &ports
+}
 func (iv *interval) Since() string { return sinceNames[iv.since] }
 
 // History records, from the informer events, which object held which
@@ -232,8 +249,8 @@ func (x *History) Observe(h Holding) {
 	for _, e := range h.Held {
 		k := e
 		if i := claimIndex(cur, k); i >= 0 {
-			if iv := cur[i].iv; iv != nil && h.Ports != nil && !slices.Equal(iv.ports, h.Ports) {
-				iv.ports = h.Ports
+			if iv := cur[i].iv; iv != nil && h.Ports != nil && !slices.Equal(iv.Ports(), h.Ports) {
+				iv.ports = portsOf(h.Ports)
 				x.dirtyLocked(iv, false)
 			}
 			continue
@@ -252,7 +269,7 @@ func (x *History) Observe(h Holding) {
 		x.supersedeLocked(k, w, now)
 		role, _ := nameIndex(roleNames[:], e.Role) // the roles an event holds are this package's
 		code, _ := nameIndex(sinceNames[:], since)
-		iv := &interval{id: x.nextID, ip: e.IP, who: w, role: role, from: from, since: code, ports: h.Ports}
+		iv := &interval{id: x.nextID, ip: e.IP, who: w, role: role, from: from, since: code, ports: portsOf(h.Ports)}
 		x.nextID++
 		x.dirtyLocked(iv, false)
 		x.byIP[e.IP] = append(x.byIP[e.IP], iv)
@@ -403,7 +420,7 @@ func (x *History) at(ip string, t time.Time, visible func(Kind, string) bool) (H
 func (iv *interval) owner() Interval {
 	w := iv.who
 	o := Interval{Owner: Owner{Kind: w.kind, Namespace: w.namespace, Name: w.name, UID: w.uid, Role: iv.Role(),
-		HostNetwork: w.hostNetwork, Ports: iv.ports}, From: time.Unix(0, iv.from).UTC(), Since: iv.Since()}
+		HostNetwork: w.hostNetwork, Ports: iv.Ports()}, From: time.Unix(0, iv.from).UTC(), Since: iv.Since()}
 	if iv.to != 0 {
 		o.To = time.Unix(0, iv.to).UTC()
 	}
