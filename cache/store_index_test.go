@@ -20,6 +20,17 @@ import (
 // answers, for every value, the objects client-go's answers, and lists
 // the same values.
 func TestValueIndexesAgreeWithClientGo(t *testing.T) {
+	// With a small maxSorted, values pass from ordered slices to sets.
+	for _, sorted := range []int{maxSorted, maxFew + 4} {
+		t.Run(fmt.Sprintf("maxSorted=%d", sorted), func(t *testing.T) {
+			defer func(was int) { maxSorted = was }(maxSorted)
+			maxSorted = sorted
+			testValueIndexesAgreeWithClientGo(t)
+		})
+	}
+}
+
+func testValueIndexesAgreeWithClientGo(t *testing.T) {
 	funcs := toolscache.Indexers{nsIndex: namespaceIndexFunc}
 	for _, s := range []indexers.Spec{{Name: "node", Type: indexers.NodeName}, {Name: "ip", Type: indexers.PodIP},
 		{Name: "image", Path: "spec.containers.#.image"}, {Name: "app", Label: "app"}} {
