@@ -562,3 +562,29 @@ func TestFleetAddressStream(t *testing.T) {
 		}
 	}
 }
+
+// TestFleetWatchAsOneWebSocket: a watch across clusters opened as a
+// WebSocket of its own: untagged by id, each message beside its cluster,
+// only the clusters asked.
+func TestFleetWatchAsOneWebSocket(t *testing.T) {
+	sf := startStreamFleet(t, nil, AuthOptions{}, "a", "b")
+	conn := dialWS(t, strings.Replace(sf.url, "http", "ws", 1)+"/api/v1/pods?watch=true&cluster=b", nil)
+	fr := newFleetReplica(nil)
+	go func() {
+		for {
+			_, msg, err := conn.ReadMessage()
+			if err != nil {
+				return
+			}
+			if gjson.GetBytes(msg, "id").Exists() || gjson.GetBytes(msg, "cluster").Str != "b" {
+				fr.mu.Lock()
+				fr.err = fmt.Errorf("a message of one cluster's socket: %.200s", msg)
+				fr.mu.Unlock()
+			}
+			fr.apply(msg)
+		}
+	}()
+	fr.waitEqual(t, sf, "b's snapshot", "b")
+	sf.change(t, "b", 2)
+	fr.waitEqual(t, sf, "b's changes", "b")
+}
