@@ -137,6 +137,9 @@ type Server struct {
 	// its streams end then.
 	retired context.Context
 	retire  context.CancelCauseFunc
+	// fleetStates follows a fleet's clusters for its streams across
+	// clusters (clusters_stream.go).
+	fleetStates stateWatch
 }
 
 // New builds the server and its routes. It starts nothing.
