@@ -37,6 +37,17 @@ type valueIndexes struct {
 
 	mu      sync.RWMutex
 	byIndex map[string]map[string]*postings // index → value → objects
+
+	// names are the indexes in one order, that of prepared values.
+	names []string
+	// prepared holds index values made ahead of the handler (prepare):
+	// a list's objects get theirs on the goroutine reading the list,
+	// which mostly waits for the API server's next bytes, rather than on
+	// the handler's, which applies the whole list only once it has
+	// arrived, while nothing else happens (the initial sync's wall time).
+	// Each is taken once, by the object's reindex.
+	preparedMu sync.Mutex
+	prepared   map[*Object][][]string
 }
 
 // postings are the objects holding one value: up to maxFew in a slice
@@ -61,8 +72,56 @@ func newValueIndexes(funcs toolscache.Indexers, stored func(namespace, name stri
 	ix := &valueIndexes{funcs: funcs, stored: stored, byIndex: map[string]map[string]*postings{}}
 	for name := range funcs {
 		ix.byIndex[name] = map[string]*postings{}
+		ix.names = append(ix.names, name)
 	}
+	slices.Sort(ix.names)
 	return ix
+}
+
+// prepare makes o's values of every index for its reindex to take (see
+// prepared). Index functions are pure, so the values are those the
+// handler would make. Safe for concurrent use with everything else.
+func (ix *valueIndexes) prepare(o *Object) {
+	if ix == nil || o == nil || len(ix.names) == 0 {
+		return
+	}
+	vs := make([][]string, len(ix.names))
+	for i, name := range ix.names {
+		vs[i] = ix.values(ix.funcs[name], o)
+	}
+	ix.preparedMu.Lock()
+	if ix.prepared == nil {
+		ix.prepared = map[*Object][][]string{}
+	}
+	ix.prepared[o] = vs
+	ix.preparedMu.Unlock()
+}
+
+// forgetPrepared drops the values prepared and not yet taken: a new list
+// begins, and those of an earlier one are of objects the handler will
+// never see (the list failed) or will make its own values for.
+func (ix *valueIndexes) forgetPrepared() {
+	if ix == nil {
+		return
+	}
+	ix.preparedMu.Lock()
+	ix.prepared = nil
+	ix.preparedMu.Unlock()
+}
+
+// takePrepared returns and forgets o's prepared values, in names' order;
+// nil when there are none.
+func (ix *valueIndexes) takePrepared(o *Object) [][]string {
+	if o == nil {
+		return nil
+	}
+	ix.preparedMu.Lock()
+	defer ix.preparedMu.Unlock()
+	vs, ok := ix.prepared[o]
+	if ok {
+		delete(ix.prepared, o)
+	}
+	return vs
 }
 
 // set records o as the object under its key, in place of any before.
@@ -96,8 +155,16 @@ func (ix *valueIndexes) remove(o *Object) {
 // reindex replaces old (nil: none) by cur (nil: none) in every index.
 // Values an index function gives twice count once.
 func (ix *valueIndexes) reindex(old, cur *Object) {
-	for name, f := range ix.funcs {
-		was, is := ix.values(f, old), ix.values(f, cur)
+	prepared := ix.takePrepared(cur)
+	for i, name := range ix.names {
+		f := ix.funcs[name]
+		was := ix.values(f, old)
+		var is []string
+		if prepared != nil {
+			is = prepared[i]
+		} else {
+			is = ix.values(f, cur)
+		}
 		values := ix.byIndex[name]
 		for _, v := range was {
 			if p := values[v]; p != nil && !slices.Contains(is, v) {
