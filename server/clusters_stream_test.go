@@ -56,6 +56,12 @@ func (f *liveFleet) States() []ClusterState {
 
 func (f *liveFleet) Ready() bool { return true }
 
+func (f *liveFleet) Names() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.names)
+}
+
 func (f *liveFleet) set(names []string, servers map[string]*Server) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
