@@ -1,15 +1,18 @@
 package browser
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 )
@@ -22,9 +25,15 @@ import (
 // answer them; a click on the Cluster header sorts as the server sorts by
 // cluster; a cluster's count chip filters by cluster; picking a cluster
 // shows that cluster's own pods (its /clusters/{name}/api/v1/pods), live
-// over its own stream; and a link naming a cluster opens it.
+// over its own stream; and a link naming a cluster opens it. The view
+// across clusters stays live over exactly one WebSocket, the root's, with
+// one subscription across clusters: a demo cluster's change arrives on it
+// and the view shows the fleet's new answer.
 func TestDashboardFleet(t *testing.T) {
 	p := newPage(t)
+	var ws sockets
+	ws.listen(p)
+	p.run("watching the WebSockets", network.Enable())
 	ki := startKubeindex(t, "--demo", "--demo-clusters", "3")
 	p.run("opening the dashboard", chromedp.Navigate(ki.URL+"/"))
 
@@ -37,6 +46,33 @@ func TestDashboardFleet(t *testing.T) {
 	})
 	fleetMatchesAPI(t, p, ki.URL, url.Values{})
 	p.screenshot("dashboard-fleet")
+
+	// One stream, at the root, follows every cluster; a change in a demo
+	// cluster arrives on it, and the view asks the fleet again.
+	root := "ws" + strings.TrimPrefix(ki.URL, "http") + "/api/v1/stream"
+	p.waitFor(30*time.Second, "one WebSocket at the root with a change of a demo cluster", func() (bool, string) {
+		open, subs, changed := ws.read()
+		return slices.Equal(open, []string{root}) && len(subs) > 0 && changed > 0,
+			fmt.Sprintf("open %q; subscribes %q; changes %d", open, subs, changed)
+	})
+	_, subs, _ := ws.read()
+	for _, sub := range subs { // the first, and its resumptions after a disconnect
+		if !strings.Contains(sub, `"resource":"pods"`) || strings.Contains(sub, `"cluster"`) ||
+			!strings.Contains(sub, `"snapshot":false`) && !strings.Contains(sub, `"resourceVersion"`) {
+			t.Fatalf("the view across clusters subscribed with %s; want pods, changes only, every cluster", sub)
+		}
+	}
+	var asked string
+	p.mustEval(`document.getElementById('stream-status').textContent`, &asked)
+	p.waitFor(30*time.Second, "the view to ask again after a change", func() (bool, string) {
+		var now string
+		p.mustEval(`document.getElementById('stream-status').textContent`, &now)
+		return now != asked, now
+	})
+	fleetMatchesAPI(t, p, ki.URL, url.Values{})
+	if open, _, _ := ws.read(); !slices.Equal(open, []string{root}) {
+		t.Fatalf("WebSockets open across clusters: %q; want only %s", open, root)
+	}
 
 	for _, click := range []string{"cluster", "-cluster"} {
 		var ms float64
@@ -83,6 +119,53 @@ func TestDashboardFleet(t *testing.T) {
 	p.run("opening /clusters/demo-1/", chromedp.Navigate(ki.URL+"/clusters/demo-1/"))
 	clusterShown(t, p, ki.URL, "demo-1")
 	p.checkProblems()
+}
+
+// sockets follows the page's WebSockets: which are open, the subscribes
+// sent (of watches, not windows) and how many changes of a cluster (an
+// event naming its cluster) arrived.
+type sockets struct {
+	mu      sync.Mutex
+	open    map[network.RequestID]string
+	subs    []string
+	changes int
+}
+
+func (w *sockets) listen(p *page) {
+	w.open = map[network.RequestID]string{}
+	chromedp.ListenTarget(p.ctx, func(ev any) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		switch ev := ev.(type) {
+		case *network.EventWebSocketCreated:
+			w.open[ev.RequestID] = ev.URL
+		case *network.EventWebSocketClosed:
+			delete(w.open, ev.RequestID)
+		case *network.EventWebSocketFrameSent:
+			var m struct{ Op string }
+			if json.Unmarshal([]byte(ev.Response.PayloadData), &m) == nil && m.Op == "subscribe" {
+				w.subs = append(w.subs, ev.Response.PayloadData)
+			}
+		case *network.EventWebSocketFrameReceived:
+			var m struct{ Cluster, Type string }
+			if json.Unmarshal([]byte(ev.Response.PayloadData), &m) == nil && m.Cluster != "" &&
+				(m.Type == "ADDED" || m.Type == "MODIFIED" || m.Type == "DELETED") {
+				w.changes++
+			}
+		}
+	})
+}
+
+// read is the open WebSockets' URLs, sorted, the subscribes sent and the
+// changes received.
+func (w *sockets) read() (open, subs []string, changes int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, u := range w.open {
+		open = append(open, u)
+	}
+	slices.Sort(open)
+	return open, slices.Clone(w.subs), w.changes
 }
 
 // pickerListsClusters waits until the picker lists "all clusters" and

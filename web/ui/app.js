@@ -151,6 +151,7 @@ function applyRoute() {
   app.view = new View({
     resource: res, filters, ask, stream, table,
     onSlots: (slots) => renderSlots(ui.slots, slots),
+    onClusters: () => poll(),
     onAsk: (next) => { window.location.hash = hashFor(res.name, filters, {...ask, ...next}); },
     onCounts: (counts) => renderCounts(counts),
     onState: ({phase, text}) => {
@@ -392,8 +393,8 @@ async function pollFleet() {
 }
 
 // switchCluster points the whole page at the route's cluster: requests,
-// the stream, search and IP lookup; for all clusters the page's stream
-// rests (the FleetView follows each cluster's own).
+// the stream, search and IP lookup; for all clusters the page's stream is
+// the root's, where the FleetView follows one stream across clusters.
 function switchCluster(route) {
   const known = app.fleet.clusters;
   if (known.length === 0) return; // pollFleet calls again once they are read
@@ -417,8 +418,7 @@ function switchCluster(route) {
   ui.streamStatus.textContent = '';
   const across = route.cluster === ALL;
   place.base = across ? '' : clusterBase(route.cluster);
-  if (across) stream.stop();
-  else stream.setURL(streamURL(place.base));
+  stream.setURL(streamURL(place.base));
   // Search and the IP lookup are a cluster's; across clusters they wait
   // for one to be picked.
   for (const el of $('ip-form').elements) el.disabled = across;

@@ -7,25 +7,24 @@
 // slot of the answer is reported (onSlots), so that a cluster stale,
 // forbidden or not serving is shown rather than silently missing.
 //
-// The fleet's root has no stream of its own yet: the view follows each
-// answering cluster's own stream of the resource (changes only, no
-// snapshot, so nothing is downloaded whole) and asks for its page and
-// counts again after a change, at most once every REFRESH_MS; and every
-// SLOW_MS regardless, so that the slots stay current without events. It
-// follows at most MAX_FOLLOWED clusters' streams (the first that answer),
-// since a client's streams are bounded together (--max-streams-per-client);
-// the others' changes are seen by the SLOW_MS asking.
+// The view follows one stream across clusters on the root (a subscribe
+// on the page's stream, which rests at the root for all clusters: changes
+// only, no snapshot, so nothing is downloaded whole, with the view's
+// selection and the clusters it covers) and asks for its page and counts
+// again after a change, at most once every REFRESH_MS. A CLUSTER message
+// that differs from the cluster's slot (a state change, 403, removed, a
+// cluster added) asks again at once and tells the app (onClusters), so
+// the slots and the picker follow. Only while the stream is not live
+// (refused, or reconnecting) does it ask every SLOW_MS.
 
 import {AskView, isPods} from './ask.js';
 import {columnsFor} from './columns.js';
 import {clock, objectKey} from './dom.js';
-import {api, clusterBase, inCluster, wsProtocols} from './api.js';
-import {StreamClient, streamURL} from './stream.js';
+import {api, inCluster} from './api.js';
 
 const LIMIT = 100; // rows a page holds, as AskView's window
 const REFRESH_MS = 1000;
 const SLOW_MS = 5000;
-const MAX_FOLLOWED = 8;
 const FETCH_MS = 15000;
 
 // clusterColumn is the cluster an item came from: FleetView fills it from
@@ -34,10 +33,12 @@ export const clusterColumn = {id: 'cluster', title: 'Cluster', width: 'minmax(6r
 
 export class FleetView extends AskView {
   // As AskView, and onSlots(slots) gets each answer's clusters member:
-  // [{cluster, status, state?, total?, reason?}].
+  // [{cluster, status, state?, total?, reason?}]; onClusters() is told
+  // when the stream says a cluster's part changed.
   constructor(opts) {
     super(opts);
     this.onSlots = opts.onSlots;
+    this.onClusters = opts.onClusters;
   }
 
   columnsOf(resource) {
@@ -54,9 +55,10 @@ export class FleetView extends AskView {
 
   destroy() {
     super.destroy();
+    if (this.onStreamDown) this.stream.removeEventListener('state', this.onStreamDown);
     clearTimeout(this.refreshTimer);
-    for (const client of this.followed?.values() ?? []) client.stop();
-    this.followed?.clear();
+    this.following?.close();
+    this.following = null;
   }
 
   // poll asks the fleet's root for the page in view and the counts. It is
@@ -79,7 +81,7 @@ export class FleetView extends AskView {
       if (this.destroyed || this.fetching !== ctl) return; // a newer question replaced this one
       this.slots = page.clusters ?? [];
       this.onSlots?.(this.slots);
-      this.follow(this.slots);
+      this.follow();
       this.held = (page.items ?? []).map((item) => this.row(item));
       this.answer(page.metadata?.totalItemCount ?? this.held.length, counts);
     } catch (err) {
@@ -91,48 +93,70 @@ export class FleetView extends AskView {
     }
     this.fetching = null;
     if (this.dirty) this.changed();
-    this.pollTimer = setTimeout(() => this.poll(), SLOW_MS);
+    if (!this.live) this.pollTimer = setTimeout(() => this.poll(), SLOW_MS);
   }
 
-  // changed asks again after a cluster's change: one request at a time,
-  // at most one every REFRESH_MS, however many changes come.
-  changed() {
+  // changed asks again after a change: one request at a time, at most
+  // one every REFRESH_MS however many changes come; now asks at once.
+  changed(now = false) {
     if (this.destroyed) return;
     if (this.fetching) {
       this.dirty = true;
       return;
     }
-    if (this.refreshTimer) return;
+    if (this.refreshTimer && !now) return;
+    clearTimeout(this.refreshTimer);
     this.refreshTimer = setTimeout(() => {
       this.refreshTimer = 0;
       if (this.fetching) this.dirty = true;
       else this.poll();
-    }, REFRESH_MS);
+    }, now ? 0 : REFRESH_MS);
   }
 
-  // follow keeps one changes-only subscription open on the stream of each
-  // cluster that answered, and closes those of clusters that no longer do.
-  follow(slots) {
-    this.followed ??= new Map();
-    const answering = new Set(slots.filter((s) => s.status === 200).map((s) => s.cluster).slice(0, MAX_FOLLOWED));
-    for (const [name, client] of this.followed) {
-      if (answering.has(name)) continue;
-      client.stop();
-      this.followed.delete(name);
-    }
-    for (const name of answering) {
-      if (this.followed.has(name)) continue;
-      const client = new StreamClient(streamURL(clusterBase(name)), () => wsProtocols());
-      const q = {resource: this.resource.name, snapshot: false};
-      for (const k of ['namespace', 'labelSelector', 'index', 'value']) if (this.filters[k]) q[k] = this.filters[k];
-      client.subscribe(q, {
-        event: () => this.changed(),
-        resync: () => this.changed(),
-        error: () => this.changed(), // the slot says why at the next answer
-      });
-      client.connect();
-      this.followed.set(name, client);
-    }
+  // follow opens, once, the view's one changes-only subscription across
+  // clusters on the page's stream (at the root). It covers every cluster,
+  // or the one a filter cluster=name names.
+  follow() {
+    if (this.following || this.destroyed) return;
+    const q = {resource: this.resource.name, snapshot: false};
+    for (const k of ['namespace', 'labelSelector', 'index', 'value']) if (this.filters[k]) q[k] = this.filters[k];
+    const only = (this.ask.filter ?? []).map((f) => /^cluster\s*==?\s*"?([^",]+)"?$/.exec(f.trim())).find(Boolean);
+    if (only) q.cluster = only[1];
+    this.following = this.stream.subscribe(q, {
+      event: () => this.changed(),
+      synced: () => this.setLive(true),
+      resync: () => this.changed(),
+      cluster: (msg) => this.clusterChanged(msg),
+      error: () => { // refused: ask every SLOW_MS, and try again then
+        this.setLive(false);
+        this.changed();
+        setTimeout(() => this.following && this.stream.retry(this.following), SLOW_MS);
+      },
+    });
+    this.onStreamDown ??= (e) => {
+      if (e.detail.state === 'reconnecting') this.setLive(false);
+    };
+    this.stream.addEventListener('state', this.onStreamDown);
+  }
+
+  setLive(live) {
+    const was = this.live;
+    if (live === was) return;
+    this.live = live;
+    clearTimeout(this.pollTimer);
+    if (!live && !this.fetching) this.pollTimer = setTimeout(() => this.poll(), SLOW_MS);
+    if (live && was === false) this.changed(); // what changed while it was down
+  }
+
+  // clusterChanged is a CLUSTER message: when it differs from what the
+  // cluster's slot says, the slots and the picker are asked for at once.
+  clusterChanged(msg) {
+    this.setLive(true);
+    const slot = this.slots?.find((s) => s.cluster === msg.cluster);
+    const status = msg.status ?? 200;
+    if (slot && slot.status === status && (status !== 200 || (slot.state ?? '') === (msg.state ?? ''))) return;
+    this.changed(true);
+    this.onClusters?.();
   }
 
   row(item) {
@@ -153,8 +177,8 @@ export class FleetView extends AskView {
   }
 
   liveText(rows, by) {
-    const n = this.followed?.size ?? 0;
     const order = this.ask.sort ? by : 'by cluster, then namespace/name';
-    return `All clusters · asked at ${clock(Date.now())} · ${rows} · ${order} · asked again on changes in ${n} cluster${n === 1 ? '' : 's'}`;
+    const how = this.live ? 'asked again on changes in any cluster' : `the stream across clusters is down: asked every ${SLOW_MS / 1000} s`;
+    return `All clusters · asked at ${clock(Date.now())} · ${rows} · ${order} · ${how}`;
   }
 }

@@ -28,6 +28,12 @@ const MAX_DELAY = 10000;
 //   synced({mode, resourceVersion, replayed})
 //   resync(reason)              the server ended the stream; a snapshot follows
 //   error(message, code)        the server refused the subscription (code: as HTTP)
+//   cluster(msg)                CLUSTER: how a cluster takes part in a stream
+//                               across clusters (its state, or 403/404)
+// A subscription across clusters (query.cluster: '' for every cluster, or
+// names) resumes from the stream's resume token, which holds a position
+// per cluster; a cluster's RESYNC_REQUIRED restarts that cluster alone,
+// in the same stream, so the handler is told and nothing is sent again.
 // A window's handler has begin, error and resync, and instead of the
 // event methods:
 //   window(msg)                 WINDOW: the whole window
@@ -234,7 +240,7 @@ export class StreamClient extends EventTarget {
       return;
     }
     const msg = {op: 'subscribe', id: sub.wireId, resource: sub.query.resource, diff: 'merge'};
-    for (const k of ['namespace', 'labelSelector', 'index', 'value']) {
+    for (const k of ['namespace', 'labelSelector', 'index', 'value', 'cluster']) {
       if (sub.query[k]) msg[k] = sub.query[k];
     }
     if (sub.position) msg.resourceVersion = sub.position;
@@ -301,25 +307,37 @@ export class StreamClient extends EventTarget {
     }
     // Snapshot items carry their object's version, which is not a stream
     // position; replayed and live events are positions.
+    // Across clusters every message after a cluster's snapshot carries the
+    // stream's resume token, the position to resume from.
     const snapshot = sub.mode === 'snapshot' && !sub.synced;
+    if (msg.resume) sub.position = msg.resume;
+    const across = msg.resume || msg.cluster;
     switch (msg.type) {
       case 'ADDED':
       case 'MODIFIED':
       case 'DELETED':
-        if (!snapshot && msg.resourceVersion) sub.position = msg.resourceVersion;
+        if (!snapshot && !across && msg.resourceVersion) sub.position = msg.resourceVersion;
         if (!sub.synced && sub.mode === 'resume') sub.replayed++;
         sub.handler.event?.(msg, {snapshot});
         break;
       case 'SYNCED':
         sub.synced = true;
-        if (msg.resourceVersion) sub.position = msg.resourceVersion;
+        if (!across && msg.resourceVersion) sub.position = msg.resourceVersion;
         sub.handler.synced?.({mode: sub.mode, resourceVersion: msg.resourceVersion, replayed: sub.replayed});
         break;
       case 'BOOKMARK':
-        if (!snapshot && msg.resourceVersion) sub.position = msg.resourceVersion;
+        if (!snapshot && !across && msg.resourceVersion) sub.position = msg.resourceVersion;
         sub.handler.bookmark?.(msg.resourceVersion);
         break;
+      case 'CLUSTER':
+        sub.handler.cluster?.(msg);
+        break;
       case 'RESYNC_REQUIRED':
+        if (msg.cluster) {
+          // One cluster restarts alone; its snapshot follows in this stream.
+          sub.handler.resync?.(msg.reason || `cluster ${msg.cluster} asked for a resync`);
+          break;
+        }
         this.byWire.delete(sub.wireId);
         sub.wireId = '';
         sub.position = '';
