@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -81,17 +82,25 @@ func (c *Cache) stand(ctx context.Context, r *resourceCache, sc *query.Schema) b
 		if !c.stepAside(ctx) {
 			return false
 		}
-		r.orders.stand(r, keys, sc)
+		start := time.Now()
+		if objects, built := r.orders.stand(r, keys, sc); built {
+			c.opts.Logger.Debug("standing ordered index built", "resource", r.res.Name, "sort", query.SortText(keys),
+				"objects", objects, "took", time.Since(start).Round(time.Millisecond))
+		}
 	}
 	return true
 }
 
 // stand makes the index of keys holding no values standing, building it
-// on the caller's goroutine alone when it does not exist.
-func (os *orders) stand(r *resourceCache, keys []query.SortKey, sc *query.Schema) {
+// on the caller's goroutine alone when it does not exist (built, over
+// that many objects).
+func (os *orders) stand(r *resourceCache, keys []query.SortKey, sc *query.Schema) (objects int, built bool) {
 	ck, text, _ := canonicalSort(keys)
 	ix, found := os.joinAs(ck, text, nil, sc, true)
-	if !found {
-		ix.buildIn(r.objects(), 1)
+	if found {
+		return 0, false
 	}
+	objs := r.objects()
+	ix.buildIn(objs, 1)
+	return len(objs), true
 }
