@@ -180,6 +180,7 @@ func TestAskAgreesWithABruteForceOracle(t *testing.T) {
 
 func askAgreesWithOracle(t *testing.T, ordered bool) {
 	cache.MarkPassesEvery(t, 5) // offsets walk from a pass's marks
+	cache.ReadRunsOf(t, 3)      // sorts by one key descending read long runs forwards
 	if !ordered {
 		cache.AnswerNarrowFromSelection(t)
 	}

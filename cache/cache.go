@@ -20,6 +20,7 @@ import (
 	"github.com/kubeindex/kubeindex/internal/jsonscan"
 	"github.com/kubeindex/kubeindex/internal/text"
 	"github.com/kubeindex/kubeindex/ipowner"
+	"github.com/kubeindex/kubeindex/query"
 )
 
 // nsIndex is the internal namespace index. Its name cannot collide with a
@@ -42,6 +43,9 @@ type Cache struct {
 	owners *ipowner.Table[*Object]
 	// asks are the slots for costly questions (ask.go).
 	asks askSlots
+	// podSorts are the sorts of the pods' standing ordered indexes
+	// (order_standing.go).
+	podSorts [][]query.SortKey
 	// walks keep the answers questions are paged through (ask_pages.go).
 	walks walks
 	// searches keep the hits searches are paged through (search_pages.go).
@@ -139,6 +143,11 @@ func New(cfg *rest.Config, resources []Configured, opts Options) (*Cache, error)
 	}
 	c := &Cache{opts: opts, byName: map[string]*resourceCache{}, asks: newAskSlots(), walks: newWalks(opts.Now),
 		searches: newSearchWalks(opts.Now), wins: newWindows()}
+	if !opts.LazyColumns {
+		if c.podSorts, err = podSorts(opts.PodSortIndexes); err != nil {
+			return nil, fmt.Errorf("pod sort indexes: %w", err)
+		}
+	}
 	if !opts.IPHistory.Off {
 		if c.history, err = ipowner.NewHistory(opts.IPHistory, opts.Now); err != nil {
 			return nil, err

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/kubeindex/kubeindex/ipowner"
+	"github.com/kubeindex/kubeindex/query"
 )
 
 // Test-only entry points, compiled only with the tests.
@@ -21,6 +22,13 @@ func (c *Cache) OrderedIndexes(resource string) []string {
 		out = append(out, strings.Split(ix.id, "\x00")[1])
 	}
 	return out
+}
+
+// OrderedIndexFor names, as OrderedIndexes does, the index answering a
+// sort: its own, or the one it reads backwards.
+func OrderedIndexFor(keys []query.SortKey) string {
+	_, text, _ := canonicalSort(keys)
+	return text
 }
 
 // DropIdleOrderedIndexes drops the resource's ordered indexes idle as of

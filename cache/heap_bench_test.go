@@ -97,6 +97,37 @@ func BenchmarkHeapPerPod(b *testing.B) {
 			runtime.KeepAlive(c)
 		}
 	})
+	// The standing indexes of DefaultPodSortIndexes (order_standing.go)
+	// over the warmed columns, as after the sync by default: the heap per
+	// pod with both, and the heap and CPU the indexes add (built one at a
+	// time on one goroutine).
+	b.Run("standing-indexes", func(b *testing.B) {
+		heapKept = nil
+		for b.Loop() {
+			c, perPod, jsonLen, _, stop := sync(b)
+			r := c.byName["pods"]
+			synced := heap()
+			c.warm(b.Context(), r, r.columnSchema())
+			before := heap()
+			sorts, err := podSorts(DefaultPodSortIndexes)
+			if err != nil {
+				b.Fatal(err)
+			}
+			c.podSorts = sorts
+			cpu := processCPU()
+			c.stand(b.Context(), r, r.columnSchema())
+			spent := processCPU() - cpu
+			after := heap()
+			added := (after - before) / float64(n)
+			stop()
+			report(b, perPod+(after-synced)/float64(n), jsonLen) // columns warmed and indexes
+			b.ReportMetric(float64(len(sorts)), "indexes")
+			b.ReportMetric(added, "B/pod-standing")
+			b.ReportMetric(added/float64(len(sorts)), "B/pod/index")
+			b.ReportMetric(float64(spent.Milliseconds()), "build-cpu-ms")
+			runtime.KeepAlive(c)
+		}
+	})
 	b.Run("with-column-indexes", func(b *testing.B) {
 		heapKept = nil
 		for b.Loop() {

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"cmp"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -82,6 +83,9 @@ type order struct {
 	// pins are the live windows' views loaded from the index: a pinned
 	// index is never dropped as idle (pin).
 	pins atomic.Int32
+	// standing: built after the sync whether asked or not, and never
+	// dropped (order_standing.go). Guarded by orders.mu.
+	standing bool
 }
 
 // orderChange is an event as an index applies it: the old object's
@@ -157,17 +161,20 @@ func interned(k query.Key, v query.Value) query.Value {
 // width is the number of values an entry holding every held key has.
 func (ix *order) width() int { return len(ix.keys) + len(ix.held) }
 
-// index returns the resource's index of this sort, building it from the
+// index returns the resource's index answering this sort (canonicalSort:
+// the sort's own, or the one read backwards), building it from the
 // shards' stores when there is none; built reports whether this call
 // built it. Concurrent callers for one sort wait for one build.
-func (os *orders) index(r *resourceCache, keys []query.SortKey, text string, held []query.Key, sc *query.Schema) (ix *order, built bool) {
-	ix, found := os.join(keys, text, held, sc)
+func (os *orders) index(r *resourceCache, keys []query.SortKey, held []query.Key, sc *query.Schema) (w ordering, built bool) {
+	ck, ctext, reverse := canonicalSort(keys)
+	ix, found := os.join(ck, ctext, held, sc)
+	w = ordering{ix: ix, reverse: reverse, keys: keys}
 	if found {
 		<-ix.ready
-		return ix, false
+		return w, false
 	}
 	ix.build(r.objects())
-	return ix, true
+	return w, true
 }
 
 // orderID names the index of a sort holding some keys' values.
@@ -191,6 +198,12 @@ func (os *orders) has(text string, held []query.Key, sc *query.Schema) bool {
 // the live ones or, when there is none, a new one in the set, being
 // built: the caller builds it. held is in the order heldKeys gives.
 func (os *orders) join(keys []query.SortKey, text string, held []query.Key, sc *query.Schema) (ix *order, found bool) {
+	return os.joinAs(keys, text, held, sc, false)
+}
+
+// joinAs is join, the index made standing when standing is true (a
+// standing index stays so).
+func (os *orders) joinAs(keys []query.SortKey, text string, held []query.Key, sc *query.Schema, standing bool) (ix *order, found bool) {
 	id := orderID(text, held, sc)
 	now := os.now().UnixNano()
 	os.mu.Lock()
@@ -199,16 +212,19 @@ func (os *orders) join(keys []query.SortKey, text string, held []query.Key, sc *
 	for _, ix := range set {
 		if ix.id == id {
 			ix.used.Store(now)
+			ix.standing = ix.standing || standing
 			return ix, true
 		}
 	}
-	ix = &order{id: id, keys: keys, held: held, schema: sc, now: os.now, ready: make(chan struct{}), building: true}
+	ix = &order{id: id, keys: keys, held: held, schema: sc, now: os.now, ready: make(chan struct{}), building: true, standing: standing}
 	ix.compare = ix.compareSorted
 	ix.used.Store(now)
 	set = append(os.idle(set, now), ix)
-	if len(set) > maxOrders {
-		lru := slices.MinFunc(set[:len(set)-1], func(a, b *order) int {
-			// pinned last, then least recently used
+	// Beyond maxOrders asked for, the least recently used goes, pinned
+	// last; standing indexes are not counted, and stay.
+	asked := slices.DeleteFunc(slices.Clone(set[:len(set)-1]), func(x *order) bool { return x.standing })
+	if len(asked)+1 > maxOrders && !standing || len(asked) > maxOrders {
+		lru := slices.MinFunc(asked, func(a, b *order) int {
 			return cmp.Or(cmp.Compare(min(a.pins.Load(), 1), min(b.pins.Load(), 1)), cmp.Compare(a.used.Load(), b.used.Load()))
 		})
 		set = slices.DeleteFunc(set, func(x *order) bool { return x == lru })
@@ -229,11 +245,11 @@ func (os *orders) live() []*order {
 // handler keeps: once dropped, an index is never kept again.
 func (os *orders) holds(ix *order) bool { return slices.Contains(os.live(), ix) }
 
-// idle is set without the indexes unused since orderIdle before now and
-// not pinned, in a new slice.
+// idle is set without the indexes unused since orderIdle before now,
+// neither pinned nor standing, in a new slice; os.mu is held.
 func (os *orders) idle(set []*order, now int64) []*order {
 	return slices.DeleteFunc(slices.Clone(set), func(ix *order) bool {
-		return ix.pins.Load() == 0 && now-ix.used.Load() > int64(orderIdle)
+		return !ix.standing && ix.pins.Load() == 0 && now-ix.used.Load() > int64(orderIdle)
 	})
 }
 
@@ -281,8 +297,12 @@ func (r *resourceCache) objects() []*Object {
 // Replaying a change whose result the listing already holds removes an
 // entry that is not there and sets one that is: the tree ends as the
 // store is.
-func (ix *order) build(objs []*Object) {
-	entries := ix.sortedEntries(objs)
+func (ix *order) build(objs []*Object) { ix.buildIn(objs, runtime.GOMAXPROCS(0)) }
+
+// buildIn is build reading and sorting the entries in at most parts
+// parts, each on a goroutine (order_build.go).
+func (ix *order) buildIn(objs []*Object, parts int) {
+	entries := ix.sortedEntries(objs, parts)
 	w := ix.width()
 	slab := make([]query.Value, 0, len(entries)*w)
 	for i, e := range entries {
@@ -319,7 +339,7 @@ func (ix *order) apply(ch orderChange) {
 		}
 		mv.in, mv.hasIn = ch.cur, true
 	}
-	ix.passes.learn(mv, ix.compare)
+	ix.passes.learn(mv)
 }
 
 // snapshot is the tree as it is now, which later changes do not touch.

@@ -122,21 +122,22 @@ func (c *Cache) answerOrdered(r *resourceCache, res ListResult, f *filter, q Lis
 			return res, items, false, nil
 		}
 	}
-	release, err := c.asks.take(r.orders.cost(total, a.Filter, a.Sort, a.SortText, held, a.Schema))
+	release, err := c.asks.take(r.orders.cost(total, a.Filter, a.Sort, held, a.Schema))
 	if err != nil {
 		return res, nil, true, err
 	}
 	defer release()
-	ix, _ := r.orders.index(r, a.Sort, a.SortText, held, a.Schema)
+	w, _ := r.orders.index(r, a.Sort, held, a.Schema)
+	ix := w.ix
 	ask := newAsking(ix, f, a.Filter, comp, a.Now)
 	if tok.After == "" {
-		p := ix.passOver(passKey(q), ask, a.Offset)
+		p := w.passOver(passKey(q), ask, a.Offset)
 		page := p.page(ask, a.Offset, q.Limit)
 		res.Total = p.total
 		pos := min(a.Offset, p.total) + len(page)
 		more, walk := p.total-pos, ""
 		if more > 0 {
-			walk = c.walks.keepOrdered(res.Resource.Name, a.SortText, askedBy(q), &orderedWalk{snap: p.snap, ix: ix, f: f, flt: a.Filter, comp: comp, now: a.Now, total: p.total})
+			walk = c.walks.keepOrdered(res.Resource.Name, a.SortText, askedBy(q), &orderedWalk{snap: p.snap, ord: w, f: f, flt: a.Filter, comp: comp, now: a.Now, total: p.total})
 		}
 		return orderedPage(res, page, len(a.Sort), more, pos, a.SortText, walk), nil, true, nil
 	}
@@ -146,13 +147,13 @@ func (c *Cache) answerOrdered(r *resourceCache, res ListResult, f *filter, q Lis
 	pivot := pivotEntry(tok)
 	var page []orderEntry
 	before, skipped, more, matches := 0, 0, 0, 0
-	snap.Scan(func(e orderEntry) bool {
+	w.scan(snap, nil, func(e orderEntry) bool {
 		if !ask.match(e) {
 			return true
 		}
 		matches++
 		switch {
-		case !ix.less(pivot, e):
+		case !w.less(pivot, e):
 			before++
 		case skipped < a.Offset:
 			skipped++
@@ -167,7 +168,7 @@ func (c *Cache) answerOrdered(r *resourceCache, res ListResult, f *filter, q Lis
 	pos := before + skipped + len(page)
 	walk := ""
 	if more > 0 {
-		walk = c.walks.keepOrdered(res.Resource.Name, a.SortText, askedBy(q), &orderedWalk{snap: snap, ix: ix, f: f, flt: a.Filter, comp: comp, now: a.Now, total: matches})
+		walk = c.walks.keepOrdered(res.Resource.Name, a.SortText, askedBy(q), &orderedWalk{snap: snap, ord: w, f: f, flt: a.Filter, comp: comp, now: a.Now, total: matches})
 	}
 	return orderedPage(res, page, len(a.Sort), more, pos, a.SortText, walk), nil, true, nil
 }
@@ -204,7 +205,7 @@ func orderedPage(res ListResult, page []orderEntry, nsort, more, pos int, sort, 
 // matches after the token's place.
 type orderedWalk struct {
 	snap  *btree.BTreeG[orderEntry]
-	ix    *order // its order and held keys; its live tree is not read
+	ord   ordering // its order and held keys; its live tree is not read
 	f     *filter
 	flt   query.Filter
 	comp  *query.Compiled
@@ -217,11 +218,11 @@ func (w *orderedWalk) page(res ListResult, tok continueToken, limit int, sort, r
 	if tok.Pos < 0 || tok.Pos > w.total {
 		return res, fmt.Errorf("%w: continue token is malformed; start the list again without it", ErrInvalid)
 	}
-	ask := newAsking(w.ix, w.f, w.flt, w.comp, w.now)
+	ask := newAsking(w.ord.ix, w.f, w.flt, w.comp, w.now)
 	pivot := pivotEntry(tok)
 	var page []orderEntry
-	w.snap.Ascend(pivot, func(e orderEntry) bool {
-		if !w.ix.less(pivot, e) || !ask.match(e) {
+	w.ord.scan(w.snap, &pivot, func(e orderEntry) bool {
+		if !w.ord.less(pivot, e) || !ask.match(e) {
 			return true
 		}
 		page = append(page, e)
@@ -229,7 +230,7 @@ func (w *orderedWalk) page(res ListResult, tok continueToken, limit int, sort, r
 	})
 	res.Total = w.total
 	more := max(0, w.total-tok.Pos-len(page))
-	return orderedPage(res, page, len(w.ix.keys), more, tok.Pos+len(page), sort, ref), nil
+	return orderedPage(res, page, len(w.ord.keys), more, tok.Pos+len(page), sort, ref), nil
 }
 
 // countOrdered counts what a question selects by walking the ordered
@@ -256,13 +257,13 @@ func (c *Cache) countOrdered(r *resourceCache, f *filter, q ListQuery, flt query
 			return 0, nil, items, false, nil
 		}
 	}
-	release, err := c.asks.take(r.orders.cost(size, flt, keys, text, held, sc))
+	release, err := c.asks.take(r.orders.cost(size, flt, keys, held, sc))
 	if err != nil {
 		return 0, nil, nil, true, err
 	}
 	defer release()
-	ix, _ := r.orders.index(r, keys, text, held, sc)
-	total, groups = ix.countPass(passKey(q)+"\x00groupBy\x00"+text, newAsking(ix, f, flt, comp, now), groupBy)
+	w, _ := r.orders.index(r, keys, held, sc)
+	total, groups = w.ix.countPass(passKey(q)+"\x00groupBy\x00"+text, newAsking(w.ix, f, flt, comp, now), groupBy)
 	return total, groups, nil, true, nil
 }
 
@@ -270,9 +271,9 @@ func (c *Cache) countOrdered(r *resourceCache, f *filter, q ListQuery, flt query
 // budget's unit: a value per filter term per object, the values being
 // held by the index; and, when the index is yet to be built, its keys
 // read from every object (a column rendered, renderCost, unless kept).
-func (os *orders) cost(objects int, flt query.Filter, keys []query.SortKey, text string, held []query.Key, sc *query.Schema) int {
+func (os *orders) cost(objects int, flt query.Filter, keys []query.SortKey, held []query.Key, sc *query.Schema) int {
 	cost := objects * max(1, flt.Terms())
-	if !os.has(text, held, sc) {
+	if _, text, _ := canonicalSort(keys); !os.has(text, held, sc) {
 		cells := query.NeedsCells(keys) || slices.ContainsFunc(held, query.Key.NeedsCells)
 		cost += objects * (len(keys) + len(held) + renderCost(cells))
 	}

@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"runtime"
 	"slices"
 	"sync"
 
@@ -13,14 +12,15 @@ import (
 const minBuildPart = 4096
 
 // sortedEntries are the entries of objs in the index's order. A first
-// question under a sort waits for it: the objects are split into as many
-// parts as there are processors (GOMAXPROCS), each part's entries are
-// read and sorted on a goroutine of its own, and the sorted parts are
-// merged. The result is the one a single sort of every entry gives:
+// question under a sort waits for it: the objects are split into at most
+// parts parts (a question's build: as many as there are processors,
+// GOMAXPROCS; a standing index's in the background: one), each part's
+// entries are read and sorted on a goroutine of its own, and the sorted
+// parts are merged. The result is the one a single sort of every entry gives:
 // compare is a total order (ties end at namespace and name, which are
 // unique), so any sort and merge of the same entries agree.
-func (ix *order) sortedEntries(objs []*Object) []orderEntry {
-	parts := min(runtime.GOMAXPROCS(0), max(1, len(objs)/minBuildPart))
+func (ix *order) sortedEntries(objs []*Object, parts int) []orderEntry {
+	parts = max(1, min(parts, len(objs)/minBuildPart))
 	sorted := make([][]orderEntry, parts)
 	var wg sync.WaitGroup
 	for p := range parts {

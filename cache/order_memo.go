@@ -67,11 +67,13 @@ type mark struct {
 // index's changes (learn, under the index's lock): a list's (its marks)
 // or counts' (their counter).
 type pass struct {
-	key   string  // the question: passKey, and for counts their groups
-	ask   *asking // the question's test of an entry; used under the index's lock
-	total int     // the matches
-	marks []mark  // in the index's order
-	tail  int     // the matches at or after the last mark (all, without marks)
+	key string  // the question: passKey, and for counts their groups
+	ask *asking // the question's test of an entry; used under the index's lock
+	// compare is the question's order (ordering.compare), its marks'.
+	compare func(a, b orderEntry) int
+	total   int    // the matches
+	marks   []mark // in the index's order
+	tail    int    // the matches at or after the last mark (all, without marks)
 	// counts: the counter of the groups, which are an entry's first
 	// grouped values, and its groups as of the last change
 	grouped int
@@ -140,13 +142,13 @@ func (ps *passes) begin(p *pass) {
 
 // finish makes p current, its pending changes learnt, when it is still
 // remembered.
-func (ps *passes) finish(p *pass, compare func(a, b orderEntry) int) {
+func (ps *passes) finish(p *pass) {
 	if !slices.Contains(ps.kept, p) {
 		return
 	}
 	ok := true
 	for _, mv := range p.pending {
-		if ok = p.learn(mv, compare); !ok {
+		if ok = p.learn(mv); !ok {
 			break
 		}
 	}
@@ -159,7 +161,7 @@ func (ps *passes) finish(p *pass, compare func(a, b orderEntry) int) {
 // learn tells every pass a change of the index: a pass being made keeps
 // it for its end, a made one learns it now; one that can no longer be
 // kept bounded is forgotten.
-func (ps *passes) learn(mv moved, compare func(a, b orderEntry) int) {
+func (ps *passes) learn(mv moved) {
 	if len(ps.kept) == 0 {
 		return
 	}
@@ -168,26 +170,26 @@ func (ps *passes) learn(mv moved, compare func(a, b orderEntry) int) {
 			p.pending = append(p.pending, mv)
 			return len(p.pending) > maxPending
 		}
-		return !p.learn(mv, compare)
+		return !p.learn(mv)
 	})
 }
 
 // learn moves p by one change; false when a gap grew beyond its bound.
-func (p *pass) learn(mv moved, compare func(a, b orderEntry) int) bool {
+func (p *pass) learn(mv moved) bool {
 	for _, e := range mv.out[:mv.nout] {
 		if p.ask.match(e) {
-			p.shift(e, -1, compare)
+			p.shift(e, -1)
 		}
 	}
 	if mv.hasIn && p.ask.match(mv.in) {
-		return p.shift(mv.in, 1, compare) <= 2*markEvery
+		return p.shift(mv.in, 1) <= 2*markEvery
 	}
 	return true
 }
 
 // shift counts a match entering (by 1) or leaving (-1) at e's place, and
 // returns the matches of the gap it lies in.
-func (p *pass) shift(e orderEntry, by int, compare func(a, b orderEntry) int) int {
+func (p *pass) shift(e orderEntry, by int) int {
 	p.total += by
 	if p.counter != nil {
 		p.counter.AddRows(e.vs[:p.grouped], by)
@@ -195,7 +197,7 @@ func (p *pass) shift(e orderEntry, by int, compare func(a, b orderEntry) int) in
 		return 0
 	}
 	// the first mark after e: e lies in its gap, or in the tail
-	j := sort.Search(len(p.marks), func(i int) bool { return compare(p.marks[i].at, e) > 0 })
+	j := sort.Search(len(p.marks), func(i int) bool { return p.compare(p.marks[i].at, e) > 0 })
 	if j == len(p.marks) {
 		p.tail += by
 		return p.tail
@@ -207,6 +209,7 @@ func (p *pass) shift(e orderEntry, by int, compare func(a, b orderEntry) int) in
 // passView is a pass as of a snapshot of its index: the snapshot, the
 // matches, and where a page at some offset starts walking.
 type passView struct {
+	w     ordering
 	snap  *btree.BTreeG[orderEntry]
 	total int
 	from  *orderEntry // the mark to walk from; nil: the start
@@ -214,8 +217,8 @@ type passView struct {
 }
 
 // view is p as of snap (taken with p current), walking to offset.
-func (p *pass) view(snap *btree.BTreeG[orderEntry], offset int) passView {
-	v := passView{snap: snap, total: p.total}
+func (p *pass) view(w ordering, snap *btree.BTreeG[orderEntry], offset int) passView {
+	v := passView{w: w, snap: snap, total: p.total}
 	before := 0
 	for i := range p.marks {
 		if before+p.marks[i].gap > offset {
@@ -231,22 +234,23 @@ func (p *pass) view(snap *btree.BTreeG[orderEntry], offset int) passView {
 	return v
 }
 
-// passOver is the pass of the question key, asked by ask, over ix as it
-// is now, viewed for a page at offset: the one remembered, current, or
-// a new one, made over a snapshot and remembered.
-func (ix *order) passOver(key string, ask *asking, offset int) passView {
+// passOver is the pass of the question key, asked by ask, over w's index
+// as it is now, in w's order, viewed for a page at offset: the one
+// remembered, current, or a new one, made over a snapshot and remembered.
+func (w ordering) passOver(key string, ask *asking, offset int) passView {
+	ix := w.ix
 	ix.mu.Lock()
 	snap := ix.tree.Copy()
 	if p := ix.passes.find(key); p != nil {
-		v := p.view(snap, offset)
+		v := p.view(w, snap, offset)
 		ix.mu.Unlock()
 		return v
 	}
-	p := &pass{key: key, ask: ask.again()}
+	p := &pass{key: key, ask: ask.again(), compare: w.compare}
 	ix.passes.begin(p)
 	ix.mu.Unlock()
 
-	snap.Scan(func(e orderEntry) bool {
+	w.scan(snap, nil, func(e orderEntry) bool {
 		if !ask.match(e) {
 			return true
 		}
@@ -258,9 +262,9 @@ func (ix *order) passOver(key string, ask *asking, offset int) passView {
 		p.tail++
 		return true
 	})
-	v := p.view(snap, offset)
+	v := p.view(w, snap, offset)
 	ix.mu.Lock()
-	ix.passes.finish(p, ix.compare)
+	ix.passes.finish(p)
 	ix.mu.Unlock()
 	return v
 }
@@ -281,7 +285,7 @@ func (ix *order) countPass(key string, ask *asking, groupBy []query.Key) (int, [
 		ix.mu.Unlock()
 		return total, groups
 	}
-	p := &pass{key: key, ask: ask.again(), grouped: len(groupBy), counter: query.NewCounter(groupBy)}
+	p := &pass{key: key, ask: ask.again(), compare: ix.compare, grouped: len(groupBy), counter: query.NewCounter(groupBy)}
 	ix.passes.begin(p)
 	ix.mu.Unlock()
 
@@ -307,7 +311,7 @@ func (ix *order) countPass(key string, ask *asking, groupBy []query.Key) (int, [
 	p.total, p.groups = p.counter.Total(), p.counter.Groups()
 	total, groups := p.total, slices.Clone(p.groups)
 	ix.mu.Lock()
-	ix.passes.finish(p, ix.compare)
+	ix.passes.finish(p)
 	ix.mu.Unlock()
 	return total, groups
 }
@@ -330,10 +334,6 @@ func (v passView) page(ask *asking, offset, limit int) []orderEntry {
 		page = append(page, e)
 		return limit == 0 || len(page) < limit
 	}
-	if v.from != nil {
-		v.snap.Ascend(*v.from, visit)
-	} else {
-		v.snap.Scan(visit)
-	}
+	v.w.scan(v.snap, v.from, visit)
 	return page
 }

@@ -7,3 +7,12 @@ func MarkPassesEvery(t interface{ Cleanup(func()) }, n int) {
 	markEvery = n
 	t.Cleanup(func() { markEvery = old })
 }
+
+// ReadRunsOf makes backward readings of ordered indexes hold at most n
+// entries of a run, so that small tests read long runs forwards from
+// their start, until the test ends.
+func ReadRunsOf(t interface{ Cleanup(func()) }, n int) {
+	old := reverseRun
+	reverseRun = n
+	t.Cleanup(func() { reverseRun = old })
+}

@@ -17,10 +17,13 @@ import (
 // the pass was made: the handler's changes (adds, updates, deletes, in
 // and out of the matches, marks' own entries among them) move the passes
 // remembered, which are asked again after changes, not made again.
+// Questions sorted by restarts descending read the index of restarts
+// ascending backwards (a few entries of a run held at a time, so long
+// runs are read forwards from their start); those ascending, forwards.
 func TestPassesAgreeWithAFreshPass(t *testing.T) {
-	old := markEvery
-	markEvery = 3
-	t.Cleanup(func() { markEvery = old })
+	old, oldRun := markEvery, reverseRun
+	markEvery, reverseRun = 3, 4
+	t.Cleanup(func() { markEvery, reverseRun = old, oldRun })
 	m := newOrderModel(t)
 	sc := podSchema()
 	for range 80 {
@@ -33,12 +36,14 @@ func TestPassesAgreeWithAFreshPass(t *testing.T) {
 		}
 		return k
 	}
-	keys, err := sc.ParseSort("-restarts")
+	asc, err := sc.ParseSort("restarts")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ix, _ := m.os.join(keys, "-restarts", []query.Key{key("status.phase")}, sc)
+	desc, _ := sc.ParseSort("-restarts")
+	ix, _ := m.os.join(asc, "restarts", []query.Key{key("status.phase")}, sc)
 	ix.build(m.objects())
+	orderings := map[string]ordering{"restarts": {ix: ix, keys: asc}, "-restarts": {ix: ix, reverse: true, keys: desc}}
 	groupBy := []query.Key{key("status.phase"), key("spec.nodeName")}
 	byGroup, _ := m.os.join([]query.SortKey{{Key: groupBy[0]}, {Key: groupBy[1]}}, "status.phase,spec.nodeName", []query.Key{key("status.phase")}, sc)
 	byGroup.build(m.objects())
@@ -67,6 +72,8 @@ func TestPassesAgreeWithAFreshPass(t *testing.T) {
 			t.Fatalf("round %d: %v", round, err)
 		}
 		text := []string{"", "status.phase=Running", "status.phase=Pending"}[m.r.IntN(3)]
+		sortText := []string{"restarts", "-restarts"}[m.r.IntN(2)]
+		w := orderings[sortText]
 		var flt query.Filter
 		if text != "" {
 			if flt, err = sc.ParseFilter([]string{text}, now); err != nil {
@@ -74,17 +81,19 @@ func TestPassesAgreeWithAFreshPass(t *testing.T) {
 			}
 		}
 		ask := newAsking(ix, &filter{}, flt, flt.Compile(), now)
-		q := ListQuery{Ask: &Ask{Schema: sc, Filter: flt, Sort: keys, SortText: "-restarts", FilterText: text}}
+		q := ListQuery{Ask: &Ask{Schema: sc, Filter: flt, Sort: w.keys, SortText: sortText, FilterText: text}}
 		var want []string
-		ix.snapshot().Scan(func(e orderEntry) bool {
+		entries := ix.snapshot().Items()
+		slices.SortFunc(entries, w.compare) // a fresh sort, not a reading
+		for _, e := range entries {
 			if ask.match(e) {
 				want = append(want, e.o.Key())
 			}
-			return true
-		})
+		}
+		text = sortText + " " + text
 		limit := 1 + m.r.IntN(7)
 		for off := range len(want) + 2 {
-			v := ix.passOver(passKey(q), ask, off)
+			v := w.passOver(passKey(q), ask, off)
 			if v.total != len(want) {
 				t.Fatalf("round %d, %q: total %d; expect %d", round, text, v.total, len(want))
 			}

@@ -103,6 +103,13 @@ type Options struct {
 	// question over a column, a dashboard's first sort, does not wait for
 	// every row; lazily, a cache nobody asks about columns keeps none.
 	LazyColumns bool
+	// PodSortIndexes are pod sorts (each as the sort parameter takes it:
+	// a column or a path) whose ordered indexes are built after the sync
+	// and kept, with the namespace/name order's, so that a first question
+	// of one, a dashboard's click on a column header, finds its index
+	// ready (order_standing.go). A key descending reads its key's index.
+	// None by default; LazyColumns builds none either.
+	PodSortIndexes []string
 	// Now is the clock; default time.Now. Tests replace it.
 	Now func() time.Time
 	// Logger says what the operator should know (a CRD that may not be

@@ -26,7 +26,9 @@ import (
 // version's values itself, and a question the ones it reads first).
 // What it keeps is what the first question over a column would keep, so
 // the memory is the same as after that question; Options.LazyColumns
-// leaves it to the questions.
+// leaves it to the questions. Right after a resource's first pass it
+// builds the resource's standing ordered indexes (order_standing.go),
+// which read those values.
 
 // Pace of the column warmer.
 const (
@@ -88,7 +90,7 @@ func (c *Cache) warmColumns(ctx context.Context) {
 			if n == warmedAt[i] {
 				continue
 			}
-			if !c.warm(ctx, t.r, t.sc) {
+			if !c.warm(ctx, t.r, t.sc) || !c.stand(ctx, t.r, t.sc) {
 				return
 			}
 			warmedAt[i] = n

@@ -322,11 +322,12 @@ func testWindowsAgainstAModel(t *testing.T, indexed bool) {
 		return mw
 	}
 	// loadedAsAsked: after a window's first message, an ordered index of
-	// its sort is there when, and only when, its view was loaded from one.
+	// its sort (or the one it reads backwards) is there when, and only
+	// when, its view was loaded from one.
 	loadedAsAsked := func() {
 		t.Helper()
 		for i, mw := range windows {
-			if has := slices.Contains(f.Cache.OrderedIndexes("pods"), mw.q.Ask.SortText); has != indexed {
+			if has := slices.Contains(f.Cache.OrderedIndexes("pods"), cache.OrderedIndexFor(mw.q.Ask.Sort)); has != indexed {
 				t.Fatalf("window %d (sort %q): an ordered index of its sort is there: %v; expect %v", i, mw.q.Ask.SortText, has, indexed)
 			}
 		}

@@ -154,7 +154,7 @@ func (c *Cache) newView(r *resourceCache, key string, q *WindowQuery) (*view, er
 	// narrow one from its own objects.
 	if viewsFromIndexes && indexable(a.Sort, a.Schema) && holdable(held, a.Schema) && len(items)*narrowShare >= r.size() {
 		indexed = &viewIndex{comp: comp, held: held}
-		cost = r.orders.cost(r.size(), a.Filter, a.Sort, a.SortText, held, a.Schema)
+		cost = r.orders.cost(r.size(), a.Filter, a.Sort, held, a.Schema)
 	}
 	slot, err := c.asks.take(cost)
 	if err != nil {
@@ -231,7 +231,8 @@ func (v *view) subscribe() error {
 // published (startCounts).
 func (v *view) load() error {
 	a := v.ask
-	ix, _ := v.r.orders.index(v.r, a.Sort, a.SortText, v.indexed.held, a.Schema)
+	w, _ := v.r.orders.index(v.r, a.Sort, v.indexed.held, a.Schema)
+	ix := w.ix
 	wq := v.wq
 	wq.Snapshot = false
 	var snap *btree.BTreeG[orderEntry]
@@ -259,7 +260,7 @@ func (v *view) load() error {
 	st := viewState{rows: btree.NewBTreeGOptions(less, btree.Options{NoLocks: true}), byKey: map[string]*vrow{},
 		counters: map[string]*viewCounter{}}
 	n := len(a.Sort)
-	snap.Scan(func(e orderEntry) bool {
+	w.scan(snap, nil, func(e orderEntry) bool {
 		if ask.match(e) {
 			r := &vrow{o: e.o, key: e.o.Key(), vs: e.vs[:n:n]}
 			st.rows.Load(r)

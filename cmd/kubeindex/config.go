@@ -40,6 +40,9 @@ type Config struct {
 	// --lazy-columns: leave objects' Table column values to the first
 	// question over a column instead of making them after the sync
 	LazyColumns bool
+	// --pod-sort-indexes: pod sorts whose ordered indexes are built after
+	// the sync and kept (comma-separated; empty: none)
+	PodSortIndexes string
 	// --stream-coalesce: after writing events to a stream, wait this long
 	// so that the events arriving meanwhile share one write
 	StreamCoalesce time.Duration
@@ -236,6 +239,9 @@ func (cfg *Config) Validate() error {
 	}
 	if cfg.StreamCoalesce < 0 || cfg.StreamCoalesce > server.MaxCoalesce {
 		errs = append(errs, fmt.Errorf("--stream-coalesce must be between 0 and %s, got %s", server.MaxCoalesce, cfg.StreamCoalesce))
+	}
+	if err := cache.ValidatePodSortIndexes(splitList(cfg.PodSortIndexes)); err != nil {
+		errs = append(errs, fmt.Errorf("--pod-sort-indexes: %w", err))
 	}
 	if cfg.WindowRate <= 0 || cfg.WindowRate > cache.MaxWindowRate {
 		errs = append(errs, fmt.Errorf("--window-rate must be above 0 and at most %d, got %v", cache.MaxWindowRate, cfg.WindowRate))

@@ -101,7 +101,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 // address history is kept ("": in memory).
 func (cfg *Config) cacheOptions(log *slog.Logger, historyDir string) cache.Options {
 	return cache.Options{StaleAfter: cfg.StaleAfter, WatchIdleTimeout: cfg.WatchIdle,
-		Compression: cfg.APICompression, HTTP2: cfg.APIHTTP2, LazyColumns: cfg.LazyColumns, Simulated: cfg.Demo, Logger: log,
+		Compression: cfg.APICompression, HTTP2: cfg.APIHTTP2, LazyColumns: cfg.LazyColumns, PodSortIndexes: splitList(cfg.PodSortIndexes), Simulated: cfg.Demo, Logger: log,
 		IPHistory: ipowner.HistoryOptions{Off: cfg.IPHistory == 0, Retention: cfg.IPHistory, Skew: cfg.IPHistorySkew, MaxIntervals: cfg.IPHistoryMax, Dir: historyDir}}
 }
 
