@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -137,6 +138,9 @@ type Server struct {
 	// its streams end then.
 	retired context.Context
 	retire  context.CancelCauseFunc
+	// reviewsFailing: the last access review asked of this cluster's API
+	// server failed (ClusterPartContext).
+	reviewsFailing atomic.Bool
 }
 
 // New builds the server and its routes. It starts nothing.
