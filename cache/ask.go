@@ -153,9 +153,9 @@ func page(res ListResult, rows []row, start, limit int, sort, walk string) ListR
 		res.Continue = encodeToken(continueToken{Resource: res.Resource.Name, After: last.o.Key(), Asked: true, Sort: sort,
 			Values: last.vs, Walk: walk, Pos: start + limit})
 	}
-	res.Items = make([]*Object, len(rows))
+	res.Items, res.Values = make([]*Object, len(rows)), make([][]query.Value, len(rows))
 	for i, r := range rows {
-		res.Items[i] = r.o
+		res.Items[i], res.Values[i] = r.o, r.vs
 	}
 	return res
 }

@@ -190,7 +190,7 @@ func (c *Cache) newResourceCache(client *apiClient, cr Configured) (*resourceCac
 		sh := &shard{namespace: ns, conn: newConnState(c.opts.Now), ips: c.ipFeed(cr.Resource), index: newValueIndexes(idx, r.broker.stored)}
 		lw := &listWatch{client: client, res: &r.res, namespace: ns, shape: r.shape,
 			labelSelector: cr.Spec.LabelSelector, fieldSelector: cr.Spec.FieldSelector, conn: sh.conn,
-			listTimeout: c.opts.ListTimeout, idleTimeout: c.opts.WatchIdleTimeout}
+			listTimeout: c.opts.ListTimeout, idleTimeout: c.opts.WatchIdleTimeout, index: sh.index}
 		store, ctrl := toolscache.NewInformerWithOptions(toolscache.InformerOptions{
 			ListerWatcher: lw,
 			ObjectType:    &Object{},

@@ -2,13 +2,16 @@ package cache
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +20,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/kubeindex/kubeindex/internal/jsonscan"
 )
@@ -115,6 +119,36 @@ func TestListDecoding(t *testing.T) {
 				t.Errorf("list metadata %+v", m)
 			}
 		})
+	}
+}
+
+// TestListPreparesIndexValues: a list's objects have their index values
+// made as they are read, and a new list (not a next page) drops those
+// its handler has not taken.
+func TestListPreparesIndexValues(t *testing.T) {
+	ix := newValueIndexes(toolscache.Indexers{nsIndex: namespaceIndexFunc}, func(string, string) *Object { return nil })
+	lw := &listWatch{res: &Resource{Plural: "pods"}, shape: Shape{APIVersion: "v1", Kind: "Pod"}, index: ix}
+	got, err := lw.decodeList(bytes.NewReader(listBody(30)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range got.Items {
+		if vs := ix.prepared[o]; len(vs) != 1 || !slices.Equal(vs[0], []string{o.namespace}) {
+			t.Fatalf("%s: prepared %q, want its namespace", o.Key(), vs)
+		}
+	}
+	if len(ix.prepared) != len(got.Items) {
+		t.Fatalf("%d prepared, want %d", len(ix.prepared), len(got.Items))
+	}
+	lw.client = &apiClient{http: http.DefaultClient, base: &url.URL{Scheme: "http", Host: "127.0.0.1:1"}}
+	lw.conn, lw.listTimeout = newConnState(time.Now), time.Minute
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel() // the request fails at once; the list began all the same
+	if _, err := lw.ListWithContext(ctx, metav1.ListOptions{}); err == nil {
+		t.Fatal("a list with a cancelled context succeeded")
+	}
+	if len(ix.prepared) != 0 {
+		t.Errorf("%d prepared values kept past a new list, want 0", len(ix.prepared))
 	}
 }
 

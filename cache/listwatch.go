@@ -47,6 +47,9 @@ type listWatch struct {
 	// sent nothing, not even a bookmark, for that long: a connection that
 	// hangs without closing (a stuck proxy) would otherwise freeze the cache.
 	listTimeout, idleTimeout time.Duration
+	// index, when set, has each listed object's index values made as the
+	// object is read (valueIndexes.prepare).
+	index *valueIndexes
 }
 
 // IsWatchListSemanticsUnSupported tells the reflector to use list+watch: the
@@ -70,6 +73,9 @@ func (lw *listWatch) Watch(opts metav1.ListOptions) (watch.Interface, error) {
 // request that gets no answer is retried on the retry schedule until it
 // does or ctx ends; a response cut short is not (its cost is the server's).
 func (lw *listWatch) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	if opts.Continue == "" { // a new list, not its next page
+		lw.index.forgetPrepared()
+	}
 	u := lw.client.collectionURL(lw.res, lw.namespace, listQuery(opts, lw.labelSelector, lw.fieldSelector))
 	return retrying(ctx, func() (runtime.Object, bool, error) { return lw.listOnce(ctx, u) })
 }
@@ -182,6 +188,7 @@ func (lw *listWatch) decodeItems(s *jsonStream, list *objectList) error {
 		if err != nil {
 			return fmt.Errorf("%s list item %d: %w", lw.res.Plural, len(list.Items), err)
 		}
+		lw.index.prepare(obj)
 		list.Items = append(list.Items, obj)
 	}
 }

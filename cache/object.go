@@ -31,7 +31,7 @@ type Object struct {
 	// and, within spec and status, the members the built-in indexes read
 	// (see knownMembers).
 	sections [3]struct{ from, to uint32 }
-	known    [3][4]jsonscan.Span // relative to the section; valid when walked
+	known    [3]nearSpans // relative to the section; valid when walked
 	walked   [3]bool
 	// columns are the values questions read (Table columns, paths), kept once
 	// made (ask_columns.go); nil until a question reads a column.
@@ -68,7 +68,7 @@ func (o *Object) doc(key string) jsonscan.Doc {
 		}
 		d := jsonscan.Doc{Raw: o.raw[sec.from:sec.to]}
 		if o.walked[i] {
-			d.Keys, d.Spans = knownMembers[i], o.known[i]
+			d.Keys, d.Spans = knownMembers[i], o.known[i].spans()
 		}
 		return d
 	}
@@ -232,7 +232,7 @@ func (o *Object) scan(b []byte, sc *scanned) error {
 		}
 		r.Done(end)
 		sc.sections[i] = span{r.ValAt, end}
-		o.known[i], o.walked[i] = known, walked
+		o.known[i], o.walked[i] = near(known, walked)
 	}
 	if o.name == "" {
 		return errNotObject
@@ -292,13 +292,38 @@ func (o *Object) placeSections(sc *scanned, prefixLen int) {
 	if sc.sections[0].to == 0 {
 		return
 	}
+	var known [4]jsonscan.Span
 	for i, m := range sc.metaKnown {
 		if m.to != 0 {
 			from := o.sections[0].from
-			o.known[0][i] = jsonscan.Span{From: pos(m.from) - from, To: pos(m.to) - from}
+			known[i] = jsonscan.Span{From: pos(m.from) - from, To: pos(m.to) - from}
 		}
 	}
-	o.walked[0] = true
+	o.known[0], o.walked[0] = near(known, true)
+}
+
+// nearSpans are a section's known members' places in two bytes each:
+// every Object has three, and a section's members almost always lie
+// within its first 64 KiB. A section where one does not stays unwalked:
+// its readers scan it, as they scan a section Build could not walk.
+type nearSpans [4]struct{ from, to uint16 }
+
+// near packs spans, ok when every one fits (and walked).
+func near(spans [4]jsonscan.Span, walked bool) (n nearSpans, ok bool) {
+	for i, s := range spans {
+		if s.To > math.MaxUint16 {
+			return nearSpans{}, false
+		}
+		n[i].from, n[i].to = uint16(s.From), uint16(s.To)
+	}
+	return n, walked
+}
+
+func (n *nearSpans) spans() (out [4]jsonscan.Span) {
+	for i, s := range n {
+		out[i] = jsonscan.Span{From: uint32(s.from), To: uint32(s.to)}
+	}
+	return out
 }
 
 // redact removes the Shape's Drop paths from o.raw.

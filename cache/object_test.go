@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"os"
 	"reflect"
+	"strings"
 	"testing"
+	"unsafe"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -134,6 +136,36 @@ func TestKnownMembersAgreeWithScan(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestFarKnownMembersAreScanned: a known member placed beyond what an
+// Object records a place for (64 KiB into its section) is found by a
+// scan of the section, and one before it still by its recorded place;
+// an Object's places take two bytes each, so that it fits its allocation
+// class.
+func TestFarKnownMembersAreScanned(t *testing.T) {
+	filler := strings.Repeat("x", 70_000)
+	in := `{"metadata":{"name":"a","labels":{"app":"x"},"annotations":{"big":"` + filler + `"},"ownerReferences":[{"uid":"u"}]},` +
+		`"status":{"phase":"Running","conditions":[{"message":"` + filler + `"}],"startTime":"2026-01-01T00:00:00Z"},` +
+		`"spec":{"nodeName":"n1","containers":[]}}`
+	o, err := NewObject([]byte(in), "v1", "Pod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"metadata.ownerReferences": `[{"uid":"u"}]`, "metadata.labels": `{"app":"x"}`,
+		"status.startTime": `"2026-01-01T00:00:00Z"`, "status.phase": `"Running"`, "spec.nodeName": `"n1"`} {
+		section, member, _ := strings.Cut(name, ".")
+		d := o.doc(section)
+		if got := d.Member(member); string(got) != want {
+			t.Errorf("%s is %q, want %q", name, got, want)
+		}
+	}
+	if d := o.doc("spec"); d.Keys == nil {
+		t.Error("spec, a short section, was not walked")
+	}
+	if size := unsafe.Sizeof(Object{}); size > 192 {
+		t.Errorf("an Object takes %d bytes, more than the 192-byte allocation class it is meant to fit", size)
 	}
 }
 

@@ -185,9 +185,9 @@ func pivotEntry(tok continueToken) orderEntry {
 // continue token into walk when there are; pos is the position after it
 // among the matches.
 func orderedPage(res ListResult, page []orderEntry, nsort, more, pos int, sort, walk string) ListResult {
-	res.Items = make([]*Object, len(page))
+	res.Items, res.Values = make([]*Object, len(page)), make([][]query.Value, len(page))
 	for i, e := range page {
-		res.Items[i] = e.o
+		res.Items[i], res.Values[i] = e.o, e.vs[:nsort:nsort]
 	}
 	if more > 0 && len(page) > 0 {
 		last := page[len(page)-1]

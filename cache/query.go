@@ -48,7 +48,11 @@ type ListResult struct {
 	Continue  string
 	Remaining int
 	// Total is the number of matches, on every page.
-	Total     int
+	Total int
+	// Values are each item's values of q.Ask's sort, as the answer
+	// ordered it (what its continue tokens hold), for a caller merging
+	// it with others; nil for a plain list.
+	Values    [][]query.Value
 	Freshness Freshness
 }
 

@@ -3,6 +3,7 @@ package cache
 import (
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 
 	toolscache "k8s.io/client-go/tools/cache"
@@ -36,25 +37,91 @@ type valueIndexes struct {
 
 	mu      sync.RWMutex
 	byIndex map[string]map[string]*postings // index → value → objects
+
+	// names are the indexes in one order, that of prepared values.
+	names []string
+	// prepared holds index values made ahead of the handler (prepare):
+	// a list's objects get theirs on the goroutine reading the list,
+	// which mostly waits for the API server's next bytes, rather than on
+	// the handler's, which applies the whole list only once it has
+	// arrived, while nothing else happens (the initial sync's wall time).
+	// Each is taken once, by the object's reindex.
+	preparedMu sync.Mutex
+	prepared   map[*Object][][]string
 }
 
-// postings are the objects holding one value: few in a slice (in no
-// order), many in a set. Never empty while in an index.
+// postings are the objects holding one value: up to maxFew in a slice
+// in no order, up to maxSorted in a slice ordered by key (bySortedKey),
+// more in a set. Never empty while in an index. A set costs several
+// times the eight bytes per object of a slice; most values (a node's
+// pods, a ReplicaSet's) hold tens to hundreds of objects, which a binary
+// search finds and a copy of at most maxSorted pointers moves.
 type postings struct {
 	few  []*Object
 	many map[*Object]struct{}
 }
 
-// maxFew is how many objects a value holds in its slice before a set:
-// finding one to remove is a scan of the slice, a set lookup beyond.
+// maxFew is how many objects a value holds in a slice in no order:
+// finding one is a scan of the slice. maxSorted is how many it holds in
+// an ordered slice before a set. A variable for the tests.
 const maxFew = 8
+
+var maxSorted = 1024
 
 func newValueIndexes(funcs toolscache.Indexers, stored func(namespace, name string) *Object) *valueIndexes {
 	ix := &valueIndexes{funcs: funcs, stored: stored, byIndex: map[string]map[string]*postings{}}
 	for name := range funcs {
 		ix.byIndex[name] = map[string]*postings{}
+		ix.names = append(ix.names, name)
 	}
+	slices.Sort(ix.names)
 	return ix
+}
+
+// prepare makes o's values of every index for its reindex to take (see
+// prepared). Index functions are pure, so the values are those the
+// handler would make. Safe for concurrent use with everything else.
+func (ix *valueIndexes) prepare(o *Object) {
+	if ix == nil || o == nil || len(ix.names) == 0 {
+		return
+	}
+	vs := make([][]string, len(ix.names))
+	for i, name := range ix.names {
+		vs[i] = ix.values(ix.funcs[name], o)
+	}
+	ix.preparedMu.Lock()
+	if ix.prepared == nil {
+		ix.prepared = map[*Object][][]string{}
+	}
+	ix.prepared[o] = vs
+	ix.preparedMu.Unlock()
+}
+
+// forgetPrepared drops the values prepared and not yet taken: a new list
+// begins, and those of an earlier one are of objects the handler will
+// never see (the list failed) or will make its own values for.
+func (ix *valueIndexes) forgetPrepared() {
+	if ix == nil {
+		return
+	}
+	ix.preparedMu.Lock()
+	ix.prepared = nil
+	ix.preparedMu.Unlock()
+}
+
+// takePrepared returns and forgets o's prepared values, in names' order;
+// nil when there are none.
+func (ix *valueIndexes) takePrepared(o *Object) [][]string {
+	if o == nil {
+		return nil
+	}
+	ix.preparedMu.Lock()
+	defer ix.preparedMu.Unlock()
+	vs, ok := ix.prepared[o]
+	if ok {
+		delete(ix.prepared, o)
+	}
+	return vs
 }
 
 // set records o as the object under its key, in place of any before.
@@ -88,8 +155,16 @@ func (ix *valueIndexes) remove(o *Object) {
 // reindex replaces old (nil: none) by cur (nil: none) in every index.
 // Values an index function gives twice count once.
 func (ix *valueIndexes) reindex(old, cur *Object) {
-	for name, f := range ix.funcs {
-		was, is := ix.values(f, old), ix.values(f, cur)
+	prepared := ix.takePrepared(cur)
+	for i, name := range ix.names {
+		f := ix.funcs[name]
+		was := ix.values(f, old)
+		var is []string
+		if prepared != nil {
+			is = prepared[i]
+		} else {
+			is = ix.values(f, cur)
+		}
 		values := ix.byIndex[name]
 		for _, v := range was {
 			if p := values[v]; p != nil && !slices.Contains(is, v) {
@@ -129,20 +204,25 @@ func (ix *valueIndexes) values(f toolscache.IndexFunc, o *Object) []string {
 }
 
 func (p *postings) add(o *Object) {
-	if p.many != nil {
+	switch n := len(p.few); {
+	case p.many != nil:
 		p.many[o] = struct{}{}
-		return
-	}
-	if len(p.few) < maxFew {
+	case n < maxFew:
 		p.few = append(p.few, o)
-		return
+	case n < maxSorted:
+		if n == maxFew {
+			slices.SortFunc(p.few, compareKeys)
+		}
+		i, _ := slices.BinarySearchFunc(p.few, o, compareKeys)
+		p.few = slices.Insert(p.few, i, o)
+	default:
+		p.many = make(map[*Object]struct{}, n+1)
+		for _, x := range p.few {
+			p.many[x] = struct{}{}
+		}
+		p.many[o] = struct{}{}
+		p.few = nil
 	}
-	p.many = make(map[*Object]struct{}, 2*maxFew)
-	for _, x := range p.few {
-		p.many[x] = struct{}{}
-	}
-	p.many[o] = struct{}{}
-	p.few = nil
 }
 
 func (p *postings) remove(o *Object) {
@@ -150,7 +230,12 @@ func (p *postings) remove(o *Object) {
 		delete(p.many, o)
 		return
 	}
-	if i := slices.Index(p.few, o); i >= 0 {
+	i, ok := p.find(o)
+	switch {
+	case !ok:
+	case len(p.few) > maxFew:
+		p.few = slices.Delete(p.few, i, i+1) // keeps the order
+	default:
 		last := len(p.few) - 1
 		p.few[i] = p.few[last]
 		p.few[last] = nil
@@ -164,11 +249,36 @@ func (p *postings) replace(old, cur *Object) {
 		p.many[cur] = struct{}{}
 		return
 	}
-	if i := slices.Index(p.few, old); i >= 0 {
+	if i, ok := p.find(old); ok && (len(p.few) <= maxFew || compareKeys(old, cur) == 0) {
 		p.few[i] = cur
 		return
 	}
+	p.remove(old)
 	p.add(cur)
+}
+
+// find returns where o is in few, ok when it is there; where it would go
+// in an ordered few when not.
+func (p *postings) find(o *Object) (int, bool) {
+	if len(p.few) <= maxFew {
+		i := slices.Index(p.few, o)
+		return i, i >= 0
+	}
+	i, _ := slices.BinarySearchFunc(p.few, o, compareKeys)
+	for j := i; j < len(p.few) && compareKeys(p.few[j], o) == 0; j++ {
+		if p.few[j] == o {
+			return j, true
+		}
+	}
+	return i, false
+}
+
+// compareKeys orders objects by namespace, then name.
+func compareKeys(a, b *Object) int {
+	if c := strings.Compare(a.namespace, b.namespace); c != 0 {
+		return c
+	}
+	return strings.Compare(a.name, b.name)
 }
 
 func (p *postings) empty() bool { return len(p.few) == 0 && len(p.many) == 0 }

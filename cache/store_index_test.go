@@ -20,6 +20,17 @@ import (
 // answers, for every value, the objects client-go's answers, and lists
 // the same values.
 func TestValueIndexesAgreeWithClientGo(t *testing.T) {
+	// With a small maxSorted, values pass from ordered slices to sets.
+	for _, sorted := range []int{maxSorted, maxFew + 4} {
+		t.Run(fmt.Sprintf("maxSorted=%d", sorted), func(t *testing.T) {
+			defer func(was int) { maxSorted = was }(maxSorted)
+			maxSorted = sorted
+			testValueIndexesAgreeWithClientGo(t)
+		})
+	}
+}
+
+func testValueIndexesAgreeWithClientGo(t *testing.T) {
 	funcs := toolscache.Indexers{nsIndex: namespaceIndexFunc}
 	for _, s := range []indexers.Spec{{Name: "node", Type: indexers.NodeName}, {Name: "ip", Type: indexers.PodIP},
 		{Name: "image", Path: "spec.containers.#.image"}, {Name: "app", Label: "app"}} {
@@ -49,6 +60,12 @@ func TestValueIndexesAgreeWithClientGo(t *testing.T) {
 	}
 	for step := range 3000 {
 		o := pod("")
+		switch r.IntN(8) {
+		case 0, 1, 2, 3: // values made ahead, as a list's are while it is read
+			ix.prepare(o)
+		case 4: // a new list began: what was made ahead and not taken is dropped
+			ix.forgetPrepared()
+		}
 		stored, exists, _ := ref.Get(o)
 		switch {
 		case r.IntN(4) == 0: // a delete: the last state, perhaps with other values, perhaps of nothing stored
@@ -84,6 +101,50 @@ func TestValueIndexesAgreeWithClientGo(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestValueIndexesTakePrepared: values made ahead (a list's, while it is
+// read) are the ones the object's set uses, without calling the index
+// function again, and are taken once; dropped ones are made again.
+func TestValueIndexesTakePrepared(t *testing.T) {
+	calls := 0
+	counted := func(obj any) ([]string, error) { calls++; return namespaceIndexFunc(obj) }
+	ix := newValueIndexes(toolscache.Indexers{nsIndex: counted, "other": namespaceIndexFunc}, func(string, string) *Object { return nil })
+	pod := func(name string) *Object {
+		o, err := NewObject([]byte(`{"metadata":{"namespace":"a","name":"`+name+`"}}`), "v1", "Pod")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	indexed := func(want ...*Object) {
+		t.Helper()
+		got, _ := ix.ByIndex(nsIndex, "a")
+		var w []any
+		for _, o := range want {
+			w = append(w, o)
+		}
+		if !sameObjects(got, w) {
+			t.Fatalf("namespace a holds %d objects, want %d", len(got), len(want))
+		}
+	}
+	p1, p2 := pod("p1"), pod("p2")
+	ix.prepare(p1)
+	ix.set(p1)
+	indexed(p1)
+	if calls != 1 {
+		t.Errorf("prepared, then set: the index function ran %d times, want 1", calls)
+	}
+	if left := len(ix.prepared); left != 0 {
+		t.Errorf("%d prepared values left after set, want 0", left)
+	}
+	ix.prepare(p2)
+	ix.forgetPrepared()
+	ix.set(p2)
+	indexed(p1, p2)
+	if calls != 3 {
+		t.Errorf("prepared, forgotten, set: the index function ran %d times in all, want 3", calls)
 	}
 }
 

@@ -174,7 +174,7 @@ func clusterNames(clusters []Cluster) []string {
 	return out
 }
 
-// Names lists the clusters in configuration order.
+// Names lists the clusters in configuration order (server.Clusters).
 func (f *Fleet) Names() []string {
 	f.mu.RLock()
 	defer f.mu.RUnlock()

@@ -107,12 +107,15 @@ type who struct {
 // interval: owner held ip in role from from to to (unix nanoseconds,
 // half-open; to == 0: still held).
 type interval struct {
-	id    uint64 // its key in the store
-	ip    string
-	who   *who
-	from  int64
-	to    int64
-	ports []Port // of hostNetwork pods and Services, for ?port
+	id   uint64 // its key in the store
+	ip   string
+	who  *who
+	from int64
+	to   int64
+	// ports are those of a hostNetwork pod or a Service, for ?port (Ports
+	// says them); nil for others, most intervals: a pointer is a third
+	// of a slice, and makes an interval 64 bytes.
+	ports *[]Port
 	// role and since are one of a few names each, kept as a byte (there
 	// is an interval per owner and address): Role and Since say them.
 	role  uint8
@@ -133,7 +136,21 @@ func nameIndex[S ~string](names []S, name S) (uint8, bool) {
 	return uint8(max(i, 0)), i >= 0
 }
 
-func (iv *interval) Role() Role    { return roleNames[iv.role] }
+func (iv *interval) Role() Role { return roleNames[iv.role] }
+func (iv *interval) Ports() []Port {
+	if iv.ports == nil {
+		return nil
+	}
+	return *iv.ports
+}
+
+// portsOf is what an interval keeps of ports.
+func portsOf(ports []Port) *[]Port {
+	if ports == nil {
+		return nil
+	}
+	return &ports
+}
 func (iv *interval) Since() string { return sinceNames[iv.since] }
 
 // History records, from the informer events, which object held which
@@ -192,17 +209,22 @@ func newHistory(opts HistoryOptions, now func() time.Time) *History {
 		byIP: map[string][]*interval{}, open: map[string][]claim{}}
 }
 
-// claim is an address an owner claims, with its open interval (nil once
-// superseded). An owner claims one or two addresses: a slice of them
-// costs a tenth of a map per owner, and a scan of two is no slower.
+// claim is an address an owner claims (ip, in the role roleNames[role]),
+// with its open interval (nil once superseded). An owner claims one or
+// two addresses: a slice of them costs a tenth of a map per owner, and a
+// scan of two is no slower. The role is a byte, as an interval's: there
+// is a claim per object holding an address.
 type claim struct {
-	key Held
-	iv  *interval
+	ip   string
+	iv   *interval
+	role uint8
 }
+
+func (c claim) is(k Held) bool { return c.ip == k.IP && roleNames[c.role] == k.Role }
 
 // claimIndex is the position of k in claims, -1 when it is not there.
 func claimIndex(claims []claim, k Held) int {
-	return slices.IndexFunc(claims, func(c claim) bool { return c.key == k })
+	return slices.IndexFunc(claims, func(c claim) bool { return c.is(k) })
 }
 
 // Observe records that the object h describes now holds h.Held (nothing,
@@ -215,7 +237,7 @@ func (x *History) Observe(h Holding) {
 		delete(x.unseen, h.Owner.UID)
 	}
 	cur := slices.DeleteFunc(x.open[h.Owner.UID], func(c claim) bool {
-		if slices.Contains(h.Held, c.key) {
+		if slices.ContainsFunc(h.Held, c.is) {
 			return false
 		}
 		if c.iv != nil {
@@ -227,8 +249,8 @@ func (x *History) Observe(h Holding) {
 	for _, e := range h.Held {
 		k := e
 		if i := claimIndex(cur, k); i >= 0 {
-			if iv := cur[i].iv; iv != nil && h.Ports != nil && !slices.Equal(iv.ports, h.Ports) {
-				iv.ports = h.Ports
+			if iv := cur[i].iv; iv != nil && h.Ports != nil && !slices.Equal(iv.Ports(), h.Ports) {
+				iv.ports = portsOf(h.Ports)
 				x.dirtyLocked(iv, false)
 			}
 			continue
@@ -247,12 +269,12 @@ func (x *History) Observe(h Holding) {
 		x.supersedeLocked(k, w, now)
 		role, _ := nameIndex(roleNames[:], e.Role) // the roles an event holds are this package's
 		code, _ := nameIndex(sinceNames[:], since)
-		iv := &interval{id: x.nextID, ip: e.IP, who: w, role: role, from: from, since: code, ports: h.Ports}
+		iv := &interval{id: x.nextID, ip: e.IP, who: w, role: role, from: from, since: code, ports: portsOf(h.Ports)}
 		x.nextID++
 		x.dirtyLocked(iv, false)
 		x.byIP[e.IP] = append(x.byIP[e.IP], iv)
 		x.count++
-		cur = append(cur, claim{key: k, iv: iv})
+		cur = append(cur, claim{ip: e.IP, iv: iv, role: role})
 	}
 	if len(cur) == 0 {
 		delete(x.open, h.Owner.UID)
@@ -398,7 +420,7 @@ func (x *History) at(ip string, t time.Time, visible func(Kind, string) bool) (H
 func (iv *interval) owner() Interval {
 	w := iv.who
 	o := Interval{Owner: Owner{Kind: w.kind, Namespace: w.namespace, Name: w.name, UID: w.uid, Role: iv.Role(),
-		HostNetwork: w.hostNetwork, Ports: iv.ports}, From: time.Unix(0, iv.from).UTC(), Since: iv.Since()}
+		HostNetwork: w.hostNetwork, Ports: iv.Ports()}, From: time.Unix(0, iv.from).UTC(), Since: iv.Since()}
 	if iv.to != 0 {
 		o.To = time.Unix(0, iv.to).UTC()
 	}

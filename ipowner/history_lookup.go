@@ -60,7 +60,7 @@ func (l *Answer[O]) narrowHistory(found []*interval, p Port) []*interval {
 	l.Port = &PortAnswer{Number: p.Number, Protocol: p.Protocol}
 	var declared []*interval
 	for _, iv := range found {
-		if slices.Contains(iv.ports, p) {
+		if slices.Contains(iv.Ports(), p) {
 			declared = append(declared, iv)
 		}
 	}

@@ -129,7 +129,7 @@ func (x *History) restore(id uint64, s storedInterval) {
 	who := x.restoredOwner(s)
 	role, _ := nameIndex(roleNames[:], s.Role) // checked when read
 	since, _ := nameIndex(sinceNames[:], s.Since)
-	iv := &interval{id: id, ip: s.IP, who: who, role: role, from: s.From, to: s.To, since: since, ports: s.Ports}
+	iv := &interval{id: id, ip: s.IP, who: who, role: role, from: s.From, to: s.To, since: since, ports: portsOf(s.Ports)}
 	x.byIP[s.IP] = append(x.byIP[s.IP], iv)
 	x.count++
 	x.nextID = max(x.nextID, id+1)
@@ -143,7 +143,7 @@ func (x *History) restore(id uint64, s storedInterval) {
 		claims[i].iv = iv // the file holds one open interval per claim; keep the last
 		return
 	}
-	x.open[s.UID] = append(claims, claim{key: k, iv: iv})
+	x.open[s.UID] = append(claims, claim{ip: s.IP, iv: iv, role: role})
 }
 
 func (x *History) restoredOwner(s storedInterval) *who {
@@ -220,7 +220,7 @@ func (x *History) flush() error {
 		c := change{key: idKey(iv.id)}
 		if !deleted {
 			c.val, _ = json.Marshal(storedInterval{IP: iv.ip, Kind: iv.who.kind.String(), Namespace: iv.who.namespace, Name: iv.who.name,
-				UID: iv.who.uid, HostNetwork: iv.who.hostNetwork, Role: iv.Role(), From: iv.from, To: iv.to, Since: iv.Since(), Ports: iv.ports})
+				UID: iv.who.uid, HostNetwork: iv.who.hostNetwork, Role: iv.Role(), From: iv.from, To: iv.to, Since: iv.Since(), Ports: iv.Ports()})
 		}
 		changes = append(changes, c)
 	}

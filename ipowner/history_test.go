@@ -377,3 +377,47 @@ func TestIntervalNamesRoundTrip(t *testing.T) {
 		t.Error("an unknown role is found")
 	}
 }
+
+// TestHistoryPortsAtAMoment: given two Services sharing an external IP,
+// one declaring 80/TCP, the other 8080/TCP, and a pod holding another
+// address (no ports), when asked at a moment with a port, then the
+// answer narrows to the Service that declared it and the owners carry
+// their ports; with a port nobody declared, both stay.
+func TestHistoryPortsAtAMoment(t *testing.T) {
+	clk := &handClock{sec(100)}
+	x := newHistory(HistoryOptions{}, clk.now)
+	web, api := svcHolding("W", RoleExternalIP, "10.9.0.1"), svcHolding("A", RoleExternalIP, "10.9.0.1")
+	web.Ports, api.Ports = []Port{{80, "TCP"}}, []Port{{8080, "TCP"}}
+	x.Observe(web)
+	x.Observe(api)
+	x.Observe(podHolding("P", false, "10.9.0.2"))
+	clk.t = sec(300)
+	ports := map[string][]Port{"W": web.Ports, "A": api.Ports, "P": nil}
+	for _, c := range []struct {
+		ip       string
+		port     int32
+		want     string
+		narrowed bool
+	}{
+		{"10.9.0.1", 80, "W", true},
+		{"10.9.0.1", 8080, "A", true},
+		{"10.9.0.1", 443, "A W", false},
+		{"10.9.0.2", 80, "P", false},
+	} {
+		var out Answer[*object]
+		if err := LookupAt(x, Query{IP: c.ip, At: sec(150), Port: Port{c.port, "TCP"}}, &out); err != nil {
+			t.Fatalf("%s port %d: %v", c.ip, c.port, err)
+		}
+		var uids []string
+		for _, o := range out.History.Owners {
+			uids = append(uids, o.UID)
+			if !slices.Equal(o.Ports, ports[o.UID]) {
+				t.Errorf("%s: %s's ports %v, want %v", c.ip, o.UID, o.Ports, ports[o.UID])
+			}
+		}
+		slices.Sort(uids)
+		if got := strings.Join(uids, " "); got != c.want || (out.Via == "port") != c.narrowed {
+			t.Errorf("%s port %d: owners %q via %q; want %q, narrowed %v", c.ip, c.port, got, out.Via, c.want, c.narrowed)
+		}
+	}
+}

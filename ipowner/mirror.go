@@ -31,7 +31,7 @@ type MirrorOptions struct {
 type change struct {
 	seq      uint64
 	ip       string
-	old, cur []Owner
+	old, cur []mirrorOwner
 	at       time.Time
 	once     sync.Once
 	all      []byte
@@ -58,8 +58,8 @@ type Mirror struct {
 	epoch string
 
 	mu     sync.Mutex
-	owners map[string][]Owner // ip → owners, ordered (sortOwners)
-	holds  map[string][]Held  // uid → what it holds
+	owners map[string][]mirrorOwner // ip → owners, ordered (sortOwners)
+	holds  map[string][]Held        // uid → what it holds
 	// log is the history for resuming; its positions are the sequence
 	// (the head is the last change's).
 	log  *replay.Log[*change]
@@ -71,7 +71,7 @@ func NewMirror(now func() time.Time, opts MirrorOptions) *Mirror {
 	var b [6]byte
 	rand.Read(b[:]) // never fails (crypto/rand)
 	return &Mirror{now: now, opts: opts, epoch: hex.EncodeToString(b[:]),
-		owners: map[string][]Owner{}, holds: map[string][]Held{},
+		owners: map[string][]mirrorOwner{}, holds: map[string][]Held{},
 		log: replay.NewLog[*change](opts.HistorySize, opts.HistoryAge)}
 }
 
@@ -91,15 +91,31 @@ func (m *Mirror) parsePosition(p string) (seq uint64, ours bool, err error) {
 	return seq, epoch == m.epoch, nil
 }
 
+// mirrorOwner is what the mirror keeps of an owner of an address: an
+// Owner less the phase and ports the stream never sends, its role a byte
+// (roleNames). There is one per address held, so it is kept small; the
+// encoder is given the Owner back (owner).
+type mirrorOwner struct {
+	namespace, name, uid, nodeName string
+	kind                           Kind
+	hostNetwork                    bool
+	role                           uint8
+}
+
+func (o *mirrorOwner) owner() Owner {
+	return Owner{Kind: o.kind, HostNetwork: o.hostNetwork, Namespace: o.namespace, Name: o.name, UID: o.uid,
+		Role: roleNames[o.role], NodeName: o.nodeName}
+}
+
 // sortOwners orders an address's owners as the lookups list them: pods,
 // then Services, then nodes; each by namespace/name, then role and UID.
-func sortOwners(owners []Owner) {
-	slices.SortFunc(owners, func(a, b Owner) int {
-		if c := int(a.Kind) - int(b.Kind); c != 0 {
+func sortOwners(owners []mirrorOwner) {
+	slices.SortFunc(owners, func(a, b mirrorOwner) int {
+		if c := int(a.kind) - int(b.kind); c != 0 {
 			return c
 		}
-		for _, c := range []int{strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name),
-			strings.Compare(string(a.Role), string(b.Role)), strings.Compare(a.UID, b.UID)} {
+		for _, c := range []int{strings.Compare(a.namespace, b.namespace), strings.Compare(a.name, b.name),
+			strings.Compare(string(roleNames[a.role]), string(roleNames[b.role])), strings.Compare(a.uid, b.uid)} {
 			if c != 0 {
 				return c
 			}
@@ -109,16 +125,14 @@ func sortOwners(owners []Owner) {
 }
 
 // sameOwners reports whether two owner sets are the same.
-func sameOwners(a, b []Owner) bool {
-	return slices.EqualFunc(a, b, func(x, y Owner) bool { return sameOwner(&x, &y) })
-}
+func sameOwners(a, b []mirrorOwner) bool { return slices.Equal(a, b) }
 
 // Observe records that the object h describes now holds h.Held (nothing,
 // when deleted), and publishes each address whose owner set changed.
 func (m *Mirror) Observe(h Holding) {
 	uid := h.Owner.UID
-	owner := Owner{Kind: h.Owner.Kind, Namespace: h.Owner.Namespace, Name: h.Owner.Name, UID: uid,
-		HostNetwork: h.Owner.HostNetwork, NodeName: h.Owner.NodeName}
+	owner := mirrorOwner{kind: h.Owner.Kind, namespace: h.Owner.Namespace, name: h.Owner.Name, uid: uid,
+		hostNetwork: h.Owner.HostNetwork, nodeName: h.Owner.NodeName}
 	held := h.Held // kept as it is when each is there once (the common case): not copied per object
 	for i, e := range h.Held {
 		if slices.Contains(h.Held[:i], e) {
@@ -143,16 +157,16 @@ func (m *Mirror) Observe(h Holding) {
 	}
 	for _, ip := range touched {
 		old := m.owners[ip]
-		cur := make([]Owner, 0, len(old)+1)
+		cur := make([]mirrorOwner, 0, len(old)+1)
 		for _, o := range old {
-			if o.UID != uid {
+			if o.uid != uid {
 				cur = append(cur, o)
 			}
 		}
 		for _, e := range held {
 			if e.IP == ip {
 				o := owner
-				o.Role = e.Role
+				o.role, _ = nameIndex(roleNames[:], e.Role) // the roles held are this package's
 				cur = append(cur, o)
 			}
 		}

@@ -96,14 +96,14 @@ func newFilter(q MirrorQuery) filter {
 	return f
 }
 
-func (f *filter) visible(o *Owner) bool {
-	if int(o.Kind) >= len(f.kinds) || !f.kinds[o.Kind] {
+func (f *filter) visible(o *mirrorOwner) bool {
+	if int(o.kind) >= len(f.kinds) || !f.kinds[o.kind] {
 		return false
 	}
-	if f.node != "" && (o.Kind == Pod && o.NodeName != f.node || o.Kind == Node && o.Name != f.node) {
+	if f.node != "" && (o.kind == Pod && o.nodeName != f.node || o.kind == Node && o.name != f.node) {
 		return false
 	}
-	if ns, ok := f.namespaces[o.Kind]; ok && !ns[o.Namespace] {
+	if ns, ok := f.namespaces[o.kind]; ok && !ns[o.namespace] {
 		return false
 	}
 	return true
@@ -111,7 +111,7 @@ func (f *filter) visible(o *Owner) bool {
 
 // view returns the owners f sees; all is set when that is every one
 // (owners itself, not a copy).
-func (f *filter) view(owners []Owner) (seen []Owner, all bool) {
+func (f *filter) view(owners []mirrorOwner) (seen []mirrorOwner, all bool) {
 	n := 0
 	for i := range owners {
 		if f.visible(&owners[i]) {
@@ -121,7 +121,7 @@ func (f *filter) view(owners []Owner) (seen []Owner, all bool) {
 	if n == len(owners) {
 		return owners, true
 	}
-	seen = make([]Owner, 0, n)
+	seen = make([]mirrorOwner, 0, n)
 	for i := range owners {
 		if f.visible(&owners[i]) {
 			seen = append(seen, owners[i])
@@ -148,7 +148,7 @@ func (f *filter) route(ch *change) (delivery, bool) {
 // when not all of them) or a bookmark.
 type delivery struct {
 	ch       *change
-	owners   []Owner
+	owners   []mirrorOwner
 	filtered bool
 	bookmark string // the position, for a bookmark
 }
@@ -156,7 +156,7 @@ type delivery struct {
 // item is one address of a snapshot.
 type item struct {
 	ip     string
-	owners []Owner
+	owners []mirrorOwner
 }
 
 // MirrorSub is one subscription to the address stream. Next must be
@@ -325,7 +325,7 @@ func (ch *change) message(m *Mirror) []byte {
 }
 
 // appendOwnersMessage appends {"type":"OWNERS"[,"resourceVersion"],"ip","owners"}.
-func appendOwnersMessage(b []byte, pos, ip string, owners []Owner) []byte {
+func appendOwnersMessage(b []byte, pos, ip string, owners []mirrorOwner) []byte {
 	b = append(b, `{"type":"`+MessageOwners+`"`...)
 	if pos != "" {
 		b = append(b, `,"resourceVersion":`...)
@@ -338,7 +338,8 @@ func appendOwnersMessage(b []byte, pos, ip string, owners []Owner) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = AppendStreamOwner(b, &owners[i])
+		o := owners[i].owner()
+		b = AppendStreamOwner(b, &o)
 	}
 	return append(b, "]}"...)
 }

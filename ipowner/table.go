@@ -49,6 +49,22 @@ type ownerID struct {
 	uid  string
 }
 
+// is reports whether r is the record of the object id names: idOf of
+// its owner, without making the key of an object that has no UID. A
+// record does not keep its id: there is one per object, and its owner
+// says it.
+func (r *record[O]) is(id ownerID) bool {
+	o := &r.owner[0]
+	if o.Kind != id.kind {
+		return false
+	}
+	if o.UID != "" {
+		return o.UID == id.uid
+	}
+	k, n := id.uid, len(o.Namespace)
+	return len(k) == n+1+len(o.Name) && k[:n] == o.Namespace && k[n] == '/' && k[n+1:] == o.Name
+}
+
 func idOf(o *Owner) ownerID {
 	if o.UID == "" {
 		return ownerID{o.Kind, o.Namespace + "/" + o.Name}
@@ -62,7 +78,6 @@ func idOf(o *Owner) ownerID {
 // addresses have one holder, and a list of their own would copy the
 // summary for each.
 type record[O any] struct {
-	id  ownerID
 	obj [1]O
 	// owner is the object's summary, its Ports those a port tells apart
 	// (an active hostNetwork pod's, a Service's), nil otherwise.
@@ -77,11 +92,13 @@ type record[O any] struct {
 // index for index. Immutable once in the table: answers share the
 // slices.
 type holders[O any] struct {
-	ip     string // normalized (indexers.NormalizeIP)
-	owners []Owner
-	items  []O
-	// pods and services are how many of owners are pods, then Services;
-	// the rest are nodes.
+	ip string // normalized (indexers.NormalizeIP)
+	// many are the lists when they are not the one record's own arrays
+	// (newHolders); nil when they are, as for most addresses: a pointer
+	// costs a third of the two slices.
+	many *heldLists[O]
+	// pods and services are how many of the holders are pods, then
+	// Services; the rest are nodes.
 	pods, services int32
 	// encoded is AppendHolders of these lists, made by the first lookup
 	// of the address (encoding): most addresses are never looked up, and
@@ -90,6 +107,22 @@ type holders[O any] struct {
 	// records are the distinct objects holding the address (a Service
 	// may hold it in two roles), in the lists' order, to rebuild from.
 	records []*record[O]
+}
+
+// heldLists are the holders of an address and their objects, index for
+// index.
+type heldLists[O any] struct {
+	owners []Owner
+	items  []O
+}
+
+// all are the holders and their objects, in Answer's order.
+func (h *holders[O]) all() ([]Owner, []O) {
+	if h.many != nil {
+		return h.many.owners, h.many.items
+	}
+	r := h.records[0]
+	return r.owner[:], r.obj[:]
 }
 
 // LookupInto answers q (its At ignored: that is the history's) in *out,
@@ -134,7 +167,7 @@ func (t *Table[O]) Addresses() []string {
 // h.Owner's kind and UID held before. Only the addresses it held or holds
 // are rebuilt.
 func (t *Table[O]) Set(h Holding, obj O) {
-	rec := &record[O]{id: idOf(&h.Owner), obj: [1]O{obj}, owner: [1]Owner{h.Owner}}
+	rec := &record[O]{obj: [1]O{obj}, owner: [1]Owner{h.Owner}}
 	own := &rec.owner[0]
 	own.Ports = nil
 	switch h.Owner.Kind {
@@ -157,7 +190,7 @@ func (t *Table[O]) Set(h Holding, obj O) {
 	default:
 		rec.held = h.Held
 	}
-	t.set(rec.id, rec)
+	t.set(idOf(&h.Owner), rec)
 }
 
 // Remove records that the object owner names was deleted.
@@ -205,7 +238,7 @@ func (t *Table[O]) set(id ownerID, rec *record[O]) {
 // nil: nothing), a new value: h is left as it is. nil when nobody does.
 func (h *holders[O]) with(ip string, id ownerID, rec *record[O]) *holders[O] {
 	if h != nil && rec != nil {
-		if i := slices.IndexFunc(h.records, func(r *record[O]) bool { return r.id == id }); i >= 0 && sameAt(h.records[i], rec, ip) {
+		if i := slices.IndexFunc(h.records, func(r *record[O]) bool { return r.is(id) }); i >= 0 && sameAt(h.records[i], rec, ip) {
 			return h.withObject(i, rec)
 		}
 	}
@@ -213,7 +246,7 @@ func (h *holders[O]) with(ip string, id ownerID, rec *record[O]) *holders[O] {
 	if h != nil {
 		records = make([]*record[O], 0, len(h.records)+1)
 		for _, r := range h.records {
-			if r.id != id {
+			if !r.is(id) {
 				records = append(records, r)
 			}
 		}
@@ -242,11 +275,12 @@ func newHolders[O any](ip string, records []*record[O]) *holders[O] {
 			}
 		}
 		if n == 1 && role == r.owner[0].Role {
-			out.owners, out.items = r.owner[:], r.obj[:]
-			out.count(r.id.kind)
+			out.count(r.owner[0].Kind)
 			return out
 		}
 	}
+	l := &heldLists[O]{}
+	out.many = l
 	for _, r := range records {
 		for _, e := range r.held {
 			if e.IP != ip {
@@ -254,8 +288,8 @@ func newHolders[O any](ip string, records []*record[O]) *holders[O] {
 			}
 			o := r.owner[0]
 			o.Role = e.Role
-			out.owners, out.items = append(out.owners, o), append(out.items, r.obj[0])
-			out.count(r.id.kind)
+			l.owners, l.items = append(l.owners, o), append(l.items, r.obj[0])
+			out.count(r.owner[0].Kind)
 		}
 	}
 	return out
@@ -274,12 +308,13 @@ func (h *holders[O]) count(kind Kind) {
 // lists cuts the holders into Answer's lists, nil where there are none,
 // each capped so that appending to one never writes into the next.
 func (h *holders[O]) lists() (pods, services, nodes []Owner, podItems, serviceItems, nodeItems []O) {
-	p, s, n := int(h.pods), int(h.pods+h.services), len(h.owners)
+	owners, items := h.all()
+	p, s, n := int(h.pods), int(h.pods+h.services), len(owners)
 	cut := func(lo, hi int) ([]Owner, []O) {
 		if lo == hi {
 			return nil, nil
 		}
-		return h.owners[lo:hi:hi], h.items[lo:hi:hi]
+		return owners[lo:hi:hi], items[lo:hi:hi]
 	}
 	pods, podItems = cut(0, p)
 	services, serviceItems = cut(p, s)
@@ -303,10 +338,10 @@ func (h *holders[O]) encoding() []byte {
 // as comparePods orders them, then Services, then nodes, by namespace and
 // name (a Service's roles then follow its held order).
 func compareRecords[O any](a, b *record[O]) int {
-	if c := int(a.id.kind) - int(b.id.kind); c != 0 {
+	if c := int(a.owner[0].Kind) - int(b.owner[0].Kind); c != 0 {
 		return c
 	}
-	if a.id.kind == Pod {
+	if a.owner[0].Kind == Pod {
 		return comparePods(&a.owner[0], &b.owner[0])
 	}
 	return compareNames(&a.owner[0], &b.owner[0])

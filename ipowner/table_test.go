@@ -343,3 +343,30 @@ func TestOwnerTableEncodesOnFirstLookup(t *testing.T) {
 		t.Fatal("an update answering the same did not keep the encoding")
 	}
 }
+
+// TestOwnerTableObjectsWithoutUID: objects without a UID are known by
+// kind and namespace/name: an update replaces its own holdings only, a
+// pod of that name in another namespace and a node of that name are
+// other objects, and a remove by name removes that one object.
+func TestOwnerTableObjectsWithoutUID(t *testing.T) {
+	table := NewTable[*object](Pod, Node)
+	a, b := runningPod("a", "web", ""), runningPod("b", "web", "")
+	node := Holding{Owner: Owner{Kind: Node, Name: "web"}, Held: []Held{{"10.0.0.1", RoleNodeInternal}}}
+	table.Set(a, &object{key: "a/web"})
+	table.Set(b, &object{key: "b/web"})
+	table.Set(node, &object{key: "web"})
+	bNew := &object{key: "b/web", rv: 2}
+	table.Set(b, bNew) // an update of b: a stays
+	if got := tableHolders(table, "10.0.0.1"); len(got.Pods) != 2 || len(got.Nodes) != 1 || got.Items[1] != bNew {
+		t.Fatalf("after b's update: pods %+v, nodes %+v; want a and b (updated), and the node", got.Pods, got.Nodes)
+	}
+	table.Remove(a.Owner)
+	if got := tableHolders(table, "10.0.0.1"); len(got.Pods) != 1 || got.Pods[0].Namespace != "b" || len(got.Nodes) != 1 {
+		t.Fatalf("after a's delete: pods %+v, nodes %+v; want b and the node", got.Pods, got.Nodes)
+	}
+	table.Remove(node.Owner)
+	table.Remove(b.Owner)
+	if len(table.byUID) != 0 || len(table.byIP) != 0 {
+		t.Fatalf("after every delete the table knows %d objects and %d addresses", len(table.byUID), len(table.byIP))
+	}
+}

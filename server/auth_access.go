@@ -93,7 +93,7 @@ type clusterPartKey struct{}
 
 type partAccess struct {
 	name    string
-	state   string // the cluster's state when the answer began
+	state   string // the cluster's state when the answer began, if read
 	timeout time.Duration
 	// unreachable: the cluster is stale or failed and its last access
 	// review failed: its API server does not answer; only cached
@@ -117,9 +117,11 @@ func (s *Server) ClusterPartContext(ctx context.Context, name string) (context.C
 	if !s.authorizing() {
 		return ctx, func() {}
 	}
-	st := StateOf(name, s.r).State
-	part := partAccess{name: name, state: st, timeout: s.opts.Auth.ClusterTimeout,
-		unreachable: (st == ClusterStale || st == ClusterFailed) && s.reviewsFailing.Load()}
+	part := partAccess{name: name, timeout: s.opts.Auth.ClusterTimeout}
+	if s.reviewsFailing.Load() { // only then is its state read: StateOf visits every resource
+		part.state = StateOf(name, s.r).State
+		part.unreachable = part.state == ClusterStale || part.state == ClusterFailed
+	}
 	ctx, cancel := context.WithTimeout(ctx, part.timeout)
 	return context.WithValue(ctx, clusterPartKey{}, part), cancel
 }

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"fmt"
+
 	"github.com/labstack/echo/v4"
 
 	"github.com/kubeindex/kubeindex/cache"
@@ -23,6 +25,14 @@ func (s *Server) streamAccess(c echo.Context) *access {
 // ends the socket. A refusal becomes the ERROR answer to the message (401,
 // or 403 Forbidden); an allowed one carries its namespace scope.
 func (w *wsConn) authorize(cmd clientCmd) clientCmd {
+	if cmd.err == nil && cmd.msg.Cluster != "" && !w.srv.fleetFront() {
+		cmd.err = fmt.Errorf("%w: cluster is a field of a subscription on a fleet's root, across clusters; this socket is one cluster's", errBadRequest)
+		return cmd
+	}
+	if cmd.err == nil && w.srv.fleetFront() && cmd.msg.Op == "window" {
+		cmd.err = fmt.Errorf("%w: live windows are per cluster: open them on /clusters/{name}/api/v1/stream", errBadRequest)
+		return cmd
+	}
 	if cmd.err == nil && cmd.msg.Op == "window" {
 		return w.prepareWindow(cmd)
 	}
@@ -31,6 +41,9 @@ func (w *wsConn) authorize(cmd clientCmd) clientCmd {
 	}
 	if cmd.err = w.life.authenticate(w.hub.ctx); cmd.err != nil {
 		return cmd
+	}
+	if w.srv.fleetFront() {
+		return w.prepareFleet(cmd)
 	}
 	if cmd.msg.Resource == cache.AddressStream {
 		q := addressWatchQuery(cmd.msg.Kinds, cmd.msg.Node, cmd.msg.ResourceVersion)

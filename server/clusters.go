@@ -30,6 +30,10 @@ type Clusters interface {
 	// error wrapping ErrUnknownCluster when no cluster has the name, or
 	// ErrClusterUnavailable (with the reason) while it is not serving.
 	Cluster(name string) (*Server, error)
+	// Names lists the clusters in the configured order: what a question
+	// across clusters asks, without States' counts (a listing of each
+	// cluster's store).
+	Names() []string
 	// States describes every cluster, in the configured order.
 	States() []ClusterState
 	// Ready is the fleet's readiness, for /readyz.

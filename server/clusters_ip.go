@@ -87,9 +87,7 @@ func (s *Server) clusterIP(c echo.Context) error {
 func (s *Server) clusterNames(param string) ([]string, error) {
 	var all []string
 	if s.opts.Clusters != nil {
-		for _, st := range s.opts.Clusters.States() {
-			all = append(all, st.Name)
-		}
+		all = s.opts.Clusters.Names()
 	} else {
 		all = []string{s.opts.ClusterName}
 	}

@@ -213,7 +213,7 @@ func (s *Server) listPart(c echo.Context, fq *fleetQuestion, name string, tok *f
 		return p.failed(err), sort, callersError(err)
 	}
 	if done {
-		p.res.Items, p.res.Remaining, p.res.Continue = nil, 0, ""
+		p.res.Items, p.res.Values, p.res.Remaining, p.res.Continue = nil, nil, 0, ""
 	}
 	total := p.res.Total
 	p.slot.Status, p.slot.State, p.slot.Total = http.StatusOK, ClusterSynced, &total
@@ -221,10 +221,17 @@ func (s *Server) listPart(c echo.Context, fq *fleetQuestion, name string, tok *f
 	if p.res.Freshness.Stale {
 		p.slot.State = ClusterStale
 	}
-	p.local = make([][]query.Value, len(p.res.Items))
+	// The cluster's answer holds its items' sort values as it ordered
+	// them; reading them again would read each object's JSON.
+	p.local = p.res.Values
+	if len(p.local) != len(p.res.Items) {
+		p.local = make([][]query.Value, len(p.res.Items))
+		for i, o := range p.res.Items {
+			p.local[i] = ask.SortValues(o)
+		}
+	}
 	p.full = make([][]query.Value, len(p.res.Items))
-	for i, o := range p.res.Items {
-		p.local[i] = ask.SortValues(o)
+	for i := range p.res.Items {
 		p.full[i] = query.ClusterValues(sort, name, p.local[i])
 	}
 	return p, sort, nil

@@ -397,7 +397,7 @@ func mapsEqual(a, b map[string]int) bool {
 
 // TestFleetQuestionErrors: a parameter no cluster can read is the
 // caller's 400, whichever cluster reads it; an unknown resource in every
-// cluster is 404; streams across clusters are refused.
+// cluster is 404; a watch that is no stream request is told how to open one.
 func TestFleetQuestionErrors(t *testing.T) {
 	tf := startTestFleet(t, nil, AuthOptions{})
 	for _, tc := range []struct {
@@ -409,7 +409,7 @@ func TestFleetQuestionErrors(t *testing.T) {
 		{"/api/v1/pods?sort=cluster,", 400, "sort"},
 		{"/api/v1/pods?cluster=zz", 400, "no such cluster"},
 		{"/api/v1/pods?continue=nope", 400, "continue"},
-		{"/api/v1/pods?watch=true", 400, "/clusters/{name}/"},
+		{"/api/v1/pods?watch=true", 400, "Accept: text/event-stream"},
 		{"/api/v1/nopes", 404, "no cluster serves"},
 		{"/api/v1/resources/pods/counts?groupBy=a,b,c", 400, "groupBy"},
 	} {

@@ -61,6 +61,8 @@ func (f *fakeFleet) Cluster(name string) (*Server, error) {
 	return s, nil
 }
 
+func (f *fakeFleet) Names() []string { return f.names }
+
 func (f *fakeFleet) States() []ClusterState {
 	var out []ClusterState
 	for _, n := range f.names {

@@ -155,7 +155,8 @@ func (s *Server) table() []*route {
 	table = append(table, s.kubeWrites(reads)...)
 	if s.fleetFront() {
 		// A fleet's front answers a list and counts across its clusters.
-		across := map[string]echo.HandlerFunc{"/api/v1/:resource": s.fleetList, "/api/v1/resources/:resource/counts": s.fleetCounts}
+		across := map[string]echo.HandlerFunc{"/api/v1/:resource": s.fleetListOrWatch, "/api/v1/resources/:resource/counts": s.fleetCounts,
+			"/api/v1/stream": s.stream, `/api/v1/ip\:watch`: s.fleetWatchAddresses}
 		return slices.DeleteFunc(table, func(rt *route) bool {
 			if h, ok := across[rt.path]; ok {
 				rt.handler = h

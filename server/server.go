@@ -138,6 +138,9 @@ type Server struct {
 	// its streams end then.
 	retired context.Context
 	retire  context.CancelCauseFunc
+	// fleetStates follows a fleet's clusters for its streams across
+	// clusters (clusters_stream.go).
+	fleetStates stateWatch
 	// reviewsFailing: the last access review asked of this cluster's API
 	// server failed (ClusterPartContext).
 	reviewsFailing atomic.Bool

@@ -14,6 +14,7 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/labstack/echo/v4"
 
+	"github.com/kubeindex/kubeindex/auth"
 	"github.com/kubeindex/kubeindex/cache"
 	"github.com/kubeindex/kubeindex/internal/jsonscan"
 )
@@ -99,7 +100,7 @@ func (s *Server) openSocket(c echo.Context, header http.Header, mux bool, notify
 		frames: frameWriter{conn: conn.NetConn(), timeout: s.streams.opts.WriteTimeout,
 			delivery: deliveryTimer{obs: s.metrics.deliveryWS}},
 		pace: newPacer(s.streams.opts.Coalesce), wake: notify, cmds: make(chan *clientCmd, maxCommandsPerWake), pings: make(chan string, 1),
-		done: make(chan struct{}), access: s.streamAccess(c), life: s.startLife(c, 0, notify),
+		done: make(chan struct{}), access: s.streamAccess(c), user: userOf(c), life: s.startLife(c, 0, notify),
 	}, nil
 }
 
@@ -129,14 +130,16 @@ type wsConn struct {
 	subs    []*wsSub              // served round-robin, in this order
 	peer    *websocket.CloseError // set by the reader before it closes cmds
 	access  *access               // the caller's, when authorizing; used by the reader
+	user    *auth.User            // the caller, for streams across clusters
 	life    *streamLife           // ends the socket: token revoked, lifetime over
 }
 
 type wsSub struct {
-	id  string
-	sub cache.Subscription
-	tag []byte   // `{"id":"…",` on the multiplexed socket
-	pos position // where the client would resume
+	id    string
+	sub   cache.Subscription
+	fleet *fleetStream // instead of sub, a stream across clusters
+	tag   []byte       // `{"id":"…",` on the multiplexed socket
+	pos   position     // where the client would resume
 }
 
 // clientCmd is one message from the reader: parsed, or why it is not.
@@ -146,6 +149,7 @@ type clientCmd struct {
 	namespaces []string                 // a subscribe's authorized scope (cache.WatchQuery.Namespaces)
 	addresses  *cache.AddressWatchQuery // an address stream's subscribe, authorized
 	window     *cache.WindowQuery       // a window op's question, read and authorized
+	fleet      *fleetStream             // a subscribe across clusters, opened
 }
 
 func (w *wsConn) add(id string, sub cache.Subscription) {
@@ -162,7 +166,11 @@ func (w *wsConn) find(id string) int {
 }
 
 func (w *wsConn) removeAt(i int) {
-	w.hub.unsubscribe(w.subs[i].sub)
+	if fs := w.subs[i].fleet; fs != nil {
+		fs.close()
+	} else {
+		w.hub.unsubscribe(w.subs[i].sub)
+	}
 	w.subs = slices.Delete(w.subs, i, i+1)
 }
 
@@ -206,6 +214,13 @@ func (w *wsConn) run() {
 	go w.writer()
 	w.read(pongWait)
 	<-w.done
+	// A stream across clusters the reader opened and the writer never
+	// took: its parts are subscriptions to end.
+	for cmd := range w.cmds {
+		if cmd.fleet != nil {
+			cmd.fleet.close()
+		}
+	}
 }
 
 // read turns client messages into commands for the writer.
@@ -239,6 +254,9 @@ func (w *wsConn) received(typ int, r io.Reader, pongWait time.Duration) bool {
 		signal(w.wake)
 		return true
 	case <-w.done:
+		if cmd.fleet != nil {
+			cmd.fleet.close()
+		}
 		return false
 	}
 }

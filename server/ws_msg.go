@@ -39,12 +39,13 @@ type clientMessage struct {
 	Diff            string `json:"diff"`
 	Kinds           string `json:"kinds"`
 	Node            string `json:"node"`
+	Cluster         string `json:"cluster"` // on a fleet's front: the clusters, comma-separated
 	windowFields           // op "window" and "scroll" (ws_window.go)
 }
 
 const maxIDBytes = 128
 
-var messageFields = append([]string{"op", "id", "resource", "namespace", "labelSelector", "index", "value", "resourceVersion", "snapshot", "diff", "kinds", "node"}, windowFieldNames...)
+var messageFields = append([]string{"op", "id", "resource", "namespace", "labelSelector", "index", "value", "resourceVersion", "snapshot", "diff", "kinds", "node", "cluster"}, windowFieldNames...)
 
 // unknownKey returns a member name that is not exactly one of
 // messageFields: encoding/json matches names without regard to case, so a

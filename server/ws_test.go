@@ -13,7 +13,7 @@ import (
 // The writer pings the peer every interval, answers the peer's pings, and
 // a peer that stops answering is disconnected; events flow meanwhile.
 func TestWebSocketPingsAndPongs(t *testing.T) {
-	ss := startStreams(t, Options{Streams: StreamOptions{PingInterval: 50 * time.Millisecond}}, cachetest.PodSpec())
+	ss := startStreams(t, Options{Streams: StreamOptions{PingInterval: 500 * time.Millisecond}}, cachetest.PodSpec())
 
 	conn := dialWS(t, ss.wsURL("/api/v1/pods?watch=true&snapshot=false"), nil)
 	var pings, events atomic.Int64

@@ -158,6 +158,10 @@ func (w *wsConn) drain() (open bool, err error) {
 // drainOne batches up to maxMessagesPerWake of ws's messages. full: it may
 // have more; ended: its last message was the terminal RESYNC_REQUIRED.
 func (w *wsConn) drainOne(ws *wsSub) (full, ended bool, err error) {
+	if ws.fleet != nil {
+		full, err = w.drainFleet(ws.fleet)
+		return full, false, err
+	}
 	for range maxMessagesPerWake {
 		if w.hub.ctx.Err() != nil {
 			return true, false, nil
@@ -206,6 +210,9 @@ func (w *wsConn) handle(cmd *clientCmd) error {
 	if cmd.addresses != nil {
 		return w.subscribeAddresses(m.ID, *cmd.addresses)
 	}
+	if cmd.fleet != nil {
+		return w.subscribeFleet(m.ID, cmd.fleet)
+	}
 	switch {
 	case cmd.window != nil:
 		return w.openWindow(m.ID, m.Resource, *cmd.window)
@@ -250,6 +257,14 @@ func (w *wsConn) endLife(why error) error {
 		return nil
 	}
 	for _, ws := range w.subs {
+		if ws.fleet != nil {
+			if b, ok := ws.fleet.bookmark(); ok {
+				if err := w.frames.addRaw(b); err != nil {
+					return err
+				}
+			}
+			continue
+		}
 		if m, ok := ws.pos.bookmark(); ok {
 			if err := w.frames.add(&m, ws.tag); err != nil {
 				return err

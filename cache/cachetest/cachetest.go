@@ -53,6 +53,9 @@ type Config struct {
 	Wrap func(http.Handler) http.Handler
 	// Options for the cache; StaleAfter defaults to 200ms here.
 	Options cache.Options
+	// Pods grows the simulated cluster to this many pods (demo.Options'
+	// Pods; 0: the scenario's own).
+	Pods int
 }
 
 // New builds the cache over a fresh demo cluster without starting it.
@@ -64,7 +67,7 @@ func New(t testing.TB, specs ...cache.Spec) *Fixture {
 // NewWith is New with a Config.
 func NewWith(t testing.TB, conf Config, specs ...cache.Spec) *Fixture {
 	t.Helper()
-	sim, err := demo.NewTest(demo.Options{Seed: 7, BookmarkInterval: 200 * time.Millisecond, Now: FixedClock})
+	sim, err := demo.NewTest(demo.Options{Seed: 7, BookmarkInterval: 200 * time.Millisecond, Now: FixedClock, Pods: conf.Pods})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +126,7 @@ func StartWith(t testing.TB, conf Config, specs ...cache.Spec) *Fixture {
 		cancel()
 		<-done
 	})
-	syncCtx, cancelSync := context.WithTimeout(ctx, 30*time.Second)
+	syncCtx, cancelSync := context.WithTimeout(ctx, 30*time.Second+time.Duration(conf.Pods)*time.Millisecond)
 	defer cancelSync()
 	if !f.Cache.WaitForSync(syncCtx) {
 		t.Fatal("cache did not sync")

@@ -103,6 +103,9 @@ func (r *runner) fleetFigures(ctx context.Context) error {
 	if err := r.fleetLookups(ctx, sides, ks, name, against, simulated); err != nil {
 		return err
 	}
+	if err := r.fleetQuestions(ctx, ks, n, simulated); err != nil {
+		return err
+	}
 	syncNote := "each round a fresh kubeindex of each, one after the other (which goes first alternating), from process start to /readyz (a fleet's: every cluster synced); " + simulated
 	f := pairFigure(name("initial sync CPU per pod"), "µs", against, "ratio <= 1.1", cpu, kOverC, func(x float64) bool { return x <= 1.1 })
 	f.Note = "kubeindex's CPU (the kernel's CPU clock of the process) until ready; " + syncNote
@@ -324,4 +327,51 @@ func podIPs(ctx context.Context, base string, limit int) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// fleetQuestions adds the latencies of questions across the fleet's
+// clusters at its root, each beside the same question asked of the
+// single cluster (the two in turn): a sorted page of 100 over every pod
+// (target p99 <= 10 ms), and a list of 10,000 (target p50 <= 250 ms).
+func (r *runner) fleetQuestions(ctx context.Context, ks [2]*kubeindex, n int, simulated string) error {
+	client := loopbackClient(2)
+	defer client.CloseIdleConnections()
+	buf := make([]byte, 64<<10)
+	for _, q := range []struct {
+		what, query string
+		requests    int
+		at          float64
+		label       string
+		limit       float64
+	}{
+		{"cross-cluster sorted page of 100", "sort=-restarts,-age&limit=100", r.o.LatencyRequests, .99, "p99", 10},
+		{"cross-cluster sorted page of 100", "sort=-restarts,-age&limit=100", r.o.LatencyRequests, .50, "p50", 0},
+		{"cross-cluster list of 10,000", "limit=10000", 20, .50, "p50", 250},
+		{"cross-cluster list of 10,000", "limit=10000", 20, .99, "p99", 0},
+	} {
+		url := func(i int) func(int) string {
+			return func(int) string { return ks[i].base + "/api/v1/pods?" + q.query }
+		}
+		if _, _, err := pairedLatencies(ctx, client, 3, url(0), url(1), buf); err != nil { // the sort's ordered indexes
+			return err
+		}
+		var fleet []float64
+		var single []float64
+		for range r.o.Rounds {
+			a, b, err := pairedLatencies(ctx, client, q.requests, url(0), url(1), buf)
+			if err != nil {
+				return err
+			}
+			fleet, single = append(fleet, ms(percentile(a, q.at))), append(single, ms(percentile(b, q.at)))
+		}
+		target, met := information, func(float64) bool { return true }
+		if q.limit > 0 {
+			target, met = fmt.Sprintf("<= %g ms", q.limit), func(v float64) bool { return v <= q.limit }
+		}
+		f := absFigure(fmt.Sprintf("fleet: %s %s over %d pods, %d clusters", q.what, q.label, n, fleetClusters), "ms", target, fleet, met)
+		f.Note = fmt.Sprintf("GET /api/v1/pods?%s at the fleet's root, %d requests per round over keep-alive loopback HTTP, one client, in turn with the same question of the single cluster of %d pods (its %s %.1f ms); %s",
+			q.query, q.requests, n, q.label, median(single), simulated)
+		r.add(f)
+	}
+	return nil
 }

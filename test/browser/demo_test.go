@@ -29,6 +29,11 @@ func TestDashboardDemo(t *testing.T) {
 	p.run("opening the dashboard", chromedp.Navigate(px.URL()+"/#/pods"))
 
 	tableMatchesAPI(t, p, ki.URL)
+	var picker bool
+	p.mustEval(`(() => { `+visibleJS+` return shown(document.getElementById('clusters')); })()`, &picker)
+	if picker {
+		t.Errorf("a single cluster shows the cluster picker")
+	}
 	startRV := podRV(t, ki.URL)
 	if s := p.state(); !s.Simulated {
 		t.Errorf("the SIMULATED badge is not shown in --demo: %v", s)

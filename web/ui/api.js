@@ -62,13 +62,40 @@ function query(params) {
   return s ? `?${s}` : '';
 }
 
-export const api = {
-  resources: (opts) => getJSON('/api/v1/resources', opts),
-  lookupIP: (ip, params, opts) => getJSON(`/api/v1/ip/${encodeURIComponent(ip)}${query(params)}`, opts),
-  indexValues: (resource, index, limit, opts) =>
-    getJSON(`/api/v1/resources/${encodeURIComponent(resource)}/indexes/${encodeURIComponent(index)}${query({limit})}`, opts),
-  list: (resource, params, opts) => getJSON(`/api/v1/${encodeURIComponent(resource)}${query(params)}`, opts),
-  get: (resource, key, opts) => getJSON(`/api/v1/${encodeURIComponent(resource)}/${key.split('/').map(encodeURIComponent).join('/')}`, opts),
-  counts: (resource, params, opts) => getJSON(`/api/v1/resources/${encodeURIComponent(resource)}/counts${query(params)}`, opts),
-  search: (params, opts) => getJSON(`/api/v1/search${query(params)}`, opts),
+// place is where the dashboard's cluster answers: '' (the root: a single
+// cluster, or a fleet's lists and counts across its clusters) or
+// /clusters/{name} (one cluster of a fleet). app.js sets it when the view
+// changes cluster; every api call reads it when it is made.
+export const place = {base: ''};
+
+// clusterBase is the path prefix of one cluster of a fleet.
+export function clusterBase(name) {
+  return `/clusters/${encodeURIComponent(name)}`;
+}
+
+function routes(base) {
+  return {
+    resources: (opts) => getJSON(`${base()}/api/v1/resources`, opts),
+    lookupIP: (ip, params, opts) => getJSON(`${base()}/api/v1/ip/${encodeURIComponent(ip)}${query(params)}`, opts),
+    indexValues: (resource, index, limit, opts) =>
+      getJSON(`${base()}/api/v1/resources/${encodeURIComponent(resource)}/indexes/${encodeURIComponent(index)}${query({limit})}`, opts),
+    list: (resource, params, opts) => getJSON(`${base()}/api/v1/${encodeURIComponent(resource)}${query(params)}`, opts),
+    get: (resource, key, opts) => getJSON(`${base()}/api/v1/${encodeURIComponent(resource)}/${key.split('/').map(encodeURIComponent).join('/')}`, opts),
+    counts: (resource, params, opts) => getJSON(`${base()}/api/v1/resources/${encodeURIComponent(resource)}/counts${query(params)}`, opts),
+    search: (params, opts) => getJSON(`${base()}/api/v1/search${query(params)}`, opts),
+  };
+}
+
+// api asks the cluster the dashboard shows (place.base).
+export const api = routes(() => place.base);
+
+// inCluster asks one named cluster of a fleet, whatever the view shows.
+export function inCluster(name) {
+  return routes(() => clusterBase(name));
+}
+
+// fleet asks a fleet's own routes, at the root (docs/clusters.md); its
+// list and counts are api.list and api.counts with place.base ''.
+export const fleet = {
+  clusters: (opts) => getJSON('/api/v1/clusters', opts),
 };

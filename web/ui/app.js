@@ -4,6 +4,12 @@
 // #/pods?namespace=media&filter=status%21%3DRunning&sort=-restarts, so a
 // view can be reloaded, bookmarked and shared.
 //
+// A kubeindex serving several clusters (its root answers /api/v1/resources
+// 404) gets a cluster picker (clusters.js): the hash then starts with the
+// cluster, #/clusters/east/pods, and every request, stream, search and IP
+// lookup of the page goes under that cluster's prefix; #/clusters/*/pods
+// is the view across every cluster (FleetView, fleet.js).
+//
 // A resource of at most ASK_ABOVE objects, asked no question, is
 // downloaded and kept live whole (ResourceView: sorted and searched in the
 // page). A larger one, or any view with a filter or a sort, asks the
@@ -11,7 +17,7 @@
 // the server).
 
 import {counted, clock, ago, typing, h} from './dom.js';
-import {api, credentials, wsProtocols} from './api.js';
+import {api, clusterBase, credentials, fleet, inCluster, place, wsProtocols} from './api.js';
 import {StreamClient, streamURL} from './stream.js';
 import {VirtualTable} from './table.js';
 import {ResourceView, describe} from './view.js';
@@ -20,6 +26,8 @@ import {DetailPanel} from './detail.js';
 import {IPLookup} from './iplookup.js';
 import {Search} from './search.js';
 import {ResourceNav} from './nav.js';
+import {ClusterPicker, ALL, renderSlots, union} from './clusters.js';
+import {FleetView} from './fleet.js';
 
 const POLL_MS = 2000;
 const ASK_ABOVE = 5000;
@@ -51,6 +59,7 @@ const ui = {
   askChips: $('ask-chips'),
   askError: $('ask-error'),
   counts: $('counts'),
+  slots: $('cluster-slots'),
 };
 
 const app = {
@@ -61,9 +70,14 @@ const app = {
   view: null,
   viewKey: '',
   liveCount: null, // {name, total} of the current view, when unfiltered
+  // fleet: null for a single cluster; else {clusters: GET /api/v1/clusters's}.
+  fleet: null,
+  cluster: '', // the cluster whose resources are loaded: a name, ALL or '' (single)
+  clusterError: '', // why that cluster's resources could not be read
 };
 
-const nav = new ResourceNav($('resource-list'));
+const nav = new ResourceNav($('resource-list'), (name) => hashFor(name, {}));
+const picker = new ClusterPicker($('clusters'), $('cluster-list'));
 const stream = new StreamClient(streamURL(), () => wsProtocols());
 const table = new VirtualTable($('table-region'), {
   label: 'Objects',
@@ -77,26 +91,39 @@ const find = new Search($('find-form'), $('find-input'), $('find-result'), {onOp
 // Routing.
 
 function parseHash() {
-  const m = /^#\/([^?]*)(?:\?(.*))?$/.exec(window.location.hash);
-  const params = new URLSearchParams(m?.[2] ?? '');
+  const m = /^#\/(?:clusters\/([^/?]+)\/)?([^?]*)(?:\?(.*))?$/.exec(window.location.hash);
+  const params = new URLSearchParams(m?.[3] ?? '');
   const filters = {};
   for (const k of FILTERS) if (params.get(k)) filters[k] = params.get(k);
   const ask = {filter: params.getAll('filter').filter(Boolean), sort: params.get('sort') ?? ''};
-  return {resource: m ? decodeURIComponent(m[1]) : '', filters, ask};
+  return {cluster: m?.[1] ? decodeURIComponent(m[1]) : '', resource: m ? decodeURIComponent(m[2]) : '', filters, ask};
 }
 
-function hashFor(resource, filters, ask = {}) {
+// hashFor is the hash of a view; cluster is the route's current one
+// unless given ('' for a single cluster).
+function hashFor(resource, filters, ask = {}, cluster = parseHash().cluster) {
   const q = new URLSearchParams();
   for (const k of FILTERS) if (filters[k]) q.set(k, filters[k]);
   for (const f of ask.filter ?? []) q.append('filter', f);
   if (ask.sort) q.set('sort', ask.sort);
   const s = q.toString();
-  return `#/${encodeURIComponent(resource)}${s ? `?${s}` : ''}`;
+  const at = cluster ? `clusters/${cluster === ALL ? ALL : encodeURIComponent(cluster)}/` : '';
+  return `#/${at}${encodeURIComponent(resource)}${s ? `?${s}` : ''}`;
 }
 
 function applyRoute() {
+  const route = parseHash();
+  if (app.fleet && route.cluster !== app.cluster) {
+    switchCluster(route);
+    return;
+  }
+  if (!app.fleet && route.cluster) {
+    // A single cluster has no picker: its link is the plain one.
+    window.location.replace(hashFor(route.resource, route.filters, route.ask, ''));
+    return;
+  }
   if (app.resources.length === 0) return;
-  const {resource, filters, ask} = parseHash();
+  const {resource, filters, ask} = route;
   const res = app.byName.get(resource);
   if (!res) {
     const fallback = app.byName.get('pods') ?? app.resources[0];
@@ -113,13 +140,18 @@ function applyRoute() {
   fillFilterForm(res, filters);
   renderChips(ask.filter);
   ui.title.textContent = res.name;
-  const asking = ask.filter.length > 0 || !!ask.sort || res.count > ASK_ABOVE;
+  const across = app.cluster === ALL;
+  const asking = across || ask.filter.length > 0 || !!ask.sort || res.count > ASK_ABOVE;
   ui.quick.closest('.search').hidden = asking;
   ui.counts.hidden = true;
   ui.counts.replaceChildren();
-  const View = asking ? AskView : ResourceView;
+  ui.slots.hidden = true;
+  ui.slots.replaceChildren();
+  const View = across ? FleetView : asking ? AskView : ResourceView;
   app.view = new View({
     resource: res, filters, ask, stream, table,
+    onSlots: (slots) => renderSlots(ui.slots, slots),
+    onClusters: () => poll(),
     onAsk: (next) => { window.location.hash = hashFor(res.name, filters, {...ask, ...next}); },
     onCounts: (counts) => renderCounts(counts),
     onState: ({phase, text}) => {
@@ -136,7 +168,7 @@ function applyRoute() {
       const singular = res.singular || res.kind.toLowerCase();
       ui.count.dataset.count = String(total);
       ui.count.dataset.shown = String(shown);
-      ui.count.textContent = counted(total, singular, res.name) +
+      ui.count.textContent = counted(total, singular, res.name) + (across ? ' in all clusters' : '') +
         (describe(filters) ? ` matching ${describe(filters)}` : '') + (shown !== total ? ` · ${shown} shown` : '');
     },
   });
@@ -176,7 +208,8 @@ async function loadNamespaces() {
   if (!app.byName.has('namespaces') || ui.namespaces.childElementCount > 0) return;
   try {
     const body = await api.list('namespaces', {limit: 1000});
-    ui.namespaces.replaceChildren(...body.items.map((o) => new Option('', o.metadata.name)));
+    const names = new Set(body.items.map((o) => (o.object ?? o).metadata.name)); // a fleet's items: {cluster, object}
+    ui.namespaces.replaceChildren(...[...names].map((n) => new Option('', n)));
   } catch {
     // As above: only suggestions.
   }
@@ -260,7 +293,7 @@ function renderCounts(counts) {
     ui.counts.hidden = true;
     return;
   }
-  const titles = {status: 'Status', node: 'Nodes', namespace: 'Namespaces'};
+  const titles = {status: 'Status', node: 'Nodes', namespace: 'Namespaces', cluster: 'Clusters'};
   const sections = keys.map((key, k) => {
     const sums = new Map();
     for (const g of counts.groups ?? []) sums.set(g.values[k], (sums.get(g.values[k]) ?? 0) + g.count);
@@ -279,25 +312,130 @@ function renderCounts(counts) {
 
 // Freshness.
 
+// poll runs one reading at a time: asked while one is under way (a
+// cluster picked meanwhile), it reads again as soon as that one ends.
 async function poll() {
+  if (app.polling) {
+    app.pollAgain = true;
+    return;
+  }
+  app.polling = true;
+  app.pollAgain = false;
   clearTimeout(app.pollTimer);
   try {
-    const body = await api.resources();
-    signedIn();
-    app.reachable = true;
-    app.simulated = !!body.simulated;
-    app.resources = body.resources;
-    app.byName = new Map(body.resources.map((r) => [r.name, r]));
-    applyRoute();
+    if (app.fleet) {
+      await pollFleet();
+    } else {
+      const body = await api.resources();
+      signedIn();
+      app.reachable = true;
+      app.simulated = !!body.simulated;
+      setResources(body.resources);
+      applyRoute();
+    }
   } catch (err) {
     if (err.code === 401) signIn(err.message);
-    else {
+    else if (err.code === 404 && !app.fleet) {
+      // A fleet's root serves no cluster's resources: ask for its clusters.
+      app.fleet = {clusters: []};
+      app.pollAgain = true;
+    } else {
       app.reachable = false;
       app.unreachableReason = err.message;
     }
   }
+  app.polling = false;
   renderResources();
-  app.pollTimer = setTimeout(poll, POLL_MS);
+  clearTimeout(app.pollTimer);
+  app.pollTimer = setTimeout(poll, app.pollAgain ? 0 : POLL_MS);
+}
+
+function setResources(resources) {
+  app.resources = resources;
+  app.byName = new Map(resources.map((r) => [r.name, r]));
+}
+
+// Clusters, when kubeindex serves several.
+
+// pollFleet reads the clusters, then the resources of the cluster shown:
+// its own, or for all clusters each serving cluster's, added up.
+async function pollFleet() {
+  const body = await fleet.clusters();
+  signedIn();
+  app.reachable = true;
+  app.fleet.clusters = body.clusters ?? [];
+  const cluster = app.cluster;
+  if (!cluster) {
+    switchCluster(parseHash());
+    return;
+  }
+  let resources = [];
+  let error = '';
+  if (cluster === ALL) {
+    const serving = app.fleet.clusters.filter((c) => c.state !== 'failed');
+    const answers = await Promise.allSettled(serving.map((c) => inCluster(c.name).resources()));
+    resources = union(answers.filter((a) => a.status === 'fulfilled').map((a) => a.value.resources));
+    app.simulated = app.fleet.clusters.some((c) => c.simulated);
+  } else {
+    try {
+      const own = await api.resources();
+      resources = own.resources;
+      app.simulated = !!own.simulated;
+    } catch (err) {
+      if (!err.code || err.code === 401) throw err;
+      error = err.message; // the cluster is not serving: say why
+    }
+  }
+  if (cluster !== app.cluster) return; // switched meanwhile
+  app.clusterError = error;
+  setResources(resources);
+  applyRoute();
+}
+
+// switchCluster points the whole page at the route's cluster: requests,
+// the stream, search and IP lookup; for all clusters the page's stream is
+// the root's, where the FleetView follows one stream across clusters.
+function switchCluster(route) {
+  const known = app.fleet.clusters;
+  if (known.length === 0) return; // pollFleet calls again once they are read
+  if (route.cluster !== ALL && !known.some((c) => c.name === route.cluster)) {
+    const keep = !route.cluster; // a plain link keeps its filters; an unknown cluster's are not for the others
+    window.location.replace(hashFor(route.resource, keep ? route.filters : {}, keep ? route.ask : {}, ALL));
+    return;
+  }
+  forgetView();
+  app.cluster = route.cluster;
+  app.clusterError = '';
+  app.liveCount = null;
+  setResources([]);
+  ui.namespaces.replaceChildren();
+  ui.indexValues.replaceChildren();
+  ui.title.textContent = 'Loading…';
+  ui.count.textContent = '';
+  ui.counts.hidden = true;
+  ui.slots.hidden = true;
+  ui.streamStatus.dataset.state = 'loading';
+  ui.streamStatus.textContent = '';
+  const across = route.cluster === ALL;
+  place.base = across ? '' : clusterBase(route.cluster);
+  stream.setURL(streamURL(place.base));
+  // Search and the IP lookup are a cluster's; across clusters they wait
+  // for one to be picked.
+  for (const el of $('ip-form').elements) el.disabled = across;
+  $('find-input').disabled = across;
+  ui.ipInput.placeholder = across ? 'pick a cluster first' : '10.0.0.11 or fd00::b';
+  $('find-input').placeholder = across ? 'pick a cluster first' : 'name, label value or IP';
+  renderResources();
+  poll();
+}
+
+// pickerHref is the hash that opens a cluster with the resource and
+// selection shown (a filter or a sort may name a key another cluster
+// lacks, so they stay behind).
+function pickerHref(name) {
+  const {resource, filters} = parseHash();
+  const keep = {namespace: filters.namespace, labelSelector: filters.labelSelector};
+  return hashFor(resource || 'pods', keep, {}, name);
 }
 
 // Sign-in, when the server requires a bearer token.
@@ -359,8 +497,10 @@ function renderResources() {
   const current = parseHash().resource;
   const live = app.view?.phase === 'live' ? app.liveCount : null;
   nav.update(app.resources.map((r) => (r.name === live?.name ? {...r, count: live.total} : r)), current);
+  if (app.fleet?.clusters.length) picker.update(app.fleet.clusters, app.cluster, pickerHref);
   ui.simulated.hidden = !app.simulated;
-  document.title = `${current || 'kubeindex'} · kubeindex${app.simulated ? ' (simulated)' : ''}`;
+  const where = app.fleet ? ` · ${app.cluster === ALL ? 'all clusters' : app.cluster}` : '';
+  document.title = `${current || 'kubeindex'}${where} · kubeindex${app.simulated ? ' (simulated)' : ''}`;
   ui.apiStatus.textContent = app.reachable ? '' : `kubeindex is not answering (${app.unreachableReason}).`;
   renderBanner(app.byName.get(current));
 }
@@ -370,6 +510,10 @@ function renderBanner(st) {
   let tone = 'bad';
   if (!app.reachable) {
     text = 'kubeindex is not answering. Everything shown is the last state received and may be out of date.';
+  } else if (app.clusterError) {
+    text = `Cluster ${app.cluster} is not serving: ${app.clusterError}`;
+  } else if (app.cluster === ALL) {
+    // Each cluster's freshness is in its slot of the answer.
   } else if (st && !st.synced) {
     text = `STALE: ${st.name} has not synced yet${st.lastError ? ` (${st.lastError})` : ''}.`;
   } else if (st?.stale) {
@@ -394,6 +538,7 @@ stream.addEventListener('state', (e) => {
     open: 'Live',
     connecting: 'Connecting…',
     reconnecting: `Reconnecting in ${Math.ceil((delay ?? 0) / 1000)}s`,
+    stopped: 'Streams per cluster',
   }[state] ?? state;
 });
 stream.addEventListener('protocol-error', (e) => showNotice(`Stream error: ${e.detail.message}`, 'bad'));
@@ -418,8 +563,9 @@ function openRow(key) {
     detail.open({resource: view.resource, key, store: view.store, returnFocus});
     return;
   }
-  // A question view holds projections: fetch the whole object.
-  api.get(view.resource.name, key).then((obj) => detail.open({
+  // A question view holds projections: fetch the whole object (of its
+  // own cluster, across clusters).
+  (view.read ? view.read(key) : api.get(view.resource.name, key)).then((obj) => detail.open({
     resource: view.resource, key, obj: {kind: view.resource.kind, ...obj}, returnFocus,
     note: `As read at ${clock(Date.now())} (resourceVersion ${obj.metadata?.resourceVersion ?? '?'}); not followed live.`,
   }), (err) => showNotice(`Could not read ${key}: ${err.message}`, 'bad'));
@@ -479,6 +625,14 @@ document.querySelector('.skip-link').addEventListener('click', (e) => {
   table.focusIndex(Math.max(0, table.indexOf(table.activeKey)));
 });
 
-window.addEventListener('hashchange', applyRoute);
-stream.start();
-poll();
+// The page as a cluster serves it, /clusters/{name}/, is that cluster's
+// view at the root, where the fleet's own routes are.
+const served = /^\/clusters\/([^/]+)\/$/.exec(window.location.pathname);
+if (served) {
+  const hash = /^#\/clusters\//.test(window.location.hash) ? '' : window.location.hash.replace(/^#\/?/, '');
+  window.location.replace(`/#/clusters/${served[1]}/${hash}`);
+} else {
+  window.addEventListener('hashchange', applyRoute);
+  stream.start();
+  poll();
+}

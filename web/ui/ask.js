@@ -35,13 +35,13 @@ export class AskView {
     this.onCounts = onCounts;
     this.onAsk = onAsk;
     this.store = null; // rows are projections: the detail panel fetches the object
-    this.columns = columnsFor(resource);
+    this.columns = this.columnsOf(resource);
     this.sort = parseSort(ask.sort, this.columns);
     this.offset = 0;
     this.held = []; // rows offset … offset+held.length-1
     this.total = 0;
     this.phase = 'loading';
-    this.mode = filters.index ? 'rest' : 'window'; // windows select by namespace and labels only
+    this.mode = this.modeFor(filters);
     this.scrollTimer = 0;
     this.pollTimer = 0;
     this.fetching = null;
@@ -63,6 +63,17 @@ export class AskView {
     stream.addEventListener('state', this.onStreamState);
     if (this.mode === 'window') this.openWindow();
     else this.poll();
+  }
+
+  // columnsOf and modeFor are what a subclass may change: its columns, and
+  // how it asks (window: over the stream; rest: the REST API again every
+  // POLL_MS). Windows select by namespace and labels only.
+  columnsOf(resource) {
+    return columnsFor(resource);
+  }
+
+  modeFor(filters) {
+    return filters.index ? 'rest' : 'window';
   }
 
   destroy() {
@@ -231,6 +242,11 @@ export class AskView {
     // the server instead.
   }
 
+  liveText(rows, by) {
+    return this.mode === 'window' ? `Live window · ${rows} · ${by}`
+      : `Asked at ${clock(Date.now())} · ${rows} · ${by} · this server has no live windows: asking again every ${POLL_MS / 1000}s`;
+  }
+
   setState(phase, detail) {
     this.phase = phase;
     const rows = this.held.length ? `rows ${(this.offset + 1).toLocaleString('en-US')}–${(this.offset + this.held.length).toLocaleString('en-US')} of ${this.total.toLocaleString('en-US')}` : 'no rows';
@@ -238,8 +254,7 @@ export class AskView {
     const text = {
       loading: 'Asking the server…',
       resuming: 'Reconnected; catching up…',
-      live: this.mode === 'window' ? `Live window · ${rows} · ${by}`
-        : `Asked at ${clock(Date.now())} · ${rows} · ${by} · this server has no live windows: asking again every ${POLL_MS / 1000}s`,
+      live: this.liveText(rows, by),
       error: `The server refused the question: ${detail}`,
       disconnected: `Disconnected. Showing the last rows received; reconnecting${detail ? ` in ${Math.ceil(detail / 1000)}s` : ''}…`,
     }[phase];
@@ -247,7 +262,7 @@ export class AskView {
   }
 }
 
-function isPods(r) {
+export function isPods(r) {
   return r.plural === 'pods' && !r.group;
 }
 

@@ -5,8 +5,10 @@
 import {h, ago} from './dom.js';
 
 export class ResourceNav {
-  constructor(list) {
+  // href(name) is the hash that opens a resource.
+  constructor(list, href = (name) => `#/${encodeURIComponent(name)}`) {
     this.list = list;
+    this.href = href;
     this.items = new Map(); // name → {a, count, badges, fresh}
     this.names = '';
   }
@@ -17,6 +19,7 @@ export class ResourceNav {
     if (names !== this.names) this.build(resources);
     for (const r of resources) {
       const it = this.items.get(r.name);
+      it.a.href = this.href(r.name);
       if (current === r.name) it.a.setAttribute('aria-current', 'page');
       else it.a.removeAttribute('aria-current');
       it.count.textContent = r.count.toLocaleString('en-US');
@@ -38,7 +41,7 @@ export class ResourceNav {
       const badges = h('span', {class: 'res-badges'});
       const fresh = h('span', {class: 'res-fresh'});
       const gv = r.group ? `${r.group}/${r.version}` : r.version;
-      const a = h('a', {href: `#/${encodeURIComponent(r.name)}`, class: 'res', dataset: {resource: r.name}},
+      const a = h('a', {class: 'res', dataset: {resource: r.name}},
         h('span', {class: 'res-line'}, h('span', {class: 'res-name'}, r.name), count),
         h('span', {class: 'res-line'}, h('span', {class: 'res-kind'}, `${r.kind} · ${gv}`), badges),
         fresh);

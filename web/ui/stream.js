@@ -28,6 +28,12 @@ const MAX_DELAY = 10000;
 //   synced({mode, resourceVersion, replayed})
 //   resync(reason)              the server ended the stream; a snapshot follows
 //   error(message, code)        the server refused the subscription (code: as HTTP)
+//   cluster(msg)                CLUSTER: how a cluster takes part in a stream
+//                               across clusters (its state, or 403/404)
+// A subscription across clusters (query.cluster: '' for every cluster, or
+// names) resumes from the stream's resume token, which holds a position
+// per cluster; a cluster's RESYNC_REQUIRED restarts that cluster alone,
+// in the same stream, so the handler is told and nothing is sent again.
 // A window's handler has begin, error and resync, and instead of the
 // event methods:
 //   window(msg)                 WINDOW: the whole window
@@ -78,11 +84,40 @@ export class StreamClient extends EventTarget {
   }
 
   start() {
-    window.addEventListener('online', () => this.reconnectNow());
-    document.addEventListener('visibilitychange', () => {
-      if (document.visibilityState === 'visible') this.reconnectNow();
-    });
+    if (!this.listening) {
+      this.listening = true;
+      window.addEventListener('online', () => this.reconnectNow());
+      document.addEventListener('visibilitychange', () => {
+        if (document.visibilityState === 'visible') this.reconnectNow();
+      });
+    }
+    this.stopped = false;
     this.connect();
+  }
+
+  // stop closes the connection and does not reconnect until start (or
+  // setURL) is called; subscriptions are kept.
+  stop() {
+    clearTimeout(this.timer);
+    this.stopped = true;
+    this.drop();
+    this.attempt = 0;
+    this.setState('stopped');
+  }
+
+  // setURL moves the stream to another address (another cluster's
+  // prefix): subscriptions open there start again from a snapshot, since
+  // a position is one server's.
+  setURL(url) {
+    if (url === this.url && !this.stopped) return;
+    this.url = url;
+    for (const sub of this.subs) {
+      sub.position = '';
+      sub.resume = '';
+    }
+    this.everOpened = false;
+    this.stopped = false;
+    this.restart();
   }
 
   subscribe(query, handler) {
@@ -150,7 +185,7 @@ export class StreamClient extends EventTarget {
     };
     ws.onmessage = (e) => this.receive(e.data);
     ws.onclose = (e) => {
-      if (this.ws !== ws) return;
+      if (this.ws !== ws || this.stopped) return;
       this.drop();
       this.scheduleReconnect(e.reason || (e.code === 1006 ? 'connection lost' : `closed (${e.code})`));
     };
@@ -170,6 +205,7 @@ export class StreamClient extends EventTarget {
 
   // restart reconnects at once, with fresh credentials.
   restart() {
+    if (this.stopped) return;
     clearTimeout(this.timer);
     this.drop();
     this.attempt = 0;
@@ -204,11 +240,11 @@ export class StreamClient extends EventTarget {
       return;
     }
     const msg = {op: 'subscribe', id: sub.wireId, resource: sub.query.resource, diff: 'merge'};
-    for (const k of ['namespace', 'labelSelector', 'index', 'value']) {
+    for (const k of ['namespace', 'labelSelector', 'index', 'value', 'cluster']) {
       if (sub.query[k]) msg[k] = sub.query[k];
     }
     if (sub.position) msg.resourceVersion = sub.position;
-    else msg.snapshot = true;
+    else msg.snapshot = sub.query.snapshot !== false; // false: changes from now on
     sub.handler.begin?.({mode: sub.mode});
     this.write(msg);
   }
@@ -271,25 +307,37 @@ export class StreamClient extends EventTarget {
     }
     // Snapshot items carry their object's version, which is not a stream
     // position; replayed and live events are positions.
+    // Across clusters every message after a cluster's snapshot carries the
+    // stream's resume token, the position to resume from.
     const snapshot = sub.mode === 'snapshot' && !sub.synced;
+    if (msg.resume) sub.position = msg.resume;
+    const across = msg.resume || msg.cluster;
     switch (msg.type) {
       case 'ADDED':
       case 'MODIFIED':
       case 'DELETED':
-        if (!snapshot && msg.resourceVersion) sub.position = msg.resourceVersion;
+        if (!snapshot && !across && msg.resourceVersion) sub.position = msg.resourceVersion;
         if (!sub.synced && sub.mode === 'resume') sub.replayed++;
         sub.handler.event?.(msg, {snapshot});
         break;
       case 'SYNCED':
         sub.synced = true;
-        if (msg.resourceVersion) sub.position = msg.resourceVersion;
+        if (!across && msg.resourceVersion) sub.position = msg.resourceVersion;
         sub.handler.synced?.({mode: sub.mode, resourceVersion: msg.resourceVersion, replayed: sub.replayed});
         break;
       case 'BOOKMARK':
-        if (!snapshot && msg.resourceVersion) sub.position = msg.resourceVersion;
+        if (!snapshot && !across && msg.resourceVersion) sub.position = msg.resourceVersion;
         sub.handler.bookmark?.(msg.resourceVersion);
         break;
+      case 'CLUSTER':
+        sub.handler.cluster?.(msg);
+        break;
       case 'RESYNC_REQUIRED':
+        if (msg.cluster) {
+          // One cluster restarts alone; its snapshot follows in this stream.
+          sub.handler.resync?.(msg.reason || `cluster ${msg.cluster} asked for a resync`);
+          break;
+        }
         this.byWire.delete(sub.wireId);
         sub.wireId = '';
         sub.position = '';
@@ -305,7 +353,8 @@ export class StreamClient extends EventTarget {
   }
 }
 
-// streamURL is the multiplexed stream's address on this page's origin.
-export function streamURL(loc = window.location) {
-  return `${loc.protocol === 'https:' ? 'wss' : 'ws'}://${loc.host}/api/v1/stream`;
+// streamURL is the multiplexed stream's address on this page's origin,
+// under base ('' or a cluster's /clusters/{name}).
+export function streamURL(base = '', loc = window.location) {
+  return `${loc.protocol === 'https:' ? 'wss' : 'ws'}://${loc.host}${base}/api/v1/stream`;
 }
