@@ -200,7 +200,26 @@ func TestFleetFigures(t *testing.T) {
 			t.Errorf("figure %q does not say what was compared: %s", name, f.Note)
 		}
 	}
-	if len(rep.Figures) != len(fleetFigureNames) {
-		t.Errorf("%d figures; expect the fleet's %d only", len(rep.Figures), len(fleetFigureNames))
+	// The questions at the fleet's root are timed alone, their target
+	// absolute (the single cluster's time in the note).
+	questions := []string{
+		"fleet: cross-cluster sorted page of 100 p99 over 2000 pods, 10 clusters",
+		"fleet: cross-cluster sorted page of 100 p50 over 2000 pods, 10 clusters",
+		"fleet: cross-cluster list of 10,000 p50 over 2000 pods, 10 clusters",
+		"fleet: cross-cluster list of 10,000 p99 over 2000 pods, 10 clusters",
+	}
+	for _, name := range questions {
+		f, ok := got[name]
+		switch {
+		case !ok:
+			t.Errorf("figure %q missing", name)
+		case math.IsNaN(f.Kubeindex) || f.Kubeindex <= 0:
+			t.Errorf("figure %q: no time measured: %+v", name, f)
+		case !strings.Contains(f.Note, "single cluster of 2000 pods") || !strings.Contains(f.Note, "simulated"):
+			t.Errorf("figure %q does not say what was compared: %s", name, f.Note)
+		}
+	}
+	if want := len(fleetFigureNames) + len(questions); len(rep.Figures) != want {
+		t.Errorf("%d figures; expect the fleet's %d only", len(rep.Figures), want)
 	}
 }
