@@ -71,6 +71,25 @@ type Authorizer interface {
 	Authorize(ctx context.Context, a Attributes) (allowed bool, reason string, err error)
 }
 
+// ErrNotCached is returned by an authorizer asked under CachedOnly when
+// it holds no decision for the question: none was made, and none asked.
+var ErrNotCached = errors.New("no cached decision, and the authorizer was not asked")
+
+type cachedOnlyKey struct{}
+
+// CachedOnly marks ctx so that an authorizer that caches its decisions
+// answers from its cache alone (a decision kept past its freshness, within
+// its grace, included) and otherwise fails with ErrNotCached rather than
+// asking its backend. An authorizer that keeps no cache ignores it.
+func CachedOnly(ctx context.Context) context.Context {
+	return context.WithValue(ctx, cachedOnlyKey{}, true)
+}
+
+func cachedOnly(ctx context.Context) bool {
+	v, _ := ctx.Value(cachedOnlyKey{}).(bool)
+	return v
+}
+
 // ErrUnavailable wraps every failure to reach the service that decides
 // (TokenReview, SubjectAccessReview): the answer is "try again", not "no".
 var ErrUnavailable = errors.New("authentication or authorization service unavailable")

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -374,5 +376,85 @@ func TestTokenFloodFromAKnownUsersAddress(t *testing.T) {
 	clock.add(11 * time.Second)
 	if _, ok, err := tr.AuthenticateToken(shared, "alice-token"); ok || err != nil {
 		t.Fatalf("alice's revoked token: %v %v; expect invalid", ok, err)
+	}
+}
+
+// TestCachedOnlyAsksNothing: under CachedOnly an access reviewer answers
+// a question it decided before (allowed or denied, expired within its
+// grace too) and fails any other with ErrNotCached, asking its API server
+// nothing.
+func TestCachedOnlyAsksNothing(t *testing.T) {
+	api := authtest.New(t, nil, authtest.Rule{User: "alice", Verbs: []string{"list"}, Resource: "pods"})
+	clock := newClock()
+	ar, _ := auth.NewAccessReviewerForConfig(api.Config(), auth.AccessReviewOptions{Cache: auth.CacheOptions{Now: clock.now}})
+	ctx := context.Background()
+	allowed := auth.Attributes{User: &alice, Verb: "list", Resource: "pods"}
+	denied := auth.Attributes{User: &bob, Verb: "list", Resource: "pods"}
+	for _, at := range []auth.Attributes{allowed, denied} {
+		if _, _, err := ar.Authorize(ctx, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, before := api.Reviews()
+	only := auth.CachedOnly(ctx)
+	if ok, _, err := ar.Authorize(only, allowed); !ok || err != nil {
+		t.Errorf("alice, cached allowed: %v %v", ok, err)
+	}
+	if ok, _, err := ar.Authorize(only, denied); ok || err != nil {
+		t.Errorf("bob, cached denied: %v %v", ok, err)
+	}
+	if _, _, err := ar.Authorize(only, auth.Attributes{User: &alice, Verb: "watch", Resource: "pods"}); !errors.Is(err, auth.ErrNotCached) {
+		t.Errorf("a question never asked: %v; expect ErrNotCached", err)
+	}
+	clock.add(time.Minute) // past freshness, within the grace
+	if ok, _, err := ar.Authorize(only, allowed); !ok || err != nil {
+		t.Errorf("alice, cached allowed but expired: %v %v", ok, err)
+	}
+	if _, now := api.Reviews(); now != before {
+		t.Errorf("%d reviews asked under CachedOnly; expect none", now-before)
+	}
+}
+
+// TestCallerLeavesAHungReviewOnItsDeadline: a caller whose context ends
+// while the API server has not answered its review gets its context's
+// error then, the first caller too, while the review goes on; the answer,
+// once given, is cached for the next caller.
+func TestCallerLeavesAHungReviewOnItsDeadline(t *testing.T) {
+	release := make(chan struct{})
+	api := authtest.New(t, nil, authtest.Rule{User: "alice", Verbs: []string{"list"}, Resource: "pods"})
+	hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-release
+		api.ServeHTTP(w, r)
+	}))
+	t.Cleanup(hung.Close)
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
+	cfg := api.Config()
+	cfg.Host = hung.URL
+	ar, _ := auth.NewAccessReviewerForConfig(cfg, auth.AccessReviewOptions{Cache: auth.CacheOptions{Timeout: time.Hour}})
+	at := auth.Attributes{User: &alice, Verb: "list", Resource: "pods"}
+	ctx, cancel := context.WithCancel(context.Background())
+	asked := make(chan error)
+	go func() {
+		_, _, err := ar.Authorize(ctx, at)
+		asked <- err
+	}()
+	cancel() // the review cannot have been answered: the server holds it
+	if err := <-asked; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the first caller, its context ended: %v; expect its context's error", err)
+	}
+	close(release)
+	for { // the review, answered now, is cached
+		if ok, _, err := ar.Authorize(auth.CachedOnly(context.Background()), at); ok && err == nil {
+			break
+		} else if !errors.Is(err, auth.ErrNotCached) {
+			t.Fatalf("once answered: %v %v", ok, err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -130,6 +130,16 @@ func (c *decisionCache[V]) get(ctx context.Context, key [32]byte, review func(co
 		return prev.v, nil
 	}
 	c.misses.Add(1)
+	if cachedOnly(ctx) {
+		if found {
+			c.stale.Add(1)
+			c.count(prev.v)
+			return prev.v, nil
+		}
+		c.errors.Add(1)
+		var zero V
+		return zero, ErrNotCached
+	}
 	v, err := c.ask(ctx, key, review)
 	if err != nil {
 		// Expired, but within the grace kept in the LRU's own TTL; not for
@@ -179,16 +189,21 @@ func (c *decisionCache[V]) ask(ctx context.Context, key [32]byte, review func(co
 	}
 	c.mu.Unlock()
 	if !joined {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.opts.Timeout)
-		f.v, f.err = review(rctx)
-		cancel()
-		if f.err == nil {
-			c.store(key, f.v)
-		}
-		c.mu.Lock()
-		delete(c.inflight, key)
-		c.mu.Unlock()
-		close(f.done)
+		// Asked apart, so that the first caller, too, leaves when its own
+		// context ends (a short deadline for one cluster of a fleet) while
+		// the review goes on for the others.
+		go func() {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.opts.Timeout)
+			f.v, f.err = review(rctx)
+			cancel()
+			if f.err == nil {
+				c.store(key, f.v)
+			}
+			c.mu.Lock()
+			delete(c.inflight, key)
+			c.mu.Unlock()
+			close(f.done)
+		}()
 	}
 	select {
 	case <-f.done:

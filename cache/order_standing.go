@@ -29,9 +29,12 @@ import (
 // podResource is the resource whose sorts PodSortIndexes names.
 var podResource = schema.GroupResource{Resource: "pods"}
 
-// DefaultPodSortIndexes are the pod sorts kubeindex's dashboard offers as
-// column headers: its flag's default.
-var DefaultPodSortIndexes = []string{"status", "restarts", "node", "ready", "age", "ip", "name"}
+// DefaultPodSortIndexes are the pod sorts of the dashboard's column
+// headers a dashboard of pods is sorted by most (what is failing, what
+// restarts, where, how old): its flag's default. Each standing index
+// costs memory per pod for good, so the default leaves the rest (ready,
+// ip, name) to the first question, as for any other key.
+var DefaultPodSortIndexes = []string{"status", "restarts", "node", "age"}
 
 // podSorts parses Options.PodSortIndexes against the pods' Table columns:
 // each a sort as the sort parameter takes it. The namespace/name order

@@ -144,6 +144,47 @@ func (iv *interval) Ports() []Port {
 	return *iv.ports
 }
 
+// portSpan is what an owner declared before its ports changed while it
+// held the address: ports, until the change (unix nanoseconds).
+type portSpan struct {
+	until int64
+	ports []Port
+}
+
+// portsAtLocked is what iv's owner declared at at: its current ports, or
+// those of the earlier span that moment falls in. x.mu must be held.
+func (x *History) portsAtLocked(iv *interval, at int64) []Port {
+	for _, s := range x.portsBefore[iv] {
+		if at < s.until {
+			return s.ports
+		}
+	}
+	return iv.Ports()
+}
+
+// setPortsLocked records that iv's owner declares ports from now on,
+// keeping what it declared before for moments the history still answers
+// (the change's time splits the interval's ports, not the interval).
+// x.mu must be held.
+func (x *History) setPortsLocked(iv *interval, ports []Port, now int64) {
+	before := x.portsBefore[iv]
+	start := iv.from
+	if len(before) > 0 {
+		start = before[len(before)-1].until
+	}
+	if now > start {
+		before = append(before, portSpan{until: now, ports: iv.Ports()})
+	}
+	limit := x.sinceLocked(now)
+	before = slices.DeleteFunc(before, func(s portSpan) bool { return s.until <= limit })
+	if len(before) == 0 {
+		delete(x.portsBefore, iv)
+	} else {
+		x.portsBefore[iv] = before
+	}
+	iv.ports = portsOf(ports)
+}
+
 // portsOf is what an interval keeps of ports.
 func portsOf(ports []Port) *[]Port {
 	if ports == nil {
@@ -172,13 +213,16 @@ type History struct {
 	// open: per UID, the addresses it claims, each with its open
 	// interval, or nil when another owner superseded it while it still
 	// claims it.
-	open     map[string][]claim
-	closed   []*interval // in closing order, for eviction
-	head     int
-	count    int
-	horizon  int64 // the latest end of an interval the cap evicted
-	evicted  atomic.Uint64
-	capEvict atomic.Uint64
+	open map[string][]claim
+	// portsBefore: for the few intervals whose owner changed its ports
+	// while holding the address, what it declared before, oldest first.
+	portsBefore map[*interval][]portSpan
+	closed      []*interval // in closing order, for eviction
+	head        int
+	count       int
+	horizon     int64 // the latest end of an interval the cap evicted
+	evicted     atomic.Uint64
+	capEvict    atomic.Uint64
 
 	// Persistence (history_store.go); db is nil without a Dir.
 	db      *bolt.DB
@@ -206,7 +250,8 @@ func NewHistory(opts HistoryOptions, now func() time.Time) (*History, error) {
 
 func newHistory(opts HistoryOptions, now func() time.Time) *History {
 	return &History{opts: opts.withDefaults(), now: now, started: now().UnixNano(),
-		byIP: map[string][]*interval{}, open: map[string][]claim{}}
+		byIP: map[string][]*interval{}, open: map[string][]claim{},
+		portsBefore: map[*interval][]portSpan{}}
 }
 
 // claim is an address an owner claims (ip, in the role roleNames[role]),
@@ -249,8 +294,8 @@ func (x *History) Observe(h Holding) {
 	for _, e := range h.Held {
 		k := e
 		if i := claimIndex(cur, k); i >= 0 {
-			if iv := cur[i].iv; iv != nil && h.Ports != nil && !slices.Equal(iv.Ports(), h.Ports) {
-				iv.ports = portsOf(h.Ports)
+			if iv := cur[i].iv; iv != nil && !slices.Equal(iv.Ports(), h.Ports) {
+				x.setPortsLocked(iv, h.Ports, now)
 				x.dirtyLocked(iv, false)
 			}
 			continue
@@ -351,6 +396,7 @@ func (x *History) removeLocked(iv *interval) {
 	} else {
 		x.byIP[iv.ip] = line
 	}
+	delete(x.portsBefore, iv)
 	x.count--
 	x.evicted.Add(1)
 	x.dirtyLocked(iv, true)
@@ -409,7 +455,9 @@ func (x *History) at(ip string, t time.Time, visible func(Kind, string) bool) (H
 	}
 	slices.SortStableFunc(found, func(a, b *interval) int { return compareInt(a.from, b.from) })
 	for _, iv := range found {
-		ans.Owners = append(ans.Owners, iv.owner())
+		o := iv.owner()
+		o.Ports = x.portsAtLocked(iv, at)
+		ans.Owners = append(ans.Owners, o)
 	}
 	if len(found) == 0 {
 		return ans, nil, fmt.Errorf("nobody held %s at %s: %w", ip, t.UTC().Format(time.RFC3339Nano), ErrNotFound)

@@ -21,18 +21,14 @@ func LookupAt[O any](x *History, q Query, out *Answer[O]) error {
 	if x == nil {
 		return fmt.Errorf("%w: the IP history is off (--ip-history=0): no answer at a moment", ErrInvalid)
 	}
-	ans, found, err := x.at(norm, q.At, q.Visible)
+	ans, _, err := x.at(norm, q.At, q.Visible)
 	out.History = &ans
 	if err != nil {
 		return err
 	}
 	out.Match = classifyOwners(ans.Owners)
 	if q.Port.Number != 0 && sharedMatch(out.Match) {
-		found = out.narrowHistory(found, q.Port)
-		ans.Owners = ans.Owners[:0]
-		for _, iv := range found {
-			ans.Owners = append(ans.Owners, iv.owner())
-		}
+		ans.Owners = out.narrowHistory(ans.Owners, q.Port)
 	}
 	return nil
 }
@@ -54,25 +50,36 @@ func classifyOwners(owners []Interval) Match {
 	return c.match()
 }
 
-// narrowHistory is narrowByPort over intervals: the one owner declaring
-// the port, and, as now, the nodes whose address it is.
-func (l *Answer[O]) narrowHistory(found []*interval, p Port) []*interval {
+// narrowHistory is narrowByPort over the owners at a moment, by the ports
+// each declared then: the one owner declaring the port, and, as now, the
+// nodes whose address it is.
+func (l *Answer[O]) narrowHistory(owners []Interval, p Port) []Interval {
 	l.Port = &PortAnswer{Number: p.Number, Protocol: p.Protocol}
-	var declared []*interval
-	for _, iv := range found {
-		if slices.Contains(iv.Ports(), p) {
-			declared = append(declared, iv)
+	declared := -1
+	for i := range owners {
+		if slices.Contains(owners[i].Ports, p) {
+			if declared >= 0 {
+				l.Port.Declared = true
+				return owners
+			}
+			declared = i
 		}
 	}
-	l.Port.Declared = len(declared) > 0
-	if len(declared) != 1 {
-		return found
+	l.Port.Declared = declared >= 0
+	if declared < 0 {
+		return owners
 	}
 	l.Via = "port"
-	if declared[0].who.kind == Pod {
+	if owners[declared].Kind == Pod {
 		l.Match = MatchPod
 	} else {
 		l.Match = MatchService
 	}
-	return slices.DeleteFunc(found, func(iv *interval) bool { return iv != declared[0] && iv.who.kind != Node })
+	kept := owners[:0]
+	for i, o := range owners {
+		if i == declared || o.Kind == Node {
+			kept = append(kept, o)
+		}
+	}
+	return kept
 }

@@ -42,6 +42,15 @@ type storedInterval struct {
 	To          int64  `json:"t,omitempty"`
 	Since       string `json:"s,omitempty"`
 	Ports       []Port `json:"p,omitempty"`
+	// PortsBefore are the ports declared before Ports, oldest first, when
+	// they changed while the owner held the address (absent in files of
+	// versions that kept only the latest ports: those load as one span).
+	PortsBefore []storedPorts `json:"pb,omitempty"`
+}
+
+type storedPorts struct {
+	Until int64  `json:"u"`
+	Ports []Port `json:"p,omitempty"`
 }
 
 func idKey(id uint64) []byte { return binary.BigEndian.AppendUint64(nil, id) }
@@ -130,6 +139,9 @@ func (x *History) restore(id uint64, s storedInterval) {
 	role, _ := nameIndex(roleNames[:], s.Role) // checked when read
 	since, _ := nameIndex(sinceNames[:], s.Since)
 	iv := &interval{id: id, ip: s.IP, who: who, role: role, from: s.From, to: s.To, since: since, ports: portsOf(s.Ports)}
+	for _, b := range s.PortsBefore {
+		x.portsBefore[iv] = append(x.portsBefore[iv], portSpan{until: b.Until, ports: b.Ports})
+	}
 	x.byIP[s.IP] = append(x.byIP[s.IP], iv)
 	x.count++
 	x.nextID = max(x.nextID, id+1)
@@ -219,8 +231,12 @@ func (x *History) flush() error {
 	for iv, deleted := range x.pending {
 		c := change{key: idKey(iv.id)}
 		if !deleted {
-			c.val, _ = json.Marshal(storedInterval{IP: iv.ip, Kind: iv.who.kind.String(), Namespace: iv.who.namespace, Name: iv.who.name,
-				UID: iv.who.uid, HostNetwork: iv.who.hostNetwork, Role: iv.Role(), From: iv.from, To: iv.to, Since: iv.Since(), Ports: iv.Ports()})
+			s := storedInterval{IP: iv.ip, Kind: iv.who.kind.String(), Namespace: iv.who.namespace, Name: iv.who.name,
+				UID: iv.who.uid, HostNetwork: iv.who.hostNetwork, Role: iv.Role(), From: iv.from, To: iv.to, Since: iv.Since(), Ports: iv.Ports()}
+			for _, b := range x.portsBefore[iv] {
+				s.PortsBefore = append(s.PortsBefore, storedPorts{Until: b.until, Ports: b.ports})
+			}
+			c.val, _ = json.Marshal(s)
 		}
 		changes = append(changes, c)
 	}

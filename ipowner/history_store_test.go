@@ -3,7 +3,11 @@ package ipowner
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // TestHistorySurvivesARestart: given a history kept in a directory, when
@@ -64,5 +68,57 @@ func TestHistorySurvivesARestart(t *testing.T) {
 	z := newHistory(HistoryOptions{}, clk.now)
 	if _, _, err := z.at(ip, sec(35), nil); !errors.Is(err, ErrBeforeHistory) {
 		t.Errorf("a fresh history answered for before it began: %v", err)
+	}
+}
+
+// TestHistoryPortsSurviveARestart: given a Service whose ports changed
+// while it held its address, when kubeindex restarts with the history
+// kept in a directory, then each moment still answers with the ports
+// declared then; and an interval as files of the previous version hold
+// it (the latest ports only) loads with those ports.
+func TestHistoryPortsSurviveARestart(t *testing.T) {
+	dir := t.TempDir()
+	clk := &handClock{t: t0}
+	x, err := NewHistory(HistoryOptions{Dir: dir}, clk.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ip = "10.9.0.7"
+	s := svcHolding("S", RoleExternalIP, ip)
+	s.Ports = []Port{{80, "TCP"}}
+	clk.t = sec(10)
+	x.Observe(s)
+	clk.t = sec(20)
+	s.Ports = []Port{{443, "TCP"}}
+	x.Observe(s)
+	clk.t = sec(30)
+	if err := x.flush(); err != nil {
+		t.Fatal(err)
+	}
+	// An interval written by the previous version: no "pb".
+	old := []byte(`{"ip":"10.9.0.8","k":"Service","ns":"ns","n":"s-O","u":"O","r":"externalIP","f":` +
+		fmt.Sprint(sec(10).UnixNano()) + `,"p":[{"Number":53,"Protocol":"UDP"}]}`)
+	if err := x.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketIntervals).Put(idKey(1000), old) }); err != nil {
+		t.Fatal(err)
+	}
+	x.db.Close()
+
+	clk.t = sec(40)
+	y, err := NewHistory(HistoryOptions{Dir: dir}, clk.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer y.db.Close()
+	for _, c := range []struct {
+		ip   string
+		at   float64
+		want []Port
+	}{
+		{ip, 15, []Port{{80, "TCP"}}}, {ip, 25, []Port{{443, "TCP"}}}, {"10.9.0.8", 25, []Port{{53, "UDP"}}},
+	} {
+		ans, _, err := y.at(c.ip, sec(c.at), nil)
+		if err != nil || len(ans.Owners) != 1 || !slices.Equal(ans.Owners[0].Ports, c.want) {
+			t.Errorf("%s at %gs after the restart: %+v, %v; want ports %v", c.ip, c.at, ans.Owners, err, c.want)
+		}
 	}
 }

@@ -421,3 +421,60 @@ func TestHistoryPortsAtAMoment(t *testing.T) {
 		}
 	}
 }
+
+// TestHistoryPortsChangeWhileHeld: given a hostNetwork pod holding an
+// address with 8080, then updated to declare 9090, then none, while it
+// keeps the address, when asked at moments before and after the change, then each
+// answer carries the ports declared at that moment and a port narrows by
+// them; the interval stays one, from when the pod took the address.
+func TestHistoryPortsChangeWhileHeld(t *testing.T) {
+	const ip = "10.9.0.5"
+	clk := &handClock{sec(100)}
+	x := newHistory(HistoryOptions{}, clk.now)
+	p := podHolding("P", true, ip)
+	p.Ports = []Port{{8080, "TCP"}}
+	x.Observe(p)
+	x.Observe(podHolding("Q", true, ip)) // another hostNetwork pod on the node, declaring nothing
+	clk.t = sec(200)
+	p.Ports = []Port{{9090, "TCP"}}
+	x.Observe(p)
+	clk.t = sec(300)
+	p.Ports = nil // declares none any more
+	x.Observe(p)
+	clk.t = sec(400)
+	for _, c := range []struct {
+		at    float64
+		port  int32
+		ports []Port
+		want  string // the owners' uids, or "" when the port is declared by none
+	}{
+		{150, 8080, []Port{{8080, "TCP"}}, "P"},
+		{150, 9090, []Port{{8080, "TCP"}}, ""},
+		{250, 9090, []Port{{9090, "TCP"}}, "P"},
+		{250, 8080, []Port{{9090, "TCP"}}, ""},
+		{350, 9090, nil, ""},
+	} {
+		var out Answer[*object]
+		if err := LookupAt(x, Query{IP: ip, At: sec(c.at), Port: Port{c.port, "TCP"}}, &out); err != nil {
+			t.Fatalf("at %gs port %d: %v", c.at, c.port, err)
+		}
+		var uids []string
+		for _, o := range out.History.Owners {
+			uids = append(uids, o.UID)
+			if o.UID == "P" && (!slices.Equal(o.Ports, c.ports) || o.From != sec(100) || !o.To.IsZero()) {
+				t.Errorf("at %gs: P declared %v from %s to %s; want %v from +100s, still held", c.at, o.Ports, o.From, o.To, c.ports)
+			}
+		}
+		got := strings.Join(uids, " ")
+		if c.want == "" {
+			if out.Port == nil || out.Port.Declared || out.Via == "port" || got != "P Q" {
+				t.Errorf("at %gs port %d: %q via %q, port %+v; want both, declared by none", c.at, c.port, got, out.Via, out.Port)
+			}
+		} else if got != c.want || out.Via != "port" || out.Port == nil || !out.Port.Declared {
+			t.Errorf("at %gs port %d: %q via %q; want %q via port", c.at, c.port, got, out.Via, c.want)
+		}
+	}
+	if st := x.Stats(); st.Intervals != 2 {
+		t.Errorf("%d intervals; a change of ports makes no new one", st.Intervals)
+	}
+}

@@ -34,15 +34,28 @@ type AuthOptions struct {
 	// Timeout bounds authenticating and authorizing one request. Default
 	// DefaultAuthTimeout.
 	Timeout time.Duration
+	// ClusterTimeout bounds one cluster's access reviews for its part of
+	// an answer across clusters (ClusterPartContext), so that a cluster
+	// whose API server hangs makes its own part a 503 rather than holding
+	// the whole answer up for Timeout. Default DefaultClusterAuthTimeout;
+	// never more than Timeout.
+	ClusterTimeout time.Duration
 }
 
 // DefaultAuthTimeout is AuthOptions.Timeout's default.
 const DefaultAuthTimeout = 10 * time.Second
 
+// DefaultClusterAuthTimeout is AuthOptions.ClusterTimeout's default.
+const DefaultClusterAuthTimeout = 2 * time.Second
+
 func (o AuthOptions) withDefaults() AuthOptions {
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultAuthTimeout
 	}
+	if o.ClusterTimeout <= 0 {
+		o.ClusterTimeout = DefaultClusterAuthTimeout
+	}
+	o.ClusterTimeout = min(o.ClusterTimeout, o.Timeout)
 	return o
 }
 

@@ -56,15 +56,74 @@ func (a access) decide(at auth.Attributes) (bool, error) {
 	at.User = a.user
 	ctx, cancel := context.WithTimeout(a.ctx, a.s.opts.Auth.Timeout)
 	defer cancel()
+	part, inPart := a.ctx.Value(clusterPartKey{}).(partAccess)
+	if inPart && part.unreachable {
+		ctx = auth.CachedOnly(ctx)
+	}
 	ok, _, err := a.s.opts.Auth.Authorizer.Authorize(ctx, at)
 	if errors.Is(err, auth.ErrTooManyAccessReviews) {
 		return false, errTooManyAccessReviews
 	}
-	if err != nil {
-		a.s.log.Warn("authorization failed", "err", err)
-		return false, retryLater("access could not be checked (the API server did not answer); try again")
+	switch {
+	case err == nil:
+		if !inPart || !part.unreachable { // else from the cache: says nothing of the API server
+			a.s.reviewsFailing.Store(false)
+		}
+		return ok, nil
+	case inPart && errors.Is(err, auth.ErrNotCached):
+		return false, retryLater(fmt.Sprintf("authorization could not be asked: cluster %q is %s and its API server did not answer its last access review; no decision for this caller is cached there; try again", part.name, part.state))
 	}
-	return ok, nil
+	a.s.reviewsFailing.Store(true)
+	switch {
+	case inPart && errors.Is(a.ctx.Err(), context.DeadlineExceeded):
+		a.s.log.Warn("authorization failed", "cluster", part.name, "err", err)
+		return false, retryLater(fmt.Sprintf("authorization could not be asked: cluster %q's API server did not answer the access review within %s; try again", part.name, part.timeout))
+	case inPart:
+		a.s.log.Warn("authorization failed", "cluster", part.name, "err", err)
+		return false, retryLater(fmt.Sprintf("authorization could not be asked: cluster %q's API server did not answer the access review; try again", part.name))
+	}
+	a.s.log.Warn("authorization failed", "err", err)
+	return false, retryLater("access could not be checked (the API server did not answer); try again")
+}
+
+// clusterPartKey marks the context of one cluster's part of an answer
+// across clusters (a list, counts, an IP lookup): its value, a
+// partAccess, bounds and words that cluster's access reviews.
+type clusterPartKey struct{}
+
+type partAccess struct {
+	name    string
+	state   string // the cluster's state when the answer began, if read
+	timeout time.Duration
+	// unreachable: the cluster is stale or failed and its last access
+	// review failed: its API server does not answer; only cached
+	// decisions are used there.
+	unreachable bool
+}
+
+// ClusterPartContext is the context in which cluster name, served by s,
+// decides its part of an answer across clusters. Each cluster's access
+// reviews get their own deadline, AuthOptions.ClusterTimeout, so that one
+// whose API server hangs holds the answer up by that much at most (the
+// parts are asked concurrently); a cluster stale or failed whose last
+// review failed (its API server does not answer) is not asked at all,
+// its cached decisions only are used. A review that
+// fails or runs out of time makes that cluster's part a 503 saying
+// "authorization could not be asked" and is not remembered as a denial.
+// A request under the cluster's own prefix is not such a part: it asks,
+// bounded by AuthOptions.Timeout. Call the CancelFunc when the part is
+// done. Streams across clusters may use it for each cluster's decisions.
+func (s *Server) ClusterPartContext(ctx context.Context, name string) (context.Context, context.CancelFunc) {
+	if !s.authorizing() {
+		return ctx, func() {}
+	}
+	part := partAccess{name: name, timeout: s.opts.Auth.ClusterTimeout}
+	if s.reviewsFailing.Load() { // only then is its state read: StateOf visits every resource
+		part.state = StateOf(name, s.r).State
+		part.unreachable = part.state == ClusterStale || part.state == ClusterFailed
+	}
+	ctx, cancel := context.WithTimeout(ctx, part.timeout)
+	return context.WithValue(ctx, clusterPartKey{}, part), cancel
 }
 
 // allow returns nil or the 403 (503 when no decision could be made).
@@ -168,6 +227,12 @@ func (a access) namespacesAllowed(verb string, res cache.Resource, namespaces []
 // restrictList confines a list (or index lookup) to where the caller may
 // list.
 func (s *Server) restrictList(c echo.Context, resource string, q *cache.ListQuery) error {
+	return s.restrictListIn(c.Request().Context(), c, resource, q)
+}
+
+// restrictListIn is restrictList with the reviews under ctx (a
+// ClusterPartContext for one cluster's part of an answer across clusters).
+func (s *Server) restrictListIn(ctx context.Context, c echo.Context, resource string, q *cache.ListQuery) error {
 	if !s.authorizing() {
 		return nil
 	}
@@ -175,7 +240,7 @@ func (s *Server) restrictList(c echo.Context, resource string, q *cache.ListQuer
 	if err != nil {
 		return err
 	}
-	q.Namespaces, err = s.accessFor(c).scope(auth.VerbList, res, q.Namespace)
+	q.Namespaces, err = access{s: s, ctx: ctx, user: userOf(c)}.scope(auth.VerbList, res, q.Namespace)
 	return err
 }
 

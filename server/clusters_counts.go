@@ -121,7 +121,10 @@ func (s *Server) countPart(c echo.Context, fq *fleetQuestion, p *clusterPart) (c
 	}
 	lq := cache.ListQuery{Namespace: fq.q.Get("namespace"), LabelSelector: fq.q.Get("labelSelector"),
 		Index: fq.q.Get("index"), Value: fq.q.Get("value"), Ask: ask}
-	if err := cs.restrictList(c, fq.resource, &lq); err != nil {
+	pctx, cancel := cs.ClusterPartContext(c.Request().Context(), name)
+	err = cs.restrictListIn(pctx, c, fq.resource, &lq)
+	cancel()
+	if err != nil {
 		p.failed(err)
 		return cache.CountResult{}, nil, callersError(err)
 	}

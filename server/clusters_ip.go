@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/labstack/echo/v4"
 
@@ -63,12 +64,20 @@ func (s *Server) clusterIP(c echo.Context) error {
 		HeldIn   []string          `json:"heldIn"`
 		Clusters []ClusterIPAnswer `json:"clusters"`
 	}{Kind: "ClusterIPLookup", IP: ip, HeldIn: []string{}}
-	for _, name := range names {
-		a := s.askCluster(c.Request(), name, "/api/v1/ip/"+url.PathEscape(ip), sub.Encode())
+	// At once, as a list's parts: one slow to authorize holds the answer
+	// up by its own bounded delay only.
+	body.Clusters = make([]ClusterIPAnswer, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Go(func() {
+			body.Clusters[i] = s.askCluster(c.Request(), name, "/api/v1/ip/"+url.PathEscape(ip), sub.Encode())
+		})
+	}
+	wg.Wait()
+	for _, a := range body.Clusters {
 		if a.Status == http.StatusOK {
-			body.HeldIn = append(body.HeldIn, name)
+			body.HeldIn = append(body.HeldIn, a.Cluster)
 		}
-		body.Clusters = append(body.Clusters, a)
 	}
 	return c.JSON(http.StatusOK, body)
 }
@@ -115,7 +124,9 @@ func (s *Server) askClusterWith(r *http.Request, name, method, path, rawQuery st
 	}
 	// Without the connection: holding and releasing its writes is the
 	// front's request's to do.
-	ctx := context.WithValue(r.Context(), connKey{}, (*limitedConn)(nil))
+	ctx, cancel := target.ClusterPartContext(r.Context(), name)
+	defer cancel()
+	ctx = context.WithValue(ctx, connKey{}, (*limitedConn)(nil))
 	sub := r.Clone(ctx)
 	sub.URL = &url.URL{Path: path, RawQuery: rawQuery}
 	sub.RequestURI = sub.URL.RequestURI()

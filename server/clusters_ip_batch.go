@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 
 	"github.com/labstack/echo/v4"
 
@@ -88,12 +89,21 @@ func (s *Server) clusterIPBatch(c echo.Context) error {
 	for i, q := range req.Queries {
 		results[i] = ClusterBatchResult{IP: q.IP, HeldIn: []string{}, Clusters: []ClusterIPAnswer{}}
 	}
-	for _, name := range all { // in configuration order, so each query's slots are
+	// The clusters are asked at once, as a list's parts.
+	answersOf := make([][]ClusterIPAnswer, len(all))
+	var wg sync.WaitGroup
+	for k, name := range all {
+		if idx := asked[name]; len(idx) > 0 {
+			wg.Go(func() { answersOf[k] = s.askClusterBatch(c.Request(), name, req.Queries, idx) })
+		}
+	}
+	wg.Wait()
+	for k, name := range all { // in configuration order, so each query's slots are
 		idx := asked[name]
 		if len(idx) == 0 {
 			continue
 		}
-		answers := s.askClusterBatch(c.Request(), name, req.Queries, idx)
+		answers := answersOf[k]
 		for j, i := range idx {
 			a := answers[j]
 			if a.Status == http.StatusOK {

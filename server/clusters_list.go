@@ -203,7 +203,10 @@ func (s *Server) listPart(c echo.Context, fq *fleetQuestion, name string, tok *f
 	}
 	p.lq = cache.ListQuery{Ask: ask, Namespace: fq.q.Get("namespace"), LabelSelector: fq.q.Get("labelSelector"),
 		Index: fq.q.Get("index"), Value: fq.q.Get("value"), Limit: n, Continue: place}
-	if err := cs.restrictList(c, fq.resource, &p.lq); err != nil {
+	pctx, cancel := cs.ClusterPartContext(c.Request().Context(), name)
+	err = cs.restrictListIn(pctx, c, fq.resource, &p.lq)
+	cancel()
+	if err != nil {
 		return p.failed(err), sort, callersError(err)
 	}
 	if p.res, err = cs.r.List(fq.resource, p.lq); err != nil {

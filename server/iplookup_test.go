@@ -2,11 +2,14 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kubeindex/kubeindex/cache/cachetest"
 )
 
 func TestParseAt(t *testing.T) {
@@ -95,6 +98,74 @@ func TestIPLookupAtOverHTTP(t *testing.T) {
 	for _, m := range []string{"kubeindex_ip_history_open_intervals ", `kubeindex_ip_history_evicted_total{reason="cap"} 0`} {
 		if !strings.Contains(metrics, m) {
 			t.Errorf("/metrics lacks %s", m)
+		}
+	}
+}
+
+// TestIPLookupAtWithPortsThatChanged: given two Services sharing an
+// external IP, web declaring 80 and api 8080, when web is updated to
+// declare 443 instead while it keeps the address, then
+// ?at=<before the update>&port= narrows by the ports declared then (80 is
+// web's, 443 nobody's) and ?at=<after it> by the new ones.
+func TestIPLookupAtWithPortsThatChanged(t *testing.T) {
+	f, h := startServer(t)
+	const ip = "10.200.0.9"
+	svc := func(name string, port int) []byte {
+		return fmt.Appendf(nil, `{"apiVersion":"v1","kind":"Service","metadata":{"namespace":"default","name":%q,"uid":"uid-%s"},`+
+			`"spec":{"type":"ClusterIP","clusterIP":"None","externalIPs":[%q],"ports":[{"port":%d,"protocol":"TCP"}]}}`, name, name, ip, port)
+	}
+	at := func(t time.Time) string { return fmt.Sprintf("%d.%09d", t.Unix(), t.Nanosecond()) }
+	// narrowed: the answer at moment (now when zero) to port names one
+	// Service, via the port.
+	narrowed := func(moment time.Time, port int) bool {
+		q := fmt.Sprintf("/api/v1/ip/%s?port=%d", ip, port)
+		if !moment.IsZero() {
+			q += "&at=" + at(moment)
+		}
+		return strings.Contains(do(t, h, http.MethodGet, q).Body.String(), `"via":"port"`)
+	}
+	for _, s := range [][]byte{svc("web", 80), svc("api", 8080)} {
+		if err := f.Sim.Apply("services", s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var before, after time.Time
+	cachetest.Eventually(t, "the history holds both Services", func() bool {
+		before = time.Now()
+		return narrowed(before, 80) && narrowed(before, 8080)
+	})
+	if err := f.Sim.Apply("services", svc("web", 443)); err != nil {
+		t.Fatal(err)
+	}
+	cachetest.Eventually(t, "the history has web declaring 443", func() bool {
+		after = time.Now()
+		return narrowed(after, 443)
+	})
+	for _, c := range []struct {
+		at   time.Time
+		port int
+		want string // the one Service narrowed to; "" when none declares the port
+	}{
+		{before, 80, "web"}, {before, 8080, "api"}, {before, 443, ""},
+		{after, 443, "web"}, {after, 8080, "api"}, {after, 80, ""},
+	} {
+		rec := do(t, h, http.MethodGet, fmt.Sprintf("/api/v1/ip/%s?port=%d&at=%s", ip, c.port, at(c.at)))
+		var body struct {
+			Match, Via string
+			Port       struct{ Declared bool }
+			Owners     []struct{ Name string }
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || rec.Code != 200 {
+			t.Fatalf("%d %s", rec.Code, rec.Body)
+		}
+		var names []string
+		for _, o := range body.Owners {
+			names = append(names, o.Name)
+		}
+		got := strings.Join(names, " ")
+		if c.want == "" && (body.Via != "" || body.Port.Declared || len(body.Owners) != 2) ||
+			c.want != "" && (body.Via != "port" || body.Match != "service" || got != c.want) {
+			t.Errorf("port %d at %s: %s; want %q", c.port, at(c.at), rec.Body, c.want)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -140,6 +141,9 @@ type Server struct {
 	// fleetStates follows a fleet's clusters for its streams across
 	// clusters (clusters_stream.go).
 	fleetStates stateWatch
+	// reviewsFailing: the last access review asked of this cluster's API
+	// server failed (ClusterPartContext).
+	reviewsFailing atomic.Bool
 }
 
 // New builds the server and its routes. It starts nothing.

@@ -159,14 +159,21 @@ func (f *fleetE2E) westKilled(t *testing.T) {
 
 // southHung: south's connection carries nothing while staying open. East
 // and west are unaffected; south is stale with the hung connection's
-// reason, and synced again once bytes flow.
+// reason, and synced again once bytes flow. With authorization on
+// (fleet_authz_test.go), answers across clusters keep east's and west's
+// parts, south's slot saying why, both before and once south is stale.
 func (f *fleetE2E) southHung(t *testing.T) {
 	south := f.member("south")
 	healthy := f.others("south")
 	streams := f.openStreams(t, healthy)
+	authz := f.startAuthorized(t)
 	before := f.latencies(t, healthy)
 	south.px.setHung(true)
+	authz.whileHung(t, f, "south", "ben", false, "just hung")
 	f.failed(t, south, regexp.MustCompile(`hung|no answer for`))
+	authz.waitState(t, "south", "stale")
+	authz.whileHung(t, f, "south", "cat", false, "stale")
+	authz.whileHung(t, f, "south", "ann", true, "stale")
 	f.unaffected(t, healthy, streams, "hung")
 	logLatencies(t, "south hung", before, f.latencies(t, healthy))
 	south.px.setHung(false)
