@@ -157,6 +157,7 @@ func page(res ListResult, rows []row, start, limit int, sort, walk string) ListR
 	for i, r := range rows {
 		res.Items[i], res.Values[i] = r.o, r.vs
 	}
+	res.walk, res.pos = walk, start+len(rows)
 	return res
 }
 

@@ -15,9 +15,9 @@ func (a *Ask) SortValues(o *Object) []query.Value {
 // ContinueAfter is a continue token resuming the list of q that res is a
 // page of after its first n items (1 ≤ n ≤ len(res.Items)), whose sort
 // values are vs (nil without a question): the token a page ending there
-// would carry. It stays in res's kept walk when res has one, so the
-// following pages are of the same moment; otherwise it resumes in the
-// live cache after that item.
+// would carry. It stays in res's kept walk when res is a page of one
+// (the walk's last page too), so the following pages are of the same
+// moment; otherwise it resumes in the live cache after that item.
 func (res ListResult) ContinueAfter(q ListQuery, n int, vs []query.Value) string {
 	if n == len(res.Items) && res.Continue != "" {
 		return res.Continue
@@ -27,8 +27,8 @@ func (res ListResult) ContinueAfter(q ListQuery, n int, vs []query.Value) string
 		return encodeContinue(res.Resource.Name, last.Key())
 	}
 	tok := continueToken{Resource: res.Resource.Name, After: last.Key(), Asked: true, Sort: q.Ask.SortText, Values: vs}
-	if next, err := decodeContinue(res.Resource.Name, res.Continue); err == nil && next.Walk != "" {
-		tok.Walk, tok.Pos = next.Walk, next.Pos-len(res.Items)+n
+	if res.walk != "" {
+		tok.Walk, tok.Pos = res.walk, res.pos-len(res.Items)+n
 	}
 	return encodeToken(tok)
 }

@@ -196,6 +196,7 @@ func orderedPage(res ListResult, page []orderEntry, nsort, more, pos int, sort, 
 		res.Continue = encodeToken(continueToken{Resource: res.Resource.Name, After: last.o.Key(), Asked: true, Sort: sort,
 			Values: last.vs[:nsort], Walk: walk, Pos: pos})
 	}
+	res.walk, res.pos = walk, pos
 	return res
 }
 

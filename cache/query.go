@@ -54,6 +54,12 @@ type ListResult struct {
 	// it with others; nil for a plain list.
 	Values    [][]query.Value
 	Freshness Freshness
+	// walk is the kept walk the page is of ("" for none) and pos the
+	// position after the page among its matches: where ContinueAfter
+	// resumes it, after a page that ends the walk too (which carries no
+	// continue token).
+	walk string
+	pos  int
 }
 
 // Get returns one object. namespace is "" for cluster-scoped resources.

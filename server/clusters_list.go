@@ -198,7 +198,7 @@ func (s *Server) listPart(c echo.Context, fq *fleetQuestion, name string, tok *f
 		n = offset + limit
 	}
 	done := tok != nil && tok.Clusters[name].Done
-	if done { // asked for its total only
+	if done { // asked for its slot only: whether it answers, and how
 		n, place = 1, ""
 	}
 	p.lq = cache.ListQuery{Ask: ask, Namespace: fq.q.Get("namespace"), LabelSelector: fq.q.Get("labelSelector"),
@@ -214,6 +214,9 @@ func (s *Server) listPart(c echo.Context, fq *fleetQuestion, name string, tok *f
 	}
 	if done {
 		p.res.Items, p.res.Values, p.res.Remaining, p.res.Continue = nil, nil, 0, ""
+		if n := tok.Clusters[name].Total; n != nil { // the walk's moment's, not the live cache's
+			p.res.Total = *n
+		}
 	}
 	total := p.res.Total
 	p.slot.Status, p.slot.State, p.slot.Total = http.StatusOK, ClusterSynced, &total
@@ -340,11 +343,14 @@ type fleetToken struct {
 }
 
 // clusterPlace is one cluster's place in a walk: its own continue token
-// ("" before its first item), or Done when it has nothing more, or Out,
-// the status it answered the first page with when it did not answer it.
+// ("" before its first item), or Done when it has nothing more, with
+// Total, its matches as its last page counted them (its walk's moment's:
+// a later page shows that total, not the live cache's), or Out, the
+// status it answered the first page with when it did not answer it.
 type clusterPlace struct {
 	Continue string `json:"t,omitempty"`
 	Done     bool   `json:"d,omitempty"`
+	Total    *int   `json:"n,omitempty"`
 	Out      int    `json:"o,omitempty"`
 }
 
@@ -398,7 +404,7 @@ func fleetContinue(parts []*clusterPart, prev *fleetToken, question string) (str
 		remaining += left
 		switch {
 		case left == 0:
-			t.Clusters[name] = clusterPlace{Done: true}
+			t.Clusters[name] = clusterPlace{Done: true, Total: &p.res.Total}
 			continue
 		case p.used == 0 && prev != nil:
 			t.Clusters[name] = prev.Clusters[name]
