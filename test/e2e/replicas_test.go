@@ -87,6 +87,23 @@ func TestStreamsMoveBetweenReplicas(t *testing.T) {
 		defer close(churned)
 		churnPods(t, pods, ns, 45, 150*time.Millisecond)
 	}()
+	// The first move to B must resume from a position B holds. B's
+	// history begins at its own list, and resourceVersions count every
+	// write in the cluster (other tests' too), so the position A gave at
+	// SYNCED may be older than B's list, and B rightly refuses it (as an
+	// API server whose watch cache began later would, with a 410). The
+	// churn begins after B has listed: follow A until its first event.
+	eventually(t, converge, "the client on A to see the churn begin", func() error {
+		if err := h.follow(ctx, a, 400*time.Millisecond); err != nil {
+			return err
+		}
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if len(h.events) == 0 {
+			return fmt.Errorf("no event yet")
+		}
+		return nil
+	})
 	replicas := []*kubeindex{b, a}
 	hops := 0
 	for done := false; !done; hops++ {
