@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -96,7 +95,7 @@ func TestOrderedPagesMatchBruteForceUnderChurn(t *testing.T) {
 		}
 		churning.Wait()
 		cachetest.Eventually(t, "caught up", func() bool {
-			return maps.Equal(cachetest.State(t, f.Cache, "pods", cache.ListQuery{}), servedState(t, f))
+			return maps.Equal(cachetest.State(t, f.Cache, "pods", cache.ListQuery{}), f.ServedPods(t))
 		})
 		plain, err := f.Cache.List("pods", cache.ListQuery{})
 		if err != nil {
@@ -151,25 +150,4 @@ func diffPods(got, want []churnPod) string {
 		}
 	}
 	return b.String()
-}
-
-// servedState is what the simulated cluster serves: namespace/name →
-// resourceVersion.
-func servedState(t *testing.T, f *cachetest.Fixture) map[string]string {
-	t.Helper()
-	rec := httptest.NewRecorder()
-	f.Sim.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/pods", nil))
-	var list struct {
-		Items []struct {
-			Metadata struct{ Namespace, Name, ResourceVersion string }
-		}
-	}
-	if err := json.Unmarshal(rec.Body.Bytes(), &list); err != nil || rec.Code != 200 {
-		t.Fatalf("the simulated cluster's pods: %d %v", rec.Code, err)
-	}
-	out := map[string]string{}
-	for _, it := range list.Items {
-		out[it.Metadata.Namespace+"/"+it.Metadata.Name] = it.Metadata.ResourceVersion
-	}
-	return out
 }

@@ -6,10 +6,8 @@ package server
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"maps"
-	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
@@ -89,7 +87,7 @@ func (tf *testFleet) churn(t *testing.T, steps int) map[string][]fleetPod {
 	}
 	lists := map[string][]fleetPod{}
 	for n, fx := range tf.fx {
-		want := servedPods(t, fx)
+		want := fx.ServedPods(t)
 		cachetest.Eventually(t, "cluster "+n+" caught up", func() bool {
 			return maps.Equal(cachetest.State(t, fx.Cache, "pods", cache.ListQuery{}), want)
 		})
@@ -114,27 +112,6 @@ func (tf *testFleet) churn(t *testing.T, steps int) map[string][]fleetPod {
 		})
 	}
 	return lists
-}
-
-// servedPods is what the simulated cluster serves: namespace/name →
-// resourceVersion.
-func servedPods(t *testing.T, fx *cachetest.Fixture) map[string]string {
-	t.Helper()
-	rec := httptest.NewRecorder()
-	fx.Sim.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/pods", nil))
-	var list struct {
-		Items []struct {
-			Metadata struct{ Namespace, Name, ResourceVersion string }
-		}
-	}
-	if err := json.Unmarshal(rec.Body.Bytes(), &list); err != nil || rec.Code != 200 {
-		t.Fatalf("the simulated cluster's pods: %d %v", rec.Code, err)
-	}
-	out := map[string]string{}
-	for _, it := range list.Items {
-		out[it.Metadata.Namespace+"/"+it.Metadata.Name] = it.Metadata.ResourceVersion
-	}
-	return out
 }
 
 // TestFleetPagesMatchBruteForceUnderChurn: as the clusters churn, every

@@ -5,6 +5,7 @@ package cachetest
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -157,6 +158,27 @@ func State(t testing.TB, c *cache.Cache, resource string, q cache.ListQuery) map
 	out := map[string]string{}
 	for _, o := range res.Items {
 		out[o.Key()] = o.ResourceVersion()
+	}
+	return out
+}
+
+// ServedPods is what the fixture's simulated cluster serves of pods:
+// namespace/name → resourceVersion, the form State gives of the cache.
+func (f *Fixture) ServedPods(t testing.TB) map[string]string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	f.Sim.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/pods", nil))
+	var list struct {
+		Items []struct {
+			Metadata struct{ Namespace, Name, ResourceVersion string }
+		}
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &list); err != nil || rec.Code != 200 {
+		t.Fatalf("the simulated cluster's pods: %d %v", rec.Code, err)
+	}
+	out := map[string]string{}
+	for _, it := range list.Items {
+		out[it.Metadata.Namespace+"/"+it.Metadata.Name] = it.Metadata.ResourceVersion
 	}
 	return out
 }
