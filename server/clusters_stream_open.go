@@ -289,13 +289,8 @@ func (f *Server) fleetSSE(c echo.Context, fa *fleetAsk) error {
 		return err
 	}
 	defer fs.close()
-	w := c.Response()
-	w.Header().Set(echo.HeaderContentType, "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	out := &sseWriter{f.newBatch(w, f.metrics.deliverySSE)}
-	defer out.conn.rc.SetWriteDeadline(time.Time{})
+	out, done := f.beginSSE(c)
+	defer done()
 	life := f.startLife(c, 0, nil)
 	defer life.stop()
 	if err := f.fleetPump(c.Request().Context(), fs, out, life); err != nil {

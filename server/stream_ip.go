@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/gorilla/websocket"
 	"github.com/labstack/echo/v4"
@@ -82,13 +81,8 @@ func (s *Server) addressSSE(c echo.Context, q cache.AddressWatchQuery) error {
 		return err
 	}
 	defer s.unsubscribe(sub)
-	w := c.Response()
-	w.Header().Set(echo.HeaderContentType, "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	out := &sseWriter{s.newBatch(w, s.metrics.deliverySSE)}
-	defer out.conn.rc.SetWriteDeadline(time.Time{})
+	out, done := s.beginSSE(c)
+	defer done()
 	life := s.startLife(c, 0, nil)
 	defer life.stop()
 	if err := s.pump(c.Request().Context(), sub, notify, out, life); err != nil {

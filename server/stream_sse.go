@@ -30,18 +30,27 @@ func (s *Server) watchSSE(c echo.Context, resource string, q cache.WatchQuery) e
 		return err
 	}
 	defer s.unsubscribe(sub)
-	w.Header().Set(echo.HeaderContentType, "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("X-Accel-Buffering", "no") // proxies must not hold events back
-	w.WriteHeader(http.StatusOK)
-	out := &sseWriter{s.newBatch(w, s.metrics.deliverySSE)}
-	defer out.conn.rc.SetWriteDeadline(time.Time{}) // the connection may serve another request
+	out, done := s.beginSSE(c)
+	defer done()
 	life := s.startLife(c, 0, nil)
 	defer life.stop()
 	if err := s.pump(c.Request().Context(), sub, notify, out, life); err != nil {
 		s.log.Debug("event stream ended", "resource", resource, "err", err)
 	}
 	return nil
+}
+
+// beginSSE answers 200 with an event stream's headers and returns its
+// writer; done clears the write deadline after, as the connection may
+// serve another request.
+func (s *Server) beginSSE(c echo.Context) (out *sseWriter, done func()) {
+	w := c.Response()
+	w.Header().Set(echo.HeaderContentType, "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no") // proxies must not hold events back
+	w.WriteHeader(http.StatusOK)
+	out = &sseWriter{s.newBatch(w, s.metrics.deliverySSE)}
+	return out, func() { out.conn.rc.SetWriteDeadline(time.Time{}) }
 }
 
 // sseWriter writes messages as Server-Sent Events, in batches.
