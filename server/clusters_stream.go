@@ -2,11 +2,13 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/kubeindex/kubeindex/cache"
 	"github.com/kubeindex/kubeindex/internal/jsonscan"
@@ -20,9 +22,13 @@ import (
 // message after a cluster's snapshot carries the stream's resume token
 // (fleetPositions): each cluster's own position. A cluster's
 // RESYNC_REQUIRED ends only its part: the token forgets its position and
-// the part opens again with a snapshot. A cluster's change of state
-// (stale, failed, back, removed, added to a stream of every cluster) is a
-// CLUSTER message.
+// the part opens again with a snapshot (after its backoff when its client
+// fell behind: clusters_stream_backoff.go). A part that comes back from
+// its position (its server was retired, then served again) continues
+// where it was: its cluster's SYNCED was sent once in this stream, so the
+// SYNCED that ends the replay goes out as that cluster's BOOKMARK. A
+// cluster's change of state (stale, failed, back, removed, added to a
+// stream of every cluster) is a CLUSTER message.
 
 // ClusterMessage is the type of the message that says how a cluster
 // takes part in a stream across clusters.
@@ -51,6 +57,14 @@ type fleetPart struct {
 	retired atomic.Bool // its server was retired
 	unwatch func() bool // stops the retirement watch
 	tag     []byte      // idTag then `"cluster":"…",`
+
+	// synced: the cluster's SYNCED was sent in this stream since its last
+	// RESYNC_REQUIRED (or RESET); held: some of its messages were, so the
+	// client may hold its objects.
+	synced, held bool
+	backoff      partBackoff
+	retryAt      time.Time   // not opened again before; zero: no wait
+	stopTimer    func() bool // the wake-up at retryAt
 }
 
 // partResult is an open's outcome, handed from its goroutine.
@@ -73,6 +87,7 @@ type fleetStream struct {
 	wake     chan struct{}
 	idTag    []byte // `{"id":"…",` on the multiplexed socket, else `{`
 	snapshot bool   // whether a part that starts afresh starts with a snapshot
+	clock    streamClock
 
 	mu     sync.Mutex // guards opened and closed
 	opened []partResult
@@ -84,6 +99,9 @@ type fleetStream struct {
 	control [][]byte          // CLUSTER messages to send first
 	next    int               // round-robin
 	seen    uint64            // the state watch's generation reconciled
+	dirty   bool              // a part was adopted: follow every part's state again
+
+	retryDue atomic.Bool // a part's backoff is over (set by its timer)
 }
 
 // newFleetStream builds a stream over the clusters named, from the
@@ -92,7 +110,7 @@ type fleetStream struct {
 func (f *Server) newFleetStream(kind string, names []string, follow bool, from map[string]string, snapshot bool,
 	open partOpener, wake chan struct{}, id string, initial []partResult) *fleetStream {
 	fs := &fleetStream{front: f, kind: kind, follow: follow, open: open, wake: wake, snapshot: snapshot,
-		pos: map[string]string{}, idTag: []byte("{")}
+		pos: map[string]string{}, idTag: []byte("{"), clock: realClock}
 	if id != "" {
 		fs.idTag = append(jsonscan.AppendString([]byte(`{"id":`), id), ',')
 	}
@@ -120,8 +138,15 @@ func (fs *fleetStream) newPart(name string) *fleetPart {
 
 // startOpen opens p's part on its own goroutine: a review or a resume's
 // wait in one cluster holds up no other. from is the position to resume
-// after, "" to start afresh.
+// after, "" to start afresh: a client that may hold some of the
+// cluster's objects (a part ended inside its snapshot) is told to drop
+// them first.
 func (fs *fleetStream) startOpen(p *fleetPart, cs *Server, from string) {
+	fs.stopRetry(p)
+	if from == "" && p.held {
+		fs.control = append(fs.control, fs.resyncMessage(p, fmt.Sprintf("cluster %q's part of this stream starts again with a snapshot", p.name)))
+		p.held, p.synced = false, false
+	}
 	p.gen++
 	p.opening = p.gen
 	gen := p.gen
@@ -159,26 +184,46 @@ func (fs *fleetStream) adopt(r partResult) {
 		if st.Code == http.StatusForbidden {
 			reason = "" // says nothing more of what is there
 		}
-		state := ""
-		if st.Code == http.StatusServiceUnavailable {
-			state = ClusterFailed
+		state, wait := "", time.Duration(0)
+		switch st.Code {
+		case http.StatusServiceUnavailable, http.StatusTooManyRequests:
+			// Not serving, or its access reviews did not answer in time:
+			// tried again after the part's backoff.
+			state, wait = fs.stateOf(p.name), fs.retryLater(p, true)
 		}
-		fs.report(p, state, reason)
+		fs.report(p, state, reason, wait)
 		return
 	}
 	p.sub, p.cs, p.status = r.sub, r.cs, http.StatusOK
 	p.retired.Store(false)
 	p.unwatch = context.AfterFunc(r.cs.retired, func() { p.retired.Store(true); signal(fs.wake) })
+	fs.dirty = true // say it is back
+}
+
+// stateOf is cluster name's state as last read, failed when it is not
+// listed.
+func (fs *fleetStream) stateOf(name string) string {
+	states, _ := fs.front.fleetStates.current()
+	for _, st := range states {
+		if st.Name == name {
+			return st.State
+		}
+	}
+	return ClusterFailed
 }
 
 // report queues a CLUSTER message for p, unless its state and status
-// were reported last.
-func (fs *fleetStream) report(p *fleetPart, state, reason string) {
-	key := state + "\x00" + strconv.Itoa(p.status)
-	if p.state == key {
+// were reported last; wait > 0 says when the part is opened again.
+func (fs *fleetStream) report(p *fleetPart, state, reason string, wait time.Duration) {
+	if p.state == state+"\x00"+strconv.Itoa(p.status) {
 		return
 	}
-	p.state = key
+	fs.reportNow(p, state, reason, wait)
+}
+
+// reportNow queues a CLUSTER message for p, said or not before.
+func (fs *fleetStream) reportNow(p *fleetPart, state, reason string, wait time.Duration) {
+	p.state = state + "\x00" + strconv.Itoa(p.status)
 	b := append(append([]byte(nil), p.tag...), `"type":"`...)
 	b = append(b, ClusterMessage...)
 	b = append(b, `","status":`...)
@@ -189,6 +234,7 @@ func (fs *fleetStream) report(p *fleetPart, state, reason string) {
 	if reason != "" {
 		b = jsonscan.AppendString(append(b, `,"reason":`...), reason)
 	}
+	b = appendRetryAfter(b, wait)
 	fs.control = append(fs.control, append(b, '}'))
 }
 
@@ -239,13 +285,29 @@ func (fs *fleetStream) nextItem() (fleetItem, bool) {
 // has a position, the stream's token. A cluster's RESYNC_REQUIRED ends its
 // part only: the token forgets its position and the part opens again.
 func (fs *fleetStream) item(p *fleetPart, m cache.Message) fleetItem {
+	switch m.Type {
+	case cache.Synced:
+		if p.synced { // the end of a resume's replay: the client is synced already
+			m = cache.Message{Type: cache.Bookmark, ResourceVersion: m.ResourceVersion}
+		}
+		p.synced = true
+	case cache.Reset: // the address stream's: drop the cluster's addresses, a snapshot follows
+		p.synced = false
+	}
+	p.held = true
 	switch {
 	case m.Terminal():
+		_, expired := p.sub.Expired()
 		fs.endSub(p)
 		delete(fs.pos, p.name)
 		fs.token = ""
-		if p.cs != nil {
+		p.synced, p.held = false, false
+		switch {
+		case p.cs == nil:
+		case expired: // its position was forgotten: nothing the client did
 			fs.startOpen(p, p.cs, "")
+		default: // it fell behind
+			fs.overflowed(p, m.Reason)
 		}
 	case !m.Snapshot() && m.ResourceVersion != "":
 		if fs.pos[p.name] != m.ResourceVersion {
@@ -292,15 +354,15 @@ func (fs *fleetStream) reconcile() {
 			why := p.cs.retiredWhy()
 			fs.endSub(p)
 			p.status = http.StatusServiceUnavailable
-			fs.report(p, ClusterFailed, errorStatus(why).Message)
+			fs.report(p, ClusterFailed, errorStatus(why).Message, 0)
 			force = true // its successor may be serving already
 		}
 	}
 	states, gen := fs.front.fleetStates.current()
-	if gen == fs.seen && !force {
+	if gen == fs.seen && !force && !fs.dirty && !fs.retryDue.Swap(false) {
 		return
 	}
-	fs.seen = gen
+	fs.seen, fs.dirty = gen, false
 	byName := map[string]ClusterState{}
 	for _, st := range states {
 		byName[st.Name] = st
@@ -309,9 +371,10 @@ func (fs *fleetStream) reconcile() {
 		p := fs.parts[i]
 		if _, ok := byName[p.name]; !ok {
 			fs.endSub(p)
+			fs.stopRetry(p)
 			p.gen++ // an open under way is dropped when it ends
 			p.status = http.StatusNotFound
-			fs.report(p, ClusterRemoved, "removed from the configuration")
+			fs.report(p, ClusterRemoved, "removed from the configuration", 0)
 			delete(fs.pos, p.name)
 			fs.token = ""
 			fs.parts = slices.Delete(fs.parts, i, i+1)
@@ -341,15 +404,18 @@ func (fs *fleetStream) follow1(p *fleetPart, st ClusterState) {
 	serving := st.State == ClusterSynced || st.State == ClusterStale
 	if p.sub != nil {
 		p.status = http.StatusOK
-		fs.report(p, st.State, st.Reason)
+		fs.report(p, st.State, st.Reason, 0)
 		return
 	}
 	if !serving || p.opening != 0 {
 		if !serving {
 			p.status = http.StatusServiceUnavailable
-			fs.report(p, st.State, st.Reason)
+			fs.report(p, st.State, st.Reason, 0)
 		}
 		return
+	}
+	if !p.retryAt.IsZero() && fs.clock.now().Before(p.retryAt) {
+		return // its backoff's wake-up opens it
 	}
 	cs, err := fs.front.cluster(p.name)
 	if err != nil || cs.retiredCause() != nil {
@@ -373,6 +439,7 @@ func (fs *fleetStream) close() {
 	}
 	for _, p := range fs.parts {
 		fs.endSub(p)
+		fs.stopRetry(p)
 	}
 	fs.front.fleetStates.unsubscribe(fs.wake)
 }

@@ -117,13 +117,18 @@ func (f *Server) newFleetAsk(kind, clusters, token, snapshot string) (*fleetAsk,
 }
 
 // resourceOpener opens a resource's part in a cluster, authorized as the
-// user under that cluster's prefix (its own authorizer narrows it).
+// user under that cluster's prefix (its own authorizer narrows it), its
+// access reviews bounded as that cluster's part of an answer across
+// clusters (ClusterPartContext): a cluster whose API server does not
+// answer them makes its own part a 503, tried again later.
 func resourceOpener(ctx context.Context, user *auth.User, resource string, q cache.WatchQuery) partOpener {
-	return func(cs *Server, _, from string, snapshot bool, notify chan<- struct{}) (cache.Subscription, error) {
+	return func(cs *Server, name, from string, snapshot bool, notify chan<- struct{}) (cache.Subscription, error) {
 		wq := q
 		wq.ResourceVersion, wq.Snapshot = from, from == "" && snapshot
 		wq.QueueSize = cs.streams.opts.QueueSize
-		if err := (access{s: cs, ctx: ctx, user: user}).restrictWatch(resource, &wq); err != nil {
+		pctx, cancel := cs.ClusterPartContext(ctx, name)
+		defer cancel()
+		if err := (access{s: cs, ctx: pctx, user: user}).restrictWatch(resource, &wq); err != nil {
 			return nil, err
 		}
 		return cs.streams.subscribe(cs.r, resource, wq, notify)
@@ -134,10 +139,12 @@ func resourceOpener(ctx context.Context, user *auth.User, resource string, q cac
 // resourceOpener does. An address stream always opens with its snapshot
 // (RESET) when it cannot resume.
 func addressOpener(ctx context.Context, user *auth.User, q cache.AddressWatchQuery) partOpener {
-	return func(cs *Server, _, from string, _ bool, notify chan<- struct{}) (cache.Subscription, error) {
+	return func(cs *Server, name, from string, _ bool, notify chan<- struct{}) (cache.Subscription, error) {
 		aq := q
 		aq.ResourceVersion, aq.QueueSize = from, cs.streams.opts.QueueSize
-		if err := (access{s: cs, ctx: ctx, user: user}).restrictAddresses(&aq); err != nil {
+		pctx, cancel := cs.ClusterPartContext(ctx, name)
+		defer cancel()
+		if err := (access{s: cs, ctx: pctx, user: user}).restrictAddresses(&aq); err != nil {
 			return nil, err
 		}
 		return cs.streams.admit(func() (cache.Subscription, error) { return cs.r.WatchAddresses(aq, notify) })
@@ -145,11 +152,11 @@ func addressOpener(ctx context.Context, user *auth.User, q cache.AddressWatchQue
 }
 
 // start opens every asked cluster's part at once (one slow to authorize
-// or to reach its position holds up the start by its own delay only) and
-// builds the stream. A parameter any cluster cannot read is the caller's
-// error (400, as for a list across clusters); a resource no serving
-// cluster has is a 404. Other refusals are that cluster's CLUSTER
-// message.
+// holds up the start by AuthOptions.ClusterTimeout at most, one slow to
+// reach its position by its own delay only) and builds the stream. A
+// parameter any cluster cannot read is the caller's error (400, as for a
+// list across clusters); a resource no serving cluster has is a 404.
+// Other refusals are that cluster's CLUSTER message.
 func (f *Server) startFleetStream(fa *fleetAsk, wake chan struct{}, id string) (*fleetStream, error) {
 	results := make([]partResult, len(fa.names))
 	var wg sync.WaitGroup

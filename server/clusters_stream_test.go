@@ -110,6 +110,18 @@ func (sf *streamFleet) addCluster(t *testing.T, name string) {
 	sf.srv[name] = New(sf.fx[name].Cache, opts)
 }
 
+// served is what cluster c's simulated cluster serves of pods, in
+// namespace ns ("": all).
+func (sf *streamFleet) served(t *testing.T, c, ns string) func() map[string]string {
+	return func() map[string]string {
+		all := sf.fx[c].ServedPods(t)
+		if ns != "" {
+			maps.DeleteFunc(all, func(k, _ string) bool { return !strings.HasPrefix(k, ns+"/") })
+		}
+		return all
+	}
+}
+
 // change makes a change of each kind in a cluster: a pod added, one
 // modified, one deleted.
 func (sf *streamFleet) change(t *testing.T, cluster string, n int) {
@@ -209,6 +221,19 @@ func (fr *fleetReplica) failed() error {
 	return fr.err
 }
 
+// statesOf is cluster c's CLUSTER messages, "status state" each.
+func (fr *fleetReplica) statesOf(c string) []string {
+	fr.mu.Lock()
+	defer fr.mu.Unlock()
+	var out []string
+	for _, s := range fr.states {
+		if rest, ok := strings.CutPrefix(s, c+" "); ok {
+			out = append(out, rest)
+		}
+	}
+	return out
+}
+
 func (fr *fleetReplica) saw(state string) bool {
 	fr.mu.Lock()
 	defer fr.mu.Unlock()
@@ -232,13 +257,13 @@ func (fr *fleetReplica) objects(t *testing.T) map[string]map[string]string {
 }
 
 // waitEqual waits until the replica of each named cluster holds what
-// its cache holds.
+// its simulated cluster serves: not what its cache holds, which may not
+// have taken in the last changes yet (a replica equal to a cache that
+// lags proves nothing).
 func (fr *fleetReplica) waitEqual(t *testing.T, sf *streamFleet, what string, clusters ...string) {
 	t.Helper()
 	for _, c := range clusters {
-		fr.cluster(c).waitEqual(t, what+" in "+c, func() map[string]string {
-			return cachetest.State(t, sf.fx[c].Cache, "pods", cache.ListQuery{})
-		})
+		fr.cluster(c).waitEqual(t, what+" in "+c, sf.served(t, c, ""))
 	}
 	if err := fr.failed(); err != nil {
 		t.Fatal(err)
@@ -463,11 +488,7 @@ func TestFleetStreamOverTheSocket(t *testing.T) {
 	cachetest.Eventually(t, "a and b synced", func() bool { return fr.cluster("a").isSynced() && fr.cluster("b").isSynced() })
 	sf.change(t, "a", 2)
 	sf.change(t, "b", 3)
-	probe := func(c string) func() map[string]string {
-		return func() map[string]string {
-			return cachetest.State(t, sf.fx[c].Cache, "pods", cache.ListQuery{Namespace: "probe"})
-		}
-	}
+	probe := func(c string) func() map[string]string { return sf.served(t, c, "probe") }
 	fr.cluster("a").waitEqual(t, "a's probes", probe("a"))
 	fr.cluster("b").waitEqual(t, "b's probes", probe("b"))
 
@@ -478,14 +499,30 @@ func TestFleetStreamOverTheSocket(t *testing.T) {
 	fr.cluster("c").waitEqual(t, "c joined", probe("c"))
 
 	// b is retired (its configuration changed): it says why, and comes
-	// back from its position on its new server... here the same cache.
+	// back from its position on its new server (here the same cache):
+	// the events it missed, then the rest, with no snapshot, no
+	// RESYNC_REQUIRED and no second SYNCED (the client following the
+	// one-SYNCED rule would take that for a broken stream), and a CLUSTER
+	// message that it is back.
 	sf.srv["b"].Retire(`cluster "b" restarted: its configuration changed`)
 	cachetest.Eventually(t, "b reported failed", func() bool { return fr.saw("b 503 failed") })
+	sf.change(t, "b", 5)
 	nb := New(sf.fx["b"].Cache, Options{ClusterName: "b", Shared: sf.shared, Logger: quiet()})
 	sf.srv["b"] = nb
 	sf.fleet.set([]string{"a", "b", "c"}, maps.Clone(sf.srv))
-	sf.change(t, "b", 5)
 	fr.cluster("b").waitEqual(t, "b back", probe("b"))
+	// Whatever b's part sent on its return (a SYNCED ends a replay) came
+	// before the events of a change made now.
+	sf.change(t, "b", 1)
+	fr.cluster("b").waitEqual(t, "b streams on after its return", probe("b"))
+	if got := fr.statesOf("b"); !slices.Equal(got, []string{"200 synced", "503 failed", "200 synced"}) {
+		t.Errorf("b's CLUSTER messages %v; expect synced, failed, then synced again", got)
+	}
+	fr.mu.Lock()
+	if len(fr.resyncs) > 0 {
+		t.Errorf("told to resync %v; b came back from its position", fr.resyncs)
+	}
+	fr.mu.Unlock()
 
 	// a is removed: it leaves with a reason; the others stream on.
 	sf.fleet.set([]string{"b", "c"}, maps.Clone(sf.srv))

@@ -93,10 +93,14 @@ func (v *fleetView) apply(data []byte) {
 			v.broken = append(v.broken, "DELETED before ADDED: "+m.Cluster+" "+key)
 		}
 		delete(pods, key)
-	case "SYNCED":
+	case "SYNCED": // once a cluster, and again only after its RESYNC_REQUIRED
+		if v.synced[m.Cluster] {
+			v.broken = append(v.broken, "SYNCED twice: "+m.Cluster)
+		}
 		v.synced[m.Cluster] = true
 	case "RESYNC_REQUIRED":
 		v.pods[m.Cluster] = map[string]bool{}
+		v.synced[m.Cluster] = false
 	case "BOOKMARK":
 	default:
 		v.broken = append(v.broken, fmt.Sprintf("unexpected %.200s", data))
