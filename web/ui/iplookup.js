@@ -143,7 +143,7 @@ export class IPLookup {
           this.close();
           this.input.focus();
         }}, '×')),
-      ...content);
+      ...content.filter((c) => c !== null && c !== undefined && c !== false)); // append writes null as text
   }
 
   // renderNow shows who holds the address now: pods, then Services, then
