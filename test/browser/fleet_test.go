@@ -417,7 +417,8 @@ const fleetBoxJS = `(() => { ` + visibleJS + ` const r = document.getElementById
 // fleet's answer: an address two clusters hold (a running pod's in both:
 // the demo's odd clusters share a pod CIDR) shows both clusters, named,
 // each with the owners its own answer lists, and says it is held in
-// more than one; an address held nowhere says so.
+// more than one; an address held nowhere says so; a port every cluster
+// refuses is bad input, with their message.
 func fleetIPLookup(t *testing.T, p *page, api string) {
 	t.Helper()
 	var shared string
@@ -479,6 +480,19 @@ func fleetIPLookup(t *testing.T, p *page, api string) {
 		p.mustEval(fleetBoxJS, &got)
 		return got.Shown && got.Query == nowhere && got.Match == "none" && len(got.Sections) == 0 &&
 			strings.Contains(got.Text, "Nobody has "+nowhere+" in any cluster"), fmt.Sprintf("%+v", got)
+	})
+
+	// A port every cluster refuses is the box's bad input, with the
+	// clusters' message.
+	var refused fleetAnswer
+	getJSON(t, api+"/api/v1/clusters/ip/"+nowhere+"?port=99999&protocol=TCP", &refused)
+	if len(refused.Clusters) == 0 || refused.Clusters[0].Status != 400 || refused.Clusters[0].Answer.Message == "" {
+		t.Fatalf("setup: port 99999 answered %+v; expect each cluster's 400", refused)
+	}
+	p.ask(nowhere, ipAsk{port: "99999", protocol: "TCP"})
+	p.waitFor(30*time.Second, "the box to show the clusters' 400", func() (bool, string) {
+		b := p.box()
+		return b.Shown && b.Match == "error" && b.Code == "400" && strings.Contains(b.Text, refused.Clusters[0].Answer.Message), fmt.Sprintf("%+v", b)
 	})
 	p.run("closing the IP lookup", chromedp.KeyEvent(kb.Escape))
 }

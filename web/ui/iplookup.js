@@ -7,7 +7,7 @@
 // named, with its own answer.
 
 import {h} from './dom.js';
-import {api, fleet} from './api.js';
+import {APIError, api, fleet} from './api.js';
 
 const plural = (n, one, many) => `${n} ${n === 1 ? one : many}`;
 
@@ -223,11 +223,21 @@ export class IPLookup {
   renderAcross(res, q) {
     const held = res.heldIn ?? [];
     const slots = res.clusters ?? [];
+    const first = slots[0];
+    if (held.length === 0 && first && first.status !== 404 && slots.every((sl) => sl.status === first.status)) {
+      this.renderError(res.ip, q, new APIError(first.status, first.answer)); // every cluster refused it alike: bad input, too far back
+      return;
+    }
+    const answered = slots.filter((sl) => sl.status === 200 || sl.status === 404).length;
     const moment = q.at ? ` at ${q.at}` : '';
     let summary;
-    if (held.length === 0) summary = `Nobody has ${res.ip}${moment} in any cluster asked (${slots.length}).`;
-    else if (held.length === 1) summary = `Held${moment} in one cluster: ${held[0]}.`;
-    else summary = `Held${moment} in ${held.length} clusters: ${held.join(', ')}. Their address blocks overlap: each holder is shown, none is picked.`;
+    if (held.length === 0) {
+      summary = `Nobody has ${res.ip}${moment} in ${answered === slots.length ? 'any cluster' : `the ${answered} of ${slots.length} clusters that answered`}.`;
+    } else if (held.length === 1) {
+      summary = `Held${moment} in one cluster: ${held[0]}.`;
+    } else {
+      summary = `Held${moment} in ${held.length} clusters: ${held.join(', ')}. Their address blocks overlap: each holder is shown, none is picked.`;
+    }
     const sections = [];
     const free = [];
     const failed = [];
@@ -237,7 +247,7 @@ export class IPLookup {
         const content = a.kind === 'IPHistoryLookup' ? this.historyContent(a) : this.nowContent(a, slot.cluster);
         sections.push(h('section', {class: 'ip-cluster', dataset: {cluster: slot.cluster, status: '200', match: a.match ?? ''}},
           h('h3', {}, 'In cluster ', h('span', {class: 'mono'}, slot.cluster)), ...content));
-      } else if (slot.status === 404 && a.reason !== 'Expired') {
+      } else if (slot.status === 404) {
         free.push(slot.cluster);
       } else {
         const why = slot.status === 403 ? 'not allowed to read there' : (a.message || `HTTP ${slot.status}`);
