@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/kubeindex/kubeindex/cache/cachetest"
 )
 
 // TestFleetWalkKeepsEveryClustersPlace: every cluster of a walk across
@@ -223,5 +225,38 @@ func TestFleetWalkLeavesOutAClusterAddedMeanwhile(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("a walk while c joins: %d items; expect a's and b's %d; extra %v, missing %v", len(got), len(want), differ(got, want), differ(want, got))
+	}
+}
+
+// TestFleetTokenOfBeforeStillPages: a token made before every cluster
+// kept its place from the first page holds an empty place for a cluster
+// that gave the first page nothing; it still pages as it did, that
+// cluster from its live cache, with its live total.
+func TestFleetTokenOfBeforeStillPages(t *testing.T) {
+	tf := startTestFleet(t, nil, AuthOptions{})
+	params := url.Values{"limit": {"10"}, "cluster": {"a,b,c"}}
+	first := getFleetPage(t, tf.front, "/api/v1/pods?"+params.Encode(), "")
+	raw, _ := base64.RawURLEncoding.DecodeString(first.Metadata.Continue)
+	var tok fleetToken
+	if err := json.Unmarshal(raw, &tok); err != nil || tok.Clusters["b"].Continue == "" {
+		t.Fatalf("the first page's token %s: %v; expect b's place before its first match", raw, err)
+	}
+	tok.Clusters["b"], tok.Clusters["c"] = clusterPlace{}, clusterPlace{} // as tokens were made before
+	b, _ := json.Marshal(tok)
+	params.Set("continue", base64.RawURLEncoding.EncodeToString(b))
+	tf.addPod(t, "c", tf.own(t, "c")[0].ns, "zz-late") // after the first page: the live cache shows it
+	var got []fleetPod
+	for _, it := range first.Items {
+		got = append(got, readPod(t, it.Cluster, it.Object))
+	}
+	cachetest.Eventually(t, "c's new pod is cached", func() bool { return len(tf.own(t, "c")) == len(tf.own(t, "a"))+4 })
+	more, totals := walk(t, tf.front, params, 10, nil)
+	got = append(got, more...)
+	want := slices.Concat(tf.own(t, "a"), tf.own(t, "b"), tf.own(t, "c"))
+	if !slices.Equal(got, want) {
+		t.Errorf("an old token's walk: %d items; expect the live lists' %d; extra %v, missing %v", len(got), len(want), differ(got, want), differ(want, got))
+	}
+	if totals[0] != len(want) {
+		t.Errorf("an old token's page: total %d; expect the live %d", totals[0], len(want))
 	}
 }
