@@ -184,7 +184,7 @@ func (c *Cache) continueWalk(res ListResult, q ListQuery, tok continueToken) (Li
 
 // checkAsked refuses a continue token made for another order.
 func checkAsked(tok continueToken, a *Ask) error {
-	if tok.After == "" {
+	if tok.After == "" && !tok.atStart() {
 		return nil
 	}
 	switch {
@@ -192,7 +192,7 @@ func checkAsked(tok continueToken, a *Ask) error {
 		return fmt.Errorf("%w: continue token belongs to a list with another filter, sort or offset; start the list again without it", ErrInvalid)
 	case a != nil && tok.Sort != a.SortText:
 		return fmt.Errorf("%w: continue token belongs to a list sorted by %q, not %q; start the list again without it", ErrInvalid, tok.Sort, a.SortText)
-	case a != nil && len(tok.Values) != len(a.Sort):
+	case a != nil && !tok.atStart() && len(tok.Values) != len(a.Sort):
 		return fmt.Errorf("%w: continue token is malformed; start the list again without it", ErrInvalid)
 	case a != nil && a.Offset > 0:
 		return fmt.Errorf("%w: offset applies to the first page; a continue token resumes where the last page ended", ErrInvalid)

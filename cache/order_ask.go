@@ -220,10 +220,14 @@ func (w *orderedWalk) page(res ListResult, tok continueToken, limit int, sort, r
 		return res, fmt.Errorf("%w: continue token is malformed; start the list again without it", ErrInvalid)
 	}
 	ask := newAsking(w.ord.ix, w.f, w.flt, w.comp, w.now)
-	pivot := pivotEntry(tok)
+	var from *orderEntry // nil: before the walk's first match
+	if !tok.atStart() {
+		pivot := pivotEntry(tok)
+		from = &pivot
+	}
 	var page []orderEntry
-	w.ord.scan(w.snap, &pivot, func(e orderEntry) bool {
-		if !w.ord.less(pivot, e) || !ask.match(e) {
+	w.ord.scan(w.snap, from, func(e orderEntry) bool {
+		if from != nil && !w.ord.less(*from, e) || !ask.match(e) {
 			return true
 		}
 		page = append(page, e)

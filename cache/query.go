@@ -60,6 +60,9 @@ type ListResult struct {
 	// continue token).
 	walk string
 	pos  int
+	// keeper is the cache that answered a question, to keep a page that
+	// holds every match as a walk when ContinueAfter needs one.
+	keeper *Cache
 }
 
 // Get returns one object. namespace is "" for cluster-scoped resources.
@@ -107,6 +110,7 @@ func (c *Cache) List(resource string, q ListQuery) (ListResult, error) {
 		}
 	}
 	if q.Ask != nil {
+		res.keeper = c
 		res, items, ok, err := c.answerOrdered(r, res, f, q, tok)
 		if ok {
 			return res, err
@@ -267,9 +271,15 @@ type continueToken struct {
 	// Walk is the kept answer a question's pages come from (ask_pages.go)
 	// and Pos the position of the next page in it. A process that does
 	// not know the walk (another replica) resumes from After and Values.
+	// A token with a Walk and no After is the place before the walk's
+	// first match (Pos 0): another process starts from its live cache.
 	Walk string `json:"w,omitempty"`
 	Pos  int    `json:"p,omitempty"`
 }
+
+// atStart reports whether t is the place before a kept walk's first
+// match.
+func (t continueToken) atStart() bool { return t.After == "" && t.Walk != "" }
 
 func encodeContinue(resource, after string) string {
 	return encodeToken(continueToken{Resource: resource, After: after})
@@ -291,7 +301,7 @@ func decodeContinue(resource, token string) (continueToken, error) {
 	if err == nil {
 		err = json.Unmarshal(b, &t)
 	}
-	if err != nil || t.After == "" {
+	if err != nil || t.After == "" && (t.Walk == "" || t.Pos != 0 || !t.Asked || t.Values != nil) {
 		return continueToken{}, fmt.Errorf("%w: continue token is malformed; start the list again without it", ErrInvalid)
 	}
 	if t.Resource != resource {

@@ -168,7 +168,12 @@ func (s *Server) listPart(c echo.Context, fq *fleetQuestion, name string, tok *f
 	p := &clusterPart{slot: ClusterSlot{Cluster: name}}
 	place := ""
 	if tok != nil {
-		st := tok.Clusters[name]
+		st, ok := tok.Clusters[name]
+		if !ok { // named by ?cluster= or the fleet's list, not there at the walk's first page
+			p.slot.Status = http.StatusServiceUnavailable
+			p.slot.Reason = "left out of this walk: it was not in the fleet at its first page"
+			return p, nil, nil
+		}
 		if st.Out != 0 {
 			p.slot.Status = st.Out
 			if st.Out != http.StatusForbidden {
@@ -375,13 +380,27 @@ func decodeFleetToken(s, question string) (*fleetToken, error) {
 	if err == nil {
 		err = json.Unmarshal(b, &t)
 	}
-	if err != nil || t.Clusters == nil {
+	if err != nil || t.Clusters == nil || !t.wellFormed() {
 		return nil, fmt.Errorf("%w: continue token is malformed; start the list again without it", errBadRequest)
 	}
 	if t.Question != question {
 		return nil, fmt.Errorf("%w: continue token belongs to another question (its resource, clusters, selection, filter or sort); start the list again without it", errBadRequest)
 	}
 	return &t, nil
+}
+
+// wellFormed reports whether every place is one fleetContinue makes:
+// a continue token, done (with its total), or left out with a status.
+func (t *fleetToken) wellFormed() bool {
+	for _, st := range t.Clusters {
+		switch {
+		case st.Out != 0 && (st.Out < 400 || st.Out > 599 || st.Done || st.Continue != "" || st.Total != nil),
+			st.Done && (st.Continue != "" || st.Total != nil && *st.Total < 0),
+			!st.Done && st.Total != nil:
+			return false
+		}
+	}
+	return true
 }
 
 // fleetContinue is the token of the next page, "" when no cluster has
@@ -394,7 +413,10 @@ func fleetContinue(parts []*clusterPart, prev *fleetToken, question string) (str
 		if p.slot.Status != http.StatusOK {
 			st := clusterPlace{Out: p.slot.Status}
 			if prev != nil { // keeps its place, to resume when it answers again
-				st = prev.Clusters[name]
+				var ok bool
+				if st, ok = prev.Clusters[name]; !ok {
+					continue // not in the walk
+				}
 			}
 			t.Clusters[name] = st
 			more = more || (st.Out == 0 && !st.Done)
@@ -408,8 +430,8 @@ func fleetContinue(parts []*clusterPart, prev *fleetToken, question string) (str
 			continue
 		case p.used == 0 && prev != nil:
 			t.Clusters[name] = prev.Clusters[name]
-		case p.used == 0:
-			t.Clusters[name] = clusterPlace{}
+		case p.used == 0: // the place before its first match, in the walk of this moment
+			t.Clusters[name] = clusterPlace{Continue: p.res.ContinueAfter(p.lq, 0, nil)}
 		default:
 			t.Clusters[name] = clusterPlace{Continue: p.res.ContinueAfter(p.lq, p.used, p.local[p.used-1])}
 		}

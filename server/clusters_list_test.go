@@ -34,7 +34,7 @@ type testFleet struct {
 	front   http.Handler
 }
 
-func startTestFleet(t *testing.T, clusterAuth func(cluster string) auth.Authorizer, front AuthOptions) *testFleet {
+func startTestFleet(t testing.TB, clusterAuth func(cluster string) auth.Authorizer, front AuthOptions) *testFleet {
 	t.Helper()
 	tf := &testFleet{fx: map[string]*cachetest.Fixture{}, servers: map[string]*Server{}}
 	shared := NewShared(LimitOptions{}, StreamOptions{})
@@ -68,7 +68,7 @@ func startTestFleet(t *testing.T, clusterAuth func(cluster string) auth.Authoriz
 }
 
 // addPod writes a copy of the cluster's first pod under another name.
-func (tf *testFleet) addPod(t *testing.T, cluster, ns, name string) {
+func (tf *testFleet) addPod(t testing.TB, cluster, ns, name string) {
 	t.Helper()
 	res, err := tf.fx[cluster].Cache.List("pods", cache.ListQuery{Namespace: ns})
 	if err != nil || len(res.Items) == 0 {
@@ -88,7 +88,7 @@ func (tf *testFleet) addPod(t *testing.T, cluster, ns, name string) {
 }
 
 // own is the cluster's pods as its cache lists them, plainly.
-func (tf *testFleet) own(t *testing.T, cluster string) []fleetPod {
+func (tf *testFleet) own(t testing.TB, cluster string) []fleetPod {
 	t.Helper()
 	res, err := tf.fx[cluster].Cache.List("pods", cache.ListQuery{})
 	if err != nil {
@@ -101,7 +101,7 @@ func (tf *testFleet) own(t *testing.T, cluster string) []fleetPod {
 	return out
 }
 
-func readPod(t *testing.T, cluster string, raw []byte) fleetPod {
+func readPod(t testing.TB, cluster string, raw []byte) fleetPod {
 	t.Helper()
 	var p struct {
 		Metadata struct{ Namespace, Name string }

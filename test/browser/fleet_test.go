@@ -3,6 +3,7 @@ package browser
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -23,7 +24,10 @@ import (
 // clusters shows the rows, the total, the count chips per cluster and per
 // status and each cluster's slot as the fleet root's list and counts
 // answer them; a click on the Cluster header sorts as the server sorts by
-// cluster; a cluster's count chip filters by cluster; picking a cluster
+// cluster; the IP lookup answers across clusters as the fleet's
+// /api/v1/clusters/ip/{ip} does (an address held in two clusters shows
+// both, each named; one held in none says so); a cluster's count chip
+// filters by cluster; picking a cluster
 // shows that cluster's own pods (its /clusters/{name}/api/v1/pods), live
 // over its own stream; and a link naming a cluster opens it. The view
 // across clusters stays live over exactly one WebSocket, the root's, with
@@ -96,6 +100,11 @@ func TestDashboardFleet(t *testing.T) {
 		return d.Title == key && strings.Contains(d.JSON, `"`+name+`"`) && strings.Contains(d.JSON, "containers"), d.Title
 	})
 	p.run("closing the detail", chromedp.KeyEvent(kb.Escape))
+
+	// The IP lookup asks every cluster: an address held in two (demo-1
+	// and demo-3 overlap) shows both, each named with its owners; one
+	// held nowhere says so.
+	fleetIPLookup(t, p, ki.URL)
 
 	// A cluster's count chip adds its filter; the rows and counts are the
 	// server's for it.
@@ -369,4 +378,121 @@ func pickerShows(t *testing.T, p *page, cluster, state, reason string) {
 			return {state: a?.dataset.state ?? '', text: a?.textContent ?? ''}; })()`, &got)
 		return got.State == state && strings.Contains(got.Text, reason), fmt.Sprintf("%+v", got)
 	})
+}
+
+// fleetAnswer is the fleet's answer to who has an address.
+type fleetAnswer struct {
+	HeldIn   []string
+	Clusters []struct {
+		Cluster string
+		Status  int
+		Answer  apiAnswer
+	}
+}
+
+func fleetIP(t *testing.T, api, ip string) fleetAnswer {
+	t.Helper()
+	var a fleetAnswer
+	getJSON(t, api+"/api/v1/clusters/ip/"+url.PathEscape(ip), &a)
+	return a
+}
+
+// fleetBox is what the IP box shows across clusters.
+type fleetBox struct {
+	Shown              bool
+	Query, Match, Text string
+	HeldIn             string
+	Sections           []struct {
+		Cluster, Title string
+		Rows           []ipRow
+	}
+}
+
+const fleetBoxJS = `(() => { ` + visibleJS + ` const r = document.getElementById('ip-result'); const d = r.dataset;
+	return {shown: shown(r), query: d.query ?? '', match: d.match ?? '', heldIn: d.heldIn ?? '', text: r.textContent,
+		sections: [...r.querySelectorAll('.ip-cluster')].map((s) => ({cluster: s.dataset.cluster, title: s.querySelector('h3')?.textContent ?? '',
+			rows: [...s.querySelectorAll('tbody tr')].map((tr) => ({kind: tr.dataset.kind, key: tr.dataset.key, role: tr.dataset.role, uid: tr.dataset.uid}))}))}; })()`
+
+// fleetIPLookup holds the IP box of the view across clusters to the
+// fleet's answer: an address two clusters hold (a running pod's in both:
+// the demo's odd clusters share a pod CIDR) shows both clusters, named,
+// each with the owners its own answer lists, and says it is held in
+// more than one; an address held nowhere says so; a port every cluster
+// refuses is bad input, with their message.
+func fleetIPLookup(t *testing.T, p *page, api string) {
+	t.Helper()
+	var shared string
+	p.waitFor(60*time.Second, "an address held in two demo clusters", func() (bool, string) {
+		var list struct {
+			Items []struct {
+				Cluster string
+				Object  struct {
+					Status struct{ Phase, PodIP string }
+					Spec   struct{ HostNetwork bool }
+				}
+			}
+		}
+		getJSON(t, api+"/api/v1/pods?limit=1000&fields=status.podIP,status.phase,spec.hostNetwork", &list)
+		in := map[string][]string{}
+		for _, it := range list.Items {
+			o := it.Object
+			if o.Status.Phase == "Running" && o.Status.PodIP != "" && !o.Spec.HostNetwork {
+				in[o.Status.PodIP] = append(in[o.Status.PodIP], it.Cluster)
+			}
+		}
+		for _, ip := range slices.Sorted(maps.Keys(in)) {
+			if len(in[ip]) >= 2 && len(fleetIP(t, api, ip).HeldIn) >= 2 {
+				shared = ip
+				return true, ip
+			}
+		}
+		return false, fmt.Sprintf("%d addresses, none in two clusters", len(in))
+	})
+	p.ask(shared, ipAsk{})
+	p.waitFor(30*time.Second, "the box to show every cluster holding "+shared, func() (bool, string) {
+		want := fleetIP(t, api, shared)
+		var got fleetBox
+		p.mustEval(fleetBoxJS, &got)
+		ok := got.Shown && got.Query == shared && got.Match == "several" && got.HeldIn == strings.Join(want.HeldIn, ",") &&
+			!strings.Contains(got.Text, "null") && // nothing left out is written as text
+			len(want.HeldIn) >= 2 && len(got.Sections) == len(want.HeldIn) &&
+			strings.Contains(got.Text, fmt.Sprintf("Held in %d clusters: %s", len(want.HeldIn), strings.Join(want.HeldIn, ", ")))
+		i := 0
+		for _, c := range want.Clusters {
+			if c.Status != 200 {
+				continue
+			}
+			ok = ok && i < len(got.Sections) && got.Sections[i].Cluster == c.Cluster &&
+				strings.Contains(got.Sections[i].Title, c.Cluster) && len(c.Answer.rows()) > 0 && sameRows(got.Sections[i].Rows, c.Answer.rows())
+			i++
+		}
+		return ok, fmt.Sprintf("API: held in %v; box: %+v", want.HeldIn, got)
+	})
+	p.screenshot("dashboard-fleet-ip")
+
+	const nowhere = "192.0.2.77" // TEST-NET-1: no demo cluster's
+	if a := fleetIP(t, api, nowhere); len(a.HeldIn) != 0 {
+		t.Fatalf("setup: %s is held in %v", nowhere, a.HeldIn)
+	}
+	p.ask(nowhere, ipAsk{})
+	p.waitFor(30*time.Second, "the box to say nobody has "+nowhere, func() (bool, string) {
+		var got fleetBox
+		p.mustEval(fleetBoxJS, &got)
+		return got.Shown && got.Query == nowhere && got.Match == "none" && len(got.Sections) == 0 &&
+			strings.Contains(got.Text, "Nobody has "+nowhere+" in any cluster"), fmt.Sprintf("%+v", got)
+	})
+
+	// A port every cluster refuses is the box's bad input, with the
+	// clusters' message.
+	var refused fleetAnswer
+	getJSON(t, api+"/api/v1/clusters/ip/"+nowhere+"?port=99999&protocol=TCP", &refused)
+	if len(refused.Clusters) == 0 || refused.Clusters[0].Status != 400 || refused.Clusters[0].Answer.Message == "" {
+		t.Fatalf("setup: port 99999 answered %+v; expect each cluster's 400", refused)
+	}
+	p.ask(nowhere, ipAsk{port: "99999", protocol: "TCP"})
+	p.waitFor(30*time.Second, "the box to show the clusters' 400", func() (bool, string) {
+		b := p.box()
+		return b.Shown && b.Match == "error" && b.Code == "400" && strings.Contains(b.Text, refused.Clusters[0].Answer.Message), fmt.Sprintf("%+v", b)
+	})
+	p.run("closing the IP lookup", chromedp.KeyEvent(kb.Escape))
 }

@@ -304,7 +304,7 @@ func (p *page) lookUpLikeAPI(t *testing.T, api, ip string, a ipAsk, match string
 			t.Fatalf("setup: the API answers %s with owners of kinds %v; expect %v: %s", wantQuery, seen, kinds, body)
 		}
 		got = p.box()
-		ok := got.Shown && got.Query == wantQuery && got.Match == want.Match && got.Via == want.Via &&
+		ok := got.Shown && got.Query == wantQuery && got.Match == want.Match && got.Via == want.Via && !strings.Contains(got.Text, "null") &&
 			got.Certainty == want.Certainty && got.At == want.At && sameRows(got.Rows, want.rows()) &&
 			(want.Port == nil || got.Declared == fmt.Sprint(want.Port.Declared))
 		return ok, fmt.Sprintf("API: match %s via %q certainty %q at %q owners [%s]; box: %+v",

@@ -98,4 +98,5 @@ export function inCluster(name) {
 // list and counts are api.list and api.counts with place.base ''.
 export const fleet = {
   clusters: (opts) => getJSON('/api/v1/clusters', opts),
+  lookupIP: (ip, params, opts) => getJSON(`/api/v1/clusters/ip/${encodeURIComponent(ip)}${query(params)}`, opts),
 };

@@ -419,11 +419,10 @@ function switchCluster(route) {
   const across = route.cluster === ALL;
   place.base = across ? '' : clusterBase(route.cluster);
   stream.setURL(streamURL(place.base));
-  // Search and the IP lookup are a cluster's; across clusters they wait
-  // for one to be picked.
-  for (const el of $('ip-form').elements) el.disabled = across;
+  // Search is a cluster's: across clusters it waits for one to be
+  // picked. The IP lookup asks every cluster there.
+  ip.across = across;
   $('find-input').disabled = across;
-  ui.ipInput.placeholder = across ? 'pick a cluster first' : '10.0.0.11 or fd00::b';
   $('find-input').placeholder = across ? 'pick a cluster first' : 'name, label value or IP';
   renderResources();
   poll();
@@ -573,14 +572,14 @@ function openRow(key) {
 
 // openFromLookup opens an owner an IP lookup found: from the live table
 // when it is the current view's, else as the lookup returned it.
-function openFromLookup(plural, key, obj, res, button) {
+function openFromLookup(plural, key, obj, res, button, cluster = '') {
   const view = app.view;
-  const live = view?.store && view.resource.plural === plural && !view.resource.group && view.store.rows.has(key);
+  const live = !cluster && view?.store && view.resource.plural === plural && !view.resource.group && view.store.rows.has(key);
   const kinds = {pods: 'Pod', services: 'Service', nodes: 'Node'};
   const resource = app.byName.get(plural) ?? {kind: kinds[plural], group: ''};
   detail.open({
     resource: live ? view.resource : resource, key, store: live ? view.store : null, obj,
-    note: live ? '' : `As the IP lookup returned it (resourceVersion ${res.metadata?.resourceVersion ?? '?'}); not followed live.`,
+    note: live ? '' : `As the IP lookup returned it${cluster ? ` in cluster ${cluster}` : ''} (resourceVersion ${res.metadata?.resourceVersion ?? '?'}); not followed live.`,
     returnFocus: () => (button.isConnected ? button.focus() : ui.ipInput.focus()),
   });
 }

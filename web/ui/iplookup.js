@@ -2,9 +2,12 @@
 // owner of any kind (pods, Services, nodes) with the role of the address,
 // narrowed by a port when one is given, now or at a moment from the
 // ownership history, saying what kind of match it is and how certain.
+// Across a fleet's clusters (across set) it asks the fleet's
+// GET /api/v1/clusters/ip/{ip} and shows each cluster holding the address,
+// named, with its own answer.
 
 import {h} from './dom.js';
-import {api} from './api.js';
+import {APIError, api, fleet} from './api.js';
 
 const plural = (n, one, many) => `${n} ${n === 1 ? one : many}`;
 
@@ -58,6 +61,7 @@ function when(time) {
 
 export class IPLookup {
   constructor(form, input, result, {onOpen}) {
+    this.across = false; // set by the app: the view is across a fleet's clusters
     this.input = input;
     this.port = form.elements.port;
     this.protocol = form.elements.protocol;
@@ -89,6 +93,10 @@ export class IPLookup {
     this.asked = ip;
     this.show(ip, q, [h('p', {class: 'muted'}, 'Looking up…')], 'loading');
     try {
+      if (this.across) {
+        this.renderAcross(await fleet.lookupIP(ip, q, {signal: this.abort.signal}), q);
+        return;
+      }
       const res = await api.lookupIP(ip, q, {signal: this.abort.signal});
       if (res.kind === 'IPHistoryLookup') this.renderHistory(res, q);
       else this.renderNow(res, q);
@@ -135,12 +143,18 @@ export class IPLookup {
           this.close();
           this.input.focus();
         }}, '×')),
-      ...content);
+      ...content.filter((c) => c !== null && c !== undefined && c !== false)); // append writes null as text
   }
 
   // renderNow shows who holds the address now: pods, then Services, then
   // nodes, as the API lists them; each opens its object.
   renderNow(res, q) {
+    this.show(res.ip, q, this.nowContent(res), res.match, {via: res.via ?? ''});
+  }
+
+  // nowContent is an answer of now; cluster names the fleet's cluster it
+  // came from ('' for the cluster shown).
+  nowContent(res, cluster = '') {
     const pods = res.pods ?? [];
     const items = res.items ?? [];
     const rows = [];
@@ -149,20 +163,20 @@ export class IPLookup {
       const key = `${p.namespace}/${p.name}`;
       const obj = items[i++];
       rows.push(this.row('Pod', key, 'podIP', p.uid, {hostNetwork: String(p.hostNetwork), active: String(p.active)},
-        this.openButton('pods', key, obj, res),
+        this.openButton('pods', key, obj, res, cluster),
         [p.phase || 'no phase yet', p.nodeName ? ` on ${p.nodeName}` : '', ' ',
           p.hostNetwork ? h('span', {class: 'badge badge-host'}, 'hostNetwork') : 'pod network', ' ',
           p.active ? '' : h('span', {class: 'muted'}, 'finished')]));
     }
     for (const sv of res.services ?? []) {
       const key = `${sv.namespace}/${sv.name}`;
-      rows.push(this.row('Service', key, sv.role, sv.uid, {}, this.openButton('services', key, items[i++], res), ''));
+      rows.push(this.row('Service', key, sv.role, sv.uid, {}, this.openButton('services', key, items[i++], res, cluster), ''));
     }
     for (const n of res.nodes ?? []) {
-      rows.push(this.row('Node', n.name, n.role, n.uid, {}, this.openButton('nodes', n.name, items[i++], res), ''));
+      rows.push(this.row('Node', n.name, n.role, n.uid, {}, this.openButton('nodes', n.name, items[i++], res, cluster), ''));
     }
     const explain = MATCH[res.match]?.({pods: pods.length}) ?? '';
-    this.show(res.ip, q, [
+    return [
       h('p', {class: 'ip-summary'},
         h('span', {class: `badge match match-${res.match}`}, res.match),
         res.via ? [' ', h('span', {class: 'badge match-via'}, `via ${res.via}`)] : null,
@@ -170,12 +184,16 @@ export class IPLookup {
         h('span', {class: 'muted'}, ` As of resourceVersion ${res.metadata?.resourceVersion ?? '?'}.`)),
       portNote(res) && h('p', {class: 'ip-note', dataset: {declared: String(res.port.declared)}}, portNote(res)),
       this.table(['Kind', 'Owner', 'Role', 'State', 'UID'], rows),
-    ], res.match, {via: res.via ?? ''});
+    ];
   }
 
   // renderHistory shows who held the address at a moment: the intervals
   // of the owners, the certainty, and how far back the history reaches.
   renderHistory(res, q) {
+    this.show(res.ip, q, this.historyContent(res), res.match, {certainty: res.certainty, at: res.at, via: res.via ?? ''});
+  }
+
+  historyContent(res) {
     const owners = res.owners ?? [];
     const rows = owners.map((o, n) => {
       const key = o.namespace ? `${o.namespace}/${o.name}` : o.name;
@@ -184,7 +202,7 @@ export class IPLookup {
       return this.row(o.kind, key, o.role, o.uid, {order: String(n + 1), hostNetwork: String(!!o.hostNetwork)},
         h('span', {class: 'mono'}, key), [o.hostNetwork ? [h('span', {class: 'badge badge-host'}, 'hostNetwork'), ' '] : '', held]);
     });
-    this.show(res.ip, q, [
+    return [
       h('p', {class: 'ip-summary'},
         h('span', {class: `badge certainty certainty-${res.certainty}`}, res.certainty), ' ',
         h('span', {class: `badge match match-${res.match}`}, res.match),
@@ -193,7 +211,57 @@ export class IPLookup {
       h('p', {class: 'ip-note muted'}, `At ${when(res.at)}. The history reaches back to ${when(res.historySince)}.`),
       portNote(res) && h('p', {class: 'ip-note', dataset: {declared: String(res.port.declared)}}, portNote(res)),
       this.table(['Kind', 'Owner', 'Role', 'Held', 'UID'], rows),
-    ], res.match, {certainty: res.certainty, at: res.at, via: res.via ?? ''});
+    ];
+  }
+
+  // renderAcross shows a fleet's answer (GET /api/v1/clusters/ip/{ip}):
+  // first in how many clusters the address is held, and that it is held
+  // in more than one when it is (overlapping address blocks: none is
+  // picked); then each cluster holding it, named, with its own answer as
+  // a single cluster's box shows it; then, in a line, where nobody holds
+  // it, and each cluster that did not answer and why.
+  renderAcross(res, q) {
+    const held = res.heldIn ?? [];
+    const slots = res.clusters ?? [];
+    const first = slots[0];
+    if (held.length === 0 && first && first.status !== 404 && slots.every((sl) => sl.status === first.status)) {
+      this.renderError(res.ip, q, new APIError(first.status, first.answer)); // every cluster refused it alike: bad input, too far back
+      return;
+    }
+    const answered = slots.filter((sl) => sl.status === 200 || sl.status === 404).length;
+    const moment = q.at ? ` at ${q.at}` : '';
+    let summary;
+    if (held.length === 0) {
+      summary = `Nobody has ${res.ip}${moment} in ${answered === slots.length ? 'any cluster' : `the ${answered} of ${slots.length} clusters that answered`}.`;
+    } else if (held.length === 1) {
+      summary = `Held${moment} in one cluster: ${held[0]}.`;
+    } else {
+      summary = `Held${moment} in ${held.length} clusters: ${held.join(', ')}. Their address blocks overlap: each holder is shown, none is picked.`;
+    }
+    const sections = [];
+    const free = [];
+    const failed = [];
+    for (const slot of slots) {
+      const a = slot.answer ?? {};
+      if (slot.status === 200) {
+        const content = a.kind === 'IPHistoryLookup' ? this.historyContent(a) : this.nowContent(a, slot.cluster);
+        sections.push(h('section', {class: 'ip-cluster', dataset: {cluster: slot.cluster, status: '200', match: a.match ?? ''}},
+          h('h3', {}, 'In cluster ', h('span', {class: 'mono'}, slot.cluster)), ...content));
+      } else if (slot.status === 404) {
+        free.push(slot.cluster);
+      } else {
+        const why = slot.status === 403 ? 'not allowed to read there' : (a.message || `HTTP ${slot.status}`);
+        failed.push(h('li', {dataset: {cluster: slot.cluster, status: String(slot.status)}}, h('span', {class: 'mono'}, slot.cluster), `: ${why}`));
+      }
+    }
+    const several = held.length > 1;
+    this.show(res.ip, q, [
+      h('p', {class: 'ip-summary', dataset: {heldIn: held.join(',')}},
+        several ? [h('span', {class: 'badge match match-ambiguous'}, `${held.length} clusters`), ' '] : null, summary),
+      ...sections,
+      free.length && held.length ? h('p', {class: 'ip-note muted'}, `Nobody holds it in ${free.join(', ')}.`) : null,
+      failed.length ? h('ul', {class: 'ip-note ip-missing'}, failed) : null,
+    ], held.length === 0 ? 'none' : several ? 'several' : 'one', {heldIn: held.join(','), code: '200'});
   }
 
   row(kind, key, role, uid, data, owner, state) {
@@ -205,8 +273,8 @@ export class IPLookup {
       h('td', {class: 'mono muted'}, uid));
   }
 
-  openButton(resource, key, obj, res) {
-    return h('button', {type: 'button', class: 'link mono', onclick: (e) => this.onOpen(resource, key, obj, res, e.currentTarget)}, key);
+  openButton(resource, key, obj, res, cluster) {
+    return h('button', {type: 'button', class: 'link mono', onclick: (e) => this.onOpen(resource, key, obj, res, e.currentTarget, cluster)}, key);
   }
 
   table(head, rows) {
