@@ -250,6 +250,18 @@ func (w ordering) passOver(key string, ask *asking, offset int) passView {
 	ix.passes.begin(p)
 	ix.mu.Unlock()
 
+	w.makePass(snap, p, ask)
+	v := p.view(w, snap, offset)
+	ix.mu.Lock()
+	ix.passes.finish(p)
+	ix.mu.Unlock()
+	return v
+}
+
+// makePass counts the matches of snap in w's order into p, a mark
+// every markEvery of them; p is not yet made, so the index's changes
+// wait in its pending.
+func (w ordering) makePass(snap *btree.BTreeG[orderEntry], p *pass, ask *asking) {
 	w.scan(snap, nil, func(e orderEntry) bool {
 		if !ask.match(e) {
 			return true
@@ -262,11 +274,6 @@ func (w ordering) passOver(key string, ask *asking, offset int) passView {
 		p.tail++
 		return true
 	})
-	v := p.view(w, snap, offset)
-	ix.mu.Lock()
-	ix.passes.finish(p)
-	ix.mu.Unlock()
-	return v
 }
 
 // countPass is the total and groups of the counts question key, asked by
