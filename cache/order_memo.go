@@ -83,6 +83,9 @@ type pass struct {
 	made    bool    // scanned; until then the index's changes are pending
 	pending []moved // the changes made to the index while it was scanned
 	used    uint64  // passes.tick when last asked
+	// held: a live window's view follows it (window_follow.go); it is
+	// not forgotten for other questions' passes, only when the view ends.
+	held bool
 }
 
 // passes are the passes an index remembers, guarded by the index's mu.
@@ -131,13 +134,20 @@ func (ps *passes) begin(p *pass) {
 	if slices.ContainsFunc(ps.kept, func(k *pass) bool { return k.key == p.key }) {
 		return
 	}
-	if len(ps.kept) >= maxPasses {
-		lru := slices.MinFunc(ps.kept, func(a, b *pass) int { return cmp.Compare(a.used, b.used) })
+	// Beyond maxPasses of questions, the least recently asked goes; the
+	// views' passes are not counted, and stay.
+	if free := slices.DeleteFunc(slices.Clone(ps.kept), func(k *pass) bool { return k.held }); !p.held && len(free) >= maxPasses {
+		lru := slices.MinFunc(free, func(a, b *pass) int { return cmp.Compare(a.used, b.used) })
 		ps.kept = slices.DeleteFunc(ps.kept, func(k *pass) bool { return k == lru })
 	}
 	ps.tick++
 	p.used = ps.tick
 	ps.kept = append(ps.kept, p)
+}
+
+// forget drops the pass of the question key.
+func (ps *passes) forget(key string) {
+	ps.kept = slices.DeleteFunc(ps.kept, func(p *pass) bool { return p.key == key })
 }
 
 // finish makes p current, its pending changes learnt, when it is still

@@ -62,7 +62,7 @@ func (f *viewFollow) now(r *resourceCache) (followed, error) {
 		ix.mu.Unlock()
 		return fz, f.held(r)
 	}
-	p := &pass{key: f.key, ask: f.ask.again(), compare: f.w.compare}
+	p := &pass{key: f.key, ask: f.ask.again(), compare: f.w.compare, held: true}
 	ix.passes.begin(p)
 	ix.mu.Unlock()
 	f.w.makePass(snap, p, f.ask)
@@ -71,6 +71,13 @@ func (f *viewFollow) now(r *resourceCache) (followed, error) {
 	ix.passes.finish(p)
 	ix.mu.Unlock()
 	return fz, f.held(r)
+}
+
+// forget drops the view's pass, once the view ends.
+func (f *viewFollow) forget() {
+	f.w.ix.mu.Lock()
+	defer f.w.ix.mu.Unlock()
+	f.w.ix.passes.forget(f.key)
 }
 
 // held: the index is still kept, so a snapshot taken before this call
@@ -136,7 +143,7 @@ func (v *view) loadFollowing() error {
 		return err
 	}
 	ask := newAsking(w.ix, flt, a.Filter, v.indexed.comp, a.Now)
-	f := &viewFollow{w: w, key: "window\x00" + v.key, ask: ask, pageAsk: ask.again()}
+	f := &viewFollow{w: w, key: fmt.Sprintf("window %p\x00%s", v, v.key), ask: ask, pageAsk: ask.again()}
 	if _, err := f.now(v.r); err != nil {
 		return err
 	}

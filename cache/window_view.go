@@ -402,6 +402,9 @@ func (v *view) run(ctx context.Context) {
 		if v.unpin != nil {
 			v.unpin()
 		}
+		if v.follow != nil {
+			v.follow.forget()
+		}
 		v.release()
 	}()
 	if v.indexed != nil {
