@@ -83,6 +83,9 @@ type pass struct {
 	made    bool    // scanned; until then the index's changes are pending
 	pending []moved // the changes made to the index while it was scanned
 	used    uint64  // passes.tick when last asked
+	// held: a live window's view follows it (window_follow.go); it is
+	// not forgotten for other questions' passes, only when the view ends.
+	held bool
 }
 
 // passes are the passes an index remembers, guarded by the index's mu.
@@ -131,13 +134,20 @@ func (ps *passes) begin(p *pass) {
 	if slices.ContainsFunc(ps.kept, func(k *pass) bool { return k.key == p.key }) {
 		return
 	}
-	if len(ps.kept) >= maxPasses {
-		lru := slices.MinFunc(ps.kept, func(a, b *pass) int { return cmp.Compare(a.used, b.used) })
+	// Beyond maxPasses of questions, the least recently asked goes; the
+	// views' passes are not counted, and stay.
+	if free := slices.DeleteFunc(slices.Clone(ps.kept), func(k *pass) bool { return k.held }); !p.held && len(free) >= maxPasses {
+		lru := slices.MinFunc(free, func(a, b *pass) int { return cmp.Compare(a.used, b.used) })
 		ps.kept = slices.DeleteFunc(ps.kept, func(k *pass) bool { return k == lru })
 	}
 	ps.tick++
 	p.used = ps.tick
 	ps.kept = append(ps.kept, p)
+}
+
+// forget drops the pass of the question key.
+func (ps *passes) forget(key string) {
+	ps.kept = slices.DeleteFunc(ps.kept, func(p *pass) bool { return p.key == key })
 }
 
 // finish makes p current, its pending changes learnt, when it is still
@@ -250,6 +260,18 @@ func (w ordering) passOver(key string, ask *asking, offset int) passView {
 	ix.passes.begin(p)
 	ix.mu.Unlock()
 
+	w.makePass(snap, p, ask)
+	v := p.view(w, snap, offset)
+	ix.mu.Lock()
+	ix.passes.finish(p)
+	ix.mu.Unlock()
+	return v
+}
+
+// makePass counts the matches of snap in w's order into p, a mark
+// every markEvery of them; p is not yet made, so the index's changes
+// wait in its pending.
+func (w ordering) makePass(snap *btree.BTreeG[orderEntry], p *pass, ask *asking) {
 	w.scan(snap, nil, func(e orderEntry) bool {
 		if !ask.match(e) {
 			return true
@@ -262,11 +284,6 @@ func (w ordering) passOver(key string, ask *asking, offset int) passView {
 		p.tail++
 		return true
 	})
-	v := p.view(w, snap, offset)
-	ix.mu.Lock()
-	ix.passes.finish(p)
-	ix.mu.Unlock()
-	return v
 }
 
 // countPass is the total and groups of the counts question key, asked by

@@ -184,3 +184,28 @@ func TestPassKeyTellsQuestionsApart(t *testing.T) {
 		}
 	}
 }
+
+// TestViewsPassesAreKept: beyond maxPasses questions, the least recently
+// asked question's pass is forgotten, never a pass a live window's view
+// follows (held), which goes only when the view forgets it.
+func TestViewsPassesAreKept(t *testing.T) {
+	var ps passes
+	ps.begin(&pass{key: "view", held: true})
+	for i := range 2 * maxPasses {
+		ps.begin(&pass{key: fmt.Sprint("question ", i)})
+	}
+	keys := func() []string {
+		var out []string
+		for _, p := range ps.kept {
+			out = append(out, p.key)
+		}
+		return out
+	}
+	if len(ps.kept) != maxPasses+1 || ps.kept[0].key != "view" {
+		t.Fatalf("passes kept %q; expect the view's and the last %d questions'", keys(), maxPasses)
+	}
+	ps.forget("view")
+	if slices.Contains(keys(), "view") || len(ps.kept) != maxPasses {
+		t.Fatalf("passes kept after the view forgot its own: %q", keys())
+	}
+}

@@ -187,13 +187,16 @@ func checkWindow(q *WindowQuery) error {
 }
 
 // viewKey names a question: windows with the same one share a view.
+// Windows asking for counts and windows asking for none do not: a view
+// without counts may follow an ordered index (window_follow.go), which
+// counts nothing.
 func viewKey(resource string, q *WindowQuery) string {
 	nss := "*"
 	if q.Namespaces != nil {
 		nss = strings.Join(slices.Sorted(slices.Values(q.Namespaces)), ",")
 	}
 	return strings.Join([]string{resource, q.Namespace, nss, q.LabelSelector, q.FieldSelector,
-		q.Ask.FilterText, q.Ask.SortText, q.Ask.Schema.Fingerprint()}, "\x00")
+		q.Ask.FilterText, q.Ask.SortText, q.Ask.Schema.Fingerprint(), strconv.FormatBool(follows(q))}, "\x00")
 }
 
 func groupText(keys []query.Key) string {

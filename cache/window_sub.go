@@ -119,11 +119,11 @@ func (w *Window) Next() (Message, bool) {
 	if v.pub > w.pub && w.pub > 0 && v.pub-w.pub < uint64(len(v.pubAt)) {
 		pubAt = v.pubAt[(w.pub+1)%uint64(len(v.pubAt))]
 	}
-	pub, rows, counts := v.pub, v.pubRows, v.pubCounts[w.groupText]
+	pub, rows, fz, total, counts := v.pub, v.pubRows, v.pubFollow, v.pubTotal, v.pubCounts[w.groupText]
 	v.mu.RUnlock()
 	from := w.pub
 	w.pub = pub
-	now := sentState{pub: pub, rows: v.page(pub, rows, w.offset, w.limit), total: rows.Len(), counts: counts}
+	now := sentState{pub: pub, rows: v.page(pub, rows, fz, w.offset, w.limit), total: total, counts: counts}
 
 	var b []byte
 	typ := WindowChanges

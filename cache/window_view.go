@@ -38,6 +38,9 @@ type view struct {
 	// indexed, when not nil, is how the view is loaded: from the ordered
 	// index of its sort (load), not from a snapshot of every object.
 	indexed *viewIndex
+	// follow, when not nil, is the index a following view reads instead
+	// of holding its rows (window_follow.go); set with ready.
+	follow *viewFollow
 	// unpin lets the index the view was loaded from be dropped as idle
 	// again, once the view ends (orders.pin); nil: none pinned.
 	unpin  func()
@@ -57,12 +60,15 @@ type view struct {
 	// every window reads the same rows, total and counts for one publish
 	// (and those reading the same page share its rows and its changes).
 	pubRows   *btree.BTreeG[*vrow] // a copy-on-write copy of live.rows
-	pubCounts map[string][]byte    // by groupText
+	pubFollow *followed            // a following view's, instead of pubRows
+	pubTotal  int
+	pubCounts map[string][]byte // by groupText
 	// The pages and changes made for the current publish, shared.
 	smu     sync.Mutex
 	shared  uint64 // the publish they are of
 	pages   map[pageKey][]*vrow
 	changes map[changesKey][]byte
+	known   map[*Object]*vrow // a following view's rows of the last publish's pages
 	// pubAt[n%len] is when the first event a publish n carries reached
 	// the broker (zero: none timed).
 	pubAt   [64]time.Time
@@ -114,6 +120,9 @@ var countHold atomic.Pointer[func()]
 type viewIndex struct {
 	comp *query.Compiled
 	held []query.Key
+	// follow: the view follows the index (loadFollowing) rather than
+	// holding its matches (load).
+	follow bool
 }
 
 // countRun is a count of the live rows made on a goroutine of its own,
@@ -138,29 +147,39 @@ type changesKey struct {
 }
 
 func (c *Cache) newView(r *resourceCache, key string, q *WindowQuery) (*view, error) {
-	_, items, err := c.selection(r.res.Name, ListQuery{Namespace: q.Namespace, Namespaces: q.Namespaces,
+	_, _, sel, _, err := c.prepare(r.res.Name, ListQuery{Namespace: q.Namespace, Namespaces: q.Namespaces,
 		LabelSelector: q.LabelSelector, Fields: q.Fields})
 	if err != nil {
 		return nil, err
 	}
 	a := q.Ask
-	cells := a.Filter.NeedsCells() || query.NeedsCells(a.Sort)
-	cost := len(items) * (a.Filter.Terms() + len(a.Sort) + renderCost(cells))
-	var indexed *viewIndex
 	comp := a.Filter.Compile()
 	held := heldKeys(comp, nil)
+	fromIndex := viewsFromIndexes && indexable(a.Sort, a.Schema) && holdable(held, a.Schema)
+	// The selected objects are gathered when the selection narrows (a
+	// namespace, an index value), or when the view is read from them;
+	// otherwise it selects most of the resource, as many as it holds.
+	size, items := r.size(), []*Object(nil)
+	if !fromIndex || r.narrows(sel) {
+		items = r.gather(sel)
+		size = len(items)
+	}
+	cells := a.Filter.NeedsCells() || query.NeedsCells(a.Sort)
+	cost := size * (a.Filter.Terms() + len(a.Sort) + renderCost(cells))
+	var indexed *viewIndex
 	// A question over most of the resource is loaded from the ordered
-	// index of its sort, as a question's page is (answerOrdered); a
-	// narrow one from its own objects.
-	if viewsFromIndexes && indexable(a.Sort, a.Schema) && holdable(held, a.Schema) && len(items)*narrowShare >= r.size() {
-		indexed = &viewIndex{comp: comp, held: held}
+	// index of its sort, as a question's page is (answerOrdered), and
+	// follows it when it counts nothing; a narrow one is read from its
+	// own objects.
+	if fromIndex && size*narrowShare >= r.size() {
+		indexed = &viewIndex{comp: comp, held: held, follow: follows(q)}
 		cost = r.orders.cost(r.size(), a.Filter, a.Sort, held, a.Schema)
 	}
 	slot, err := c.asks.take(cost)
 	if err != nil {
 		return nil, err
 	}
-	v := &view{c: c, r: r, key: key, ask: a, every: time.Duration(float64(time.Second) / q.Rate), size: len(items),
+	v := &view{c: c, r: r, key: key, ask: a, every: time.Duration(float64(time.Second) / q.Rate), size: size,
 		slot: slot, wake: make(chan struct{}, 1), cells: cells, indexed: indexed, groups: map[string][]query.Key{},
 		counting: map[string]*countRun{},
 		wq: WatchQuery{Namespace: q.Namespace, Namespaces: q.Namespaces, LabelSelector: q.LabelSelector, Fields: q.Fields,
@@ -288,6 +307,10 @@ func (v *view) count(keys []query.Key) error {
 	if _, ok := v.groups[text]; ok {
 		return nil
 	}
+	if v.indexed != nil && v.indexed.follow {
+		// viewKey tells the questions with counts apart.
+		return fmt.Errorf("%w: a view following its index counts nothing", ErrInvalid)
+	}
 	cells := false
 	for _, k := range keys {
 		cells = cells || k.NeedsCells()
@@ -379,10 +402,17 @@ func (v *view) run(ctx context.Context) {
 		if v.unpin != nil {
 			v.unpin()
 		}
+		if v.follow != nil {
+			v.follow.forget()
+		}
 		v.release()
 	}()
 	if v.indexed != nil {
-		if err := v.load(); err != nil {
+		load := v.load
+		if v.indexed.follow {
+			load = v.loadFollowing
+		}
+		if err := load(); err != nil {
 			v.fail(fmt.Sprintf("the window's question can no longer be followed: %v", err))
 			v.c.wins.drop(v)
 			return
@@ -412,7 +442,11 @@ func (v *view) run(ctx context.Context) {
 			if wait := v.every - now.Sub(lastPub); wait > 0 {
 				next = wait
 			} else {
-				v.publish()
+				if err := v.publish(); err != nil {
+					v.fail(fmt.Sprintf("the window's question can no longer be followed: %v", err))
+					v.c.wins.drop(v)
+					return
+				}
 				lastPub = now
 			}
 		}
@@ -450,20 +484,36 @@ func (v *view) due() bool {
 }
 
 // publish makes what was applied visible to the windows and wakes them.
-func (v *view) publish() {
+// A following view takes its index's snapshot and pass first, off its
+// lock.
+func (v *view) publish() error {
+	var fz *followed
+	if v.follow != nil {
+		f, err := v.follow.now(v.r)
+		if err != nil {
+			return err
+		}
+		fz = &f
+	}
 	v.mu.Lock()
-	v.publishLocked()
+	v.publishLocked(fz)
 	v.mu.Unlock()
 	for _, n := range v.c.wins.notifies(v, nil) {
 		signal(n)
 	}
+	return nil
 }
 
-func (v *view) publishLocked() {
+func (v *view) publishLocked(fz *followed) {
 	v.pub++
 	v.pubAt[v.pub%uint64(len(v.pubAt))] = v.pending
 	v.pending, v.counted = time.Time{}, false
+	if fz != nil {
+		v.pubFollow, v.pubTotal = fz, fz.total
+		return
+	}
 	v.pubRows = v.live.rows.Copy()
+	v.pubTotal = v.pubRows.Len()
 	v.pubCounts = make(map[string][]byte, len(v.live.counters))
 	for text, vc := range v.live.counters {
 		v.pubCounts[text] = vc.encode()
@@ -497,6 +547,14 @@ func (v *view) drain() error {
 		if len(batch) == 0 {
 			return nil
 		}
+		if v.follow != nil {
+			if v.note(batch) {
+				if err := v.resubscribe(); err != nil {
+					return fmt.Errorf("the window's question can no longer be followed: %w", err)
+				}
+			}
+			continue
+		}
 		resync := v.apply(batch)
 		if resync {
 			if err := v.subscribe(); err != nil {
@@ -511,6 +569,9 @@ func (v *view) read(m *Message) change {
 	ch := change{typ: m.Type}
 	if at, ok := m.Published(); ok {
 		ch.at = at
+	}
+	if v.follow != nil && m.Type != ResyncRequired {
+		return ch // the index has it
 	}
 	switch m.Type {
 	case MessageType(Added), MessageType(Modified):
@@ -604,14 +665,20 @@ func (v *view) put(st *viewState, key string, row *vrow) bool {
 }
 
 // page returns the rows offset … offset+limit-1 of what publish pub
-// made visible (rows), made once per publish and page.
-func (v *view) page(pub uint64, rows *btree.BTreeG[*vrow], offset, limit int) []*vrow {
+// made visible (rows, or a following view's fz), made once per publish
+// and page.
+func (v *view) page(pub uint64, rows *btree.BTreeG[*vrow], fz *followed, offset, limit int) []*vrow {
 	v.smu.Lock()
 	defer v.smu.Unlock()
 	v.sharedLocked(pub)
 	k := pageKey{offset, limit}
 	if p, ok := v.pages[k]; ok {
 		return p
+	}
+	if fz != nil {
+		out := v.followedPage(fz, offset, limit)
+		v.pages[k] = out
+		return out
 	}
 	var out []*vrow
 	if first, ok := rows.GetAt(offset); ok {
@@ -642,7 +709,13 @@ func (v *view) changed(pub uint64, k changesKey, make func() []byte) []byte {
 // sharedLocked forgets what was shared of an earlier publish.
 func (v *view) sharedLocked(pub uint64) {
 	if v.shared != pub || v.pages == nil {
-		v.shared, v.pages, v.changes = pub, map[pageKey][]*vrow{}, map[changesKey][]byte{}
+		known := map[*Object]*vrow{}
+		for _, p := range v.pages {
+			for _, r := range p {
+				known[r.o] = r
+			}
+		}
+		v.shared, v.pages, v.changes, v.known = pub, map[pageKey][]*vrow{}, map[changesKey][]byte{}, known
 	}
 }
 

@@ -62,9 +62,9 @@ func TestDashboardAsks(t *testing.T) {
 	countMatchesServer(t, p, ki.URL)
 
 	for _, click := range []string{"ascending", "descending"} {
-		var ms float64
-		p.mustEval(sortClickJS("Restarts"), &ms)
-		if ms < 0 {
+		var c clickProbe
+		p.mustEval(sortClickJS("Restarts"), &c)
+		if c.MS < 0 {
 			t.Fatalf("sorting by Restarts (%s): the rows never showed that order", click)
 		}
 		rowsInServerOrder(t, p, ki.URL, map[string]string{"ascending": "restarts", "descending": "-restarts"}[click])

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -91,16 +92,90 @@ func (p *page) heapMB() float64 {
 	return used / (1 << 20)
 }
 
-// sortClickJS clicks the header of a column and resolves, in ms, once the
-// table shows rows of that order: the header says so, the view says its
-// rows answer that sort (data-answered, where the view asks the server),
-// and two frames have been drawn.
+// probeJS runs before the page's own scripts: it notes, in ms since the
+// navigation started, every WebSocket message the page sends and receives
+// (its size and its start) and every fetch, so a click's time can be
+// taken apart (clickProbe).
+const probeJS = `(() => {
+  const log = window.__probe = [];
+  const note = (dir, d) => {
+    const s = typeof d === 'string' ? d : String(d);
+    log.push({t: performance.now(), dir, n: s.length, head: s.slice(0, 120)});
+  };
+  const WS = window.WebSocket;
+  window.WebSocket = class extends WS {
+    constructor(...a) {
+      super(...a);
+      this.addEventListener('message', (e) => note('in', e.data));
+    }
+    send(d) {
+      note('out', d);
+      return super.send(d);
+    }
+  };
+  const f = window.fetch;
+  window.fetch = (...a) => {
+    note('fetch', a[0]?.url ?? a[0]);
+    return f(...a);
+  };
+})();`
+
+// clickProbe is what sortClickJS measured of one click: the time to the
+// rows shown, and what the page sent and received meanwhile.
+type clickProbe struct {
+	MS     float64 `json:"ms"`
+	Events []struct {
+		T    float64 `json:"t"` // ms after the click
+		Dir  string  `json:"dir"`
+		N    int     `json:"n"`
+		Head string  `json:"head"`
+	} `json:"events"`
+}
+
+func (c clickProbe) String() string {
+	var b strings.Builder
+	for _, e := range c.Events {
+		head := e.Head
+		if i := strings.Index(head, `,"rows"`); i > 0 {
+			head = head[:i]
+		}
+		fmt.Fprintf(&b, "\n\t%7.1f ms %-5s %7d B %s", e.T, e.Dir, e.N, head)
+	}
+	return b.String()
+}
+
+// onlyTheRowsAskedAgain: a click on a header asks for the rows' window
+// again, nothing else: one window op (its rows, no counts) and the old
+// window's unsubscribe, no request over HTTP.
+func (c clickProbe) onlyTheRowsAskedAgain(t *testing.T) {
+	t.Helper()
+	var windows, others []string
+	for _, e := range c.Events {
+		switch {
+		case e.Dir == "out" && strings.HasPrefix(e.Head, `{"op":"window"`):
+			windows = append(windows, e.Head)
+		case e.Dir == "out" && strings.HasPrefix(e.Head, `{"op":"unsubscribe"`):
+		case e.Dir == "fetch" && e.Head == "/api/v1/resources": // the sidebar's poll
+		case e.Dir != "in":
+			others = append(others, e.Head)
+		}
+	}
+	if len(windows) != 1 || strings.Contains(windows[0], `"groupBy"`) || len(others) > 0 {
+		t.Errorf("a click on a header sent window ops %q and %q; expect one window op, of the rows", windows, others)
+	}
+}
+
+// sortClickJS clicks the header of a column and resolves, once the table
+// shows rows of that order (the header says so, the view says its rows
+// answer that sort: data-answered, where the view asks the server; and
+// two frames have been drawn), to a clickProbe.
 func sortClickJS(title string) string {
 	return `(async () => {
   const frame = () => new Promise((r) => requestAnimationFrame(() => r()));
   const btn = [...document.querySelectorAll('.vt-header .vt-sort')].find((b) => b.firstChild.textContent === ` + jsString(title) + `);
   const head = btn.parentElement;
   const before = head.getAttribute('aria-sort');
+  const seen = (window.__probe ?? []).length;
   const t0 = performance.now();
   btn.click();
   for (;;) {
@@ -110,10 +185,11 @@ func sortClickJS(title string) string {
     const dir = h.getAttribute('aria-sort');
     if (dir !== before && dir !== 'none' && (vt.dataset.answered === undefined || vt.dataset.answered === vt.dataset.asked) &&
         document.querySelector('.vt-body .vt-row[data-key]:not([data-key=""])')) break;
-    if (performance.now() - t0 > 60000) return -1;
+    if (performance.now() - t0 > 60000) return {ms: -1, events: []};
   }
   await frame();
-  return performance.now() - t0;
+  const ms = performance.now() - t0;
+  return {ms, events: (window.__probe ?? []).slice(seen).map((e) => ({...e, t: e.t - t0}))};
 })()`
 }
 
@@ -131,8 +207,12 @@ func TestDashboardScale(t *testing.T) {
 	var w wire
 	w.listen(p)
 	p.run("preparing the tab", network.Enable(), chromedp.ActionFunc(func(ctx context.Context) error {
-		_, err := cdppage.AddScriptToEvaluateOnNewDocument(liveMarkJS).Do(ctx)
-		return err
+		for _, js := range []string{liveMarkJS, probeJS} {
+			if _, err := cdppage.AddScriptToEvaluateOnNewDocument(js).Do(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
 	}))
 	start := time.Now()
 	p.run("opening the pods view", chromedp.Navigate(ki.URL+"/#/pods"))
@@ -155,12 +235,13 @@ func TestDashboardScale(t *testing.T) {
 	sortBy := func(title, key, when string) {
 		t.Helper()
 		for _, click := range []string{"ascending", "descending"} {
-			var ms float64
-			p.mustEval(sortClickJS(title), &ms)
-			if ms < 0 {
+			var c clickProbe
+			p.mustEval(sortClickJS(title), &c)
+			if c.MS < 0 {
 				t.Fatalf("sorting by %s (%s): the rows never showed that order", title, click)
 			}
-			t.Logf("%d pods: sort by %s %s shown %.0f ms after the click (%s)", n, title, click, ms, when)
+			t.Logf("%d pods: sort by %s %s shown %.0f ms after the click (%s); meanwhile:%v", n, title, click, c.MS, when, c)
+			c.onlyTheRowsAskedAgain(t)
 			if click == "descending" {
 				key = "-" + key
 			}

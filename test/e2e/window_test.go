@@ -169,6 +169,21 @@ func TestWindowAgreesWithAPIServer(t *testing.T) {
 	}
 	var client windowClient
 	go client.read(conn)
+	// The same question without counts, its namespace a filter rather
+	// than a selection: over the whole resource, its view follows the
+	// ordered index of its sort instead of holding its rows.
+	conn2, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(k.URL, "http")+"/api/v1/stream", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn2.Close()
+	if err := conn2.WriteMessage(websocket.TextMessage, fmt.Appendf(nil, `{"op":"window","id":"w","resource":"pods",`+
+		`"filter":["metadata.namespace=%s","status.phase!=Failed"],"sort":"-restarts","offset":%d,"limit":%d,"fields":"status.phase"}`,
+		windowsNS, offset, limit)); err != nil {
+		t.Fatal(err)
+	}
+	var following windowClient
+	go following.read(conn2)
 
 	// The question over the API server's list.
 	expect := func() ([]string, int, []string) {
@@ -205,6 +220,13 @@ func TestWindowAgreesWithAPIServer(t *testing.T) {
 			wRows, wTotal, wGroups := expect()
 			if !slices.Equal(rows, wRows) || total != wTotal || !slices.Equal(groups, wGroups) {
 				return fmt.Errorf("window %v total %d counts %v; the API server's %v total %d counts %v", rows, total, groups, wRows, wTotal, wGroups)
+			}
+			rows, total, groups, err = following.state()
+			if err != nil {
+				return err
+			}
+			if !slices.Equal(rows, wRows) || total != wTotal || len(groups) > 0 {
+				return fmt.Errorf("window without counts %v total %d counts %v; the API server's %v total %d", rows, total, groups, wRows, wTotal)
 			}
 			return nil
 		})

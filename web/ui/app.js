@@ -152,7 +152,13 @@ function applyRoute() {
     resource: res, filters, ask, stream, table,
     onSlots: (slots) => renderSlots(ui.slots, slots),
     onClusters: () => poll(),
-    onAsk: (next) => { window.location.hash = hashFor(res.name, filters, {...ask, ...next}); },
+    onAsk: (next) => {
+      const key = hashFor(res.name, filters, {...parseHash().ask, ...next});
+      // Another sort of the same rows: the view asks again at once,
+      // keeping its counts, and the hash change finds it done.
+      if (app.view?.reask?.({...parseHash().ask, ...next})) app.viewKey = key;
+      window.location.hash = key;
+    },
     onCounts: (counts) => renderCounts(counts),
     onState: ({phase, text}) => {
       ui.streamStatus.dataset.state = phase;

@@ -88,6 +88,7 @@ export class AskView {
     delete this.table.el.dataset.asked;
     delete this.table.el.dataset.mode;
     delete this.table.el.dataset.answered;
+    this.table.el.removeAttribute('aria-busy');
   }
 
   // question is what every request of this view asks.
@@ -116,6 +117,30 @@ export class AskView {
         if (!unsupported(message, code)) this.onNotice(`Counts: ${message}`, 'bad');
       },
     });
+  }
+
+  // reask takes another sort of the same rows (a click on a header): only
+  // the rows' window is asked again, the counts' window (asked without
+  // the sort) is kept, and the rows held stay shown, marked busy, until
+  // the new order's arrive. False when the view cannot (another filter,
+  // or not over a window): the app then makes a new view.
+  reask(ask) {
+    if (this.mode !== 'window' || this.destroyed || String(ask.filter ?? []) !== String(this.ask.filter ?? [])) return false;
+    if ((ask.sort ?? '') === (this.ask.sort ?? '')) return true;
+    this.ask = {...this.ask, sort: ask.sort ?? ''};
+    this.sort = parseSort(this.ask.sort, this.columns);
+    clearTimeout(this.scrollTimer);
+    this.sub?.close();
+    this.offset = 0;
+    const vt = this.table.el;
+    vt.dataset.asked = this.ask.sort;
+    vt.setAttribute('aria-busy', 'true');
+    this.table.setColumns(this.columns, this.sort);
+    this.table.viewport.scrollTop = 0;
+    this.setState('loading');
+    const {groupBy: _, ...q} = this.question();
+    this.sub = this.stream.window({...q, offset: 0, limit: LIMIT}, this);
+    return true;
   }
 
   begin({mode}) {
@@ -206,6 +231,7 @@ export class AskView {
     this.rows = rows;
     this.table.setRows(rows);
     this.table.el.dataset.answered = this.ask.sort ?? '';
+    this.table.el.removeAttribute('aria-busy');
     this.table.setEmptyMessage(`No ${this.resource.name} match.`);
     if (counts) this.onCounts(counts);
     this.onRows({total: this.total, shown: this.total});
