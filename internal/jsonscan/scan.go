@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/bits"
 	"unicode/utf8"
 )
 
@@ -121,76 +122,138 @@ type Scanner struct {
 // Reset makes the next Composite start a new value.
 func (s *Scanner) Reset() { s.pos = 0 }
 
-func (s *Scanner) push(c byte) {
-	if s.depth < len(s.stack) {
-		s.stack[s.depth] = c
-	} else {
-		s.deep = append(s.deep[:s.depth-len(s.stack)], c)
-	}
-	s.depth++
-}
-
-func (s *Scanner) top() byte {
-	if s.depth <= len(s.stack) {
-		return s.stack[s.depth-1]
-	}
-	return s.deep[s.depth-1-len(s.stack)]
-}
-
 // Composite returns the length of the object or array b starts with, or
 // ErrShort (scanning then resumes at the same place in a longer b).
-// Whether it is inside a string lives in a local while it runs (a field
-// would be loaded and stored at every byte), and after a string closes it
-// runs to the next quote or bracket without going round the outer loop.
+// Its state lives in locals while it runs and goes back into s only when
+// b runs out. It reads b eight bytes at a time (words.go): which bytes of
+// a word are inside strings comes from its quotes and backslashes without
+// a branch per byte, and only the brackets outside strings are looked at
+// one by one. The last few bytes, fewer than a word, are read one at a
+// time; a string is passed over where its opening quote is found.
 func (s *Scanner) Composite(b []byte) (int, error) {
 	if s.pos == 0 {
 		s.depth, s.inStr = 0, false
 	}
-	i, inStr := s.pos, s.inStr
-	for i < len(b) {
+	i, depth, inStr := s.pos, s.depth, s.inStr
+	var escaped bool // the byte at i is escaped by the backslash before it
+	for i+8 <= len(b) {
+		w := wordAt(b, i)
+		quotes, backslashes := bytesEqual(w, '"'), bytesEqual(w, '\\')
+		if backslashes != 0 || escaped {
+			quotes, escaped = unescaped(quotes, backslashes, escaped)
+		}
+		inside := prefixXor(quotes) // a quote's byte and what follows it, to the next
 		if inStr {
-			i = inString(b, i)
-			if i >= len(b) {
-				break
-			}
-			if b[i] == '\\' {
-				if i+1 >= len(b) {
-					break // resume at the backslash
+			inside = ^inside
+		}
+		inStr = inside>>63 != 0
+		lower := w | 0x2020202020202020 // '[' and ']' read as '{' and '}'
+		opens, closes := bytesEqual(lower, '{')&^inside, bytesEqual(lower, '}')&^inside
+		for brackets := opens | closes; brackets != 0; brackets &= brackets - 1 {
+			bit := brackets & -brackets
+			at := i + bits.TrailingZeros64(bit)/8
+			c := b[at]
+			if opens&bit != 0 {
+				if !s.push(c, depth) {
+					return 0, SyntaxError(b, at, "nested too deeply")
 				}
-				i += 2
+				depth++
 				continue
 			}
-			inStr = false
-			i++
+			if depth == 0 || c != s.open(depth)+2 { // '{'+2 == '}', '['+2 == ']'
+				return 0, SyntaxError(b, at, "mismatched bracket")
+			}
+			depth--
+			if depth == 0 {
+				s.pos, s.inStr, s.depth = 0, false, 0
+				return at + 1, nil
+			}
 		}
+		i += 8
+	}
+	if escaped { // read the backslash again below, with what it escapes
+		i--
+	}
+	if inStr {
+		var ok bool
+		if i, ok = closeString(b, i); !ok {
+			s.pos, s.inStr, s.depth = i, true, depth
+			return 0, ErrShort
+		}
+	}
+	for {
 		for i < len(b) && !stopStructure[b[i]] {
 			i++
 		}
 		if i >= len(b) {
-			break
+			s.pos, s.inStr, s.depth = i, false, depth
+			return 0, ErrShort
 		}
 		switch c := b[i]; c {
 		case '"':
-			inStr = true
+			var ok bool
+			if i, ok = closeString(b, i+1); !ok {
+				s.pos, s.inStr, s.depth = i, true, depth
+				return 0, ErrShort
+			}
+			continue
 		case '{', '[':
-			if s.depth == maxNesting {
+			if !s.push(c, depth) {
 				return 0, SyntaxError(b, i, "nested too deeply")
 			}
-			s.push(c)
+			depth++
 		default: // '}', ']'
-			if s.depth == 0 || c != s.top()+2 { // '{'+2 == '}', '['+2 == ']'
+			if depth == 0 || c != s.open(depth)+2 {
 				return 0, SyntaxError(b, i, "mismatched bracket")
 			}
-			s.depth--
-			if s.depth == 0 {
-				s.pos, s.inStr = 0, false
+			depth--
+			if depth == 0 {
+				s.pos, s.inStr, s.depth = 0, false, 0
 				return i + 1, nil
 			}
 		}
 		i++
 	}
-	s.pos, s.inStr = i, inStr
-	return 0, ErrShort
+}
+
+// push records the bracket c opened at depth; false when that is too deep.
+func (s *Scanner) push(c byte, depth int) bool {
+	switch {
+	case depth < len(s.stack):
+		s.stack[depth] = c
+	case depth == maxNesting:
+		return false
+	default:
+		s.deep = append(s.deep[:depth-len(s.stack)], c)
+	}
+	return true
+}
+
+// open is the bracket that opened the innermost of depth (> 0) levels.
+func (s *Scanner) open(depth int) byte {
+	if depth <= len(s.stack) {
+		return s.stack[depth-1]
+	}
+	return s.deep[depth-1-len(s.stack)]
+}
+
+// closeString passes over the rest of a string from b[i:] (inside it) and
+// returns the index after its closing quote, true; or, when b ends first,
+// where to resume (a backslash that ends b is read again), false.
+func closeString(b []byte, i int) (int, bool) {
+	for {
+		i = inString(b, i)
+		if i >= len(b) {
+			return i, false
+		}
+		if b[i] == '"' {
+			return i + 1, true
+		}
+		if i+1 >= len(b) {
+			return i, false // resume at the backslash
+		}
+		i += 2
+	}
 }
 
 func SkipSpace(b []byte, i int) int {
