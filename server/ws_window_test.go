@@ -249,6 +249,16 @@ func TestAuthWindowsAreRestrictedLikeLists(t *testing.T) {
 	}
 	e.ss.f.Sim.Apply("pods", teamPod("team-b", "b-new", "10.77.1.2"))
 	e.ss.f.Sim.Apply("pods", teamPod("team-a", "a-new", "10.77.1.1"))
+	// The window is compared with the REST answer, which lags the simulated
+	// cluster by the cache's watch: wait until REST has a-new, or the window
+	// and REST could agree on the state before the change.
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, total, _ := want(); total == 4 {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("REST never showed a-new: total %d", total)
+		}
+	}
 	c.follow(t, m, "alice's window after changes", want)
 	if c.total != 4 || strings.Contains(strings.Join(c.keys(), " "), "team-b") {
 		t.Errorf("after changes: %v total %d; expect team-a's 4 pods only", c.keys(), c.total)
