@@ -554,10 +554,12 @@ func walkIsOneMoment(t *testing.T, ordered bool) {
 	if got := f.Cache.OrderedIndexes("pods"); ordered != (len(got) > 0) {
 		t.Errorf("ordered indexes %q", got)
 	}
-	// A new walk sees the cluster as it is now.
+	// A new walk sees the cluster as it is now (the ordered index takes an
+	// event just after the store does, so wait for it).
 	sel.Limit, sel.Continue = 2, ""
-	res, err := f.Cache.List("pods", sel)
-	if err != nil || len(res.Items) != 2 || res.Items[0].Key() != fresh.key() || res.Items[1].Key() != moved.key() {
-		t.Fatalf("a new walk: %v %v", res.Items, err)
-	}
+	var res cache.ListResult
+	cachetest.Eventually(t, "a new walk sees the changes", func() bool {
+		res, err = f.Cache.List("pods", sel)
+		return err == nil && len(res.Items) == 2 && res.Items[0].Key() == fresh.key() && res.Items[1].Key() == moved.key()
+	})
 }
