@@ -8,6 +8,7 @@
 package jsonscan
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -387,8 +388,15 @@ type Span struct{ From, To uint32 }
 // Doc is a JSON object, and where some of its members are when someone
 // walking it earlier wrote that down: Member then answers for those
 // without scanning.
+//
+// A Doc is either contiguous (Raw) or held in pieces (Pieces, Raw nil):
+// the object is their concatenation, Spans are places in it, and each
+// known member's value lies within one piece (a holder of pieces splits
+// only between members' values). Member answers a known member of a Doc
+// in pieces without joining them.
 type Doc struct {
-	Raw []byte
+	Raw    []byte
+	Pieces [][]byte
 	// Keys names the members Spans places; nil when none are known. A
 	// known member whose Span is empty (To == 0) is absent.
 	Keys  *[4]string
@@ -401,11 +409,51 @@ func (d *Doc) Member(key string) []byte {
 		for i, k := range d.Keys {
 			if k == key {
 				if s := d.Spans[i]; s.To != 0 {
-					return d.Raw[s.From:s.To]
+					return d.at(s)
 				}
 				return nil
 			}
 		}
 	}
-	return Member(d.Raw, key)
+	return Member(d.Bytes(), key)
+}
+
+// at returns the bytes of s, which one piece holds.
+func (d *Doc) at(s Span) []byte {
+	if d.Pieces == nil {
+		return d.Raw[s.From:s.To]
+	}
+	from := uint32(0)
+	for _, p := range d.Pieces {
+		to := from + uint32(len(p))
+		if s.From >= from && s.To <= to {
+			return p[s.From-from : s.To-from]
+		}
+		from = to
+	}
+	return nil // not in one piece: a holder broke the contract
+}
+
+// Bytes returns the object contiguous: Raw, or its pieces joined into a
+// new slice, which the caller owns.
+func (d *Doc) Bytes() []byte {
+	if d.Pieces == nil {
+		return d.Raw
+	}
+	return bytes.Join(d.Pieces, nil)
+}
+
+// IsObject reports whether the value is a JSON object, without joining
+// the pieces of one held in pieces.
+func (d *Doc) IsObject() bool {
+	if d.Pieces == nil {
+		i := SkipSpace(d.Raw, 0)
+		return i < len(d.Raw) && d.Raw[i] == '{'
+	}
+	for _, p := range d.Pieces {
+		if i := SkipSpace(p, 0); i < len(p) {
+			return p[i] == '{'
+		}
+	}
+	return false
 }
