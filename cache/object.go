@@ -282,7 +282,7 @@ func (s Shape) assemble(o *Object, b []byte, sc *scanned, in *internedValues) (p
 		pre = append(jsonscan.AppendString(pre, s.APIVersion), ',')
 	}
 	prefixLen = len(pre) - 1
-	var pieceBuf [4 + len(internMembers)][]byte
+	var pieceBuf [4 + maxChunks][]byte
 	pieces := append(pieceBuf[:0], pre)
 	at := 1
 	cuts, values := sc.cuts.all(), in.spans[:in.n]
@@ -366,21 +366,65 @@ func (c *candidates) add(key []byte, from, to int) {
 	c.n++
 }
 
-// internedValues are the candidates that became chunks, with their chunks.
+// internedValues are the parts of candidates that became chunks, with
+// their chunks.
 type internedValues struct {
 	n      int
-	spans  [len(internMembers)]span
-	chunks [len(internMembers)]*chunk
+	spans  [maxChunks]span
+	chunks [maxChunks]*chunk
 }
 
-// intern looks each candidate in b up in the chunk table.
+// intern looks each candidate in b up in the chunk table: its value, or,
+// when it names the pod's service account token volume, each part of it
+// around those names (tokenParts).
 func (in *internedValues) intern(b []byte, cands *candidates) {
+	var buf [8]span
 	for _, v := range cands.spans[:cands.n] {
-		if c := chunks.intern(b[v.from:v.to]); c != nil {
-			in.spans[in.n], in.chunks[in.n] = v, c
-			in.n++
+		for _, part := range tokenParts(b, v, buf[:0]) {
+			if in.n == len(in.spans) {
+				return
+			}
+			if part.to-part.from < chunkMin {
+				continue
+			}
+			if c := chunks.intern(b[part.from:part.to]); c != nil {
+				in.spans[in.n], in.chunks[in.n] = part, c
+				in.n++
+			}
 		}
 	}
+}
+
+// tokenVolume starts the name of the volume through which Kubernetes
+// mounts a pod's service account token in every container; the API
+// server's admission ends it with a suffix of the pod's own. The pods of
+// one controller differ in those names only.
+var tokenVolume = []byte(`kube-api-access-`) // a quote before it (searched from its rarer first byte)
+
+// tokenParts splits the value at v around each token volume name in it
+// (the name's characters after the prefix, to the closing quote, stay
+// with the object): the parts repeat across the pods of a controller.
+// Most values hold none and are one part. The parts are appended to parts.
+func tokenParts(b []byte, v span, parts []span) []span {
+	from, at := v.from, v.from // the part's start, and where to search on
+	for at < v.to {
+		i := bytes.Index(b[at:v.to], tokenVolume)
+		if i < 0 {
+			break
+		}
+		name := at + i + len(tokenVolume)
+		at = name
+		if b[name-len(tokenVolume)-1] != '"' { // within a string, not its start
+			continue
+		}
+		end := bytes.IndexByte(b[name:v.to], '"')
+		if end < 0 {
+			break
+		}
+		parts = append(parts, span{from, name})
+		from, at = name+end, name+end
+	}
+	return append(parts, span{from, v.to})
 }
 
 // nearSpans are a section's known members' places in two bytes each:

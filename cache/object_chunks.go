@@ -10,10 +10,12 @@ import (
 
 // Repeated content of objects is stored once. The pods of one controller
 // (a ReplicaSet's, a DaemonSet's, a Job's) carry the same containers,
-// volumes and tolerations byte for byte: Build stores the value of such a
-// member as a chunk, interned by content in chunkTable, and the object
-// keeps its other bytes (Object.raw) and where each chunk goes. An object's
-// bytes are the same for every reader either way (object_pieces.go).
+// volumes and tolerations byte for byte, but for the name of their service
+// account token volume (tokenParts): Build stores the value of such a
+// member, or its parts around those names, as chunks, interned by content
+// in chunkTable, and the object keeps its other bytes (Object.own) and
+// where each chunk goes. An object's bytes are the same for every reader
+// either way (object_pieces.go).
 //
 // The references to a chunk are counted by the collector: objects hold
 // their chunks strongly, the table only weakly, and a chunk no object

@@ -65,9 +65,12 @@ func (o *Object) Pieces(dst [][]byte) [][]byte {
 	return dst
 }
 
-// maxPieces is the most pieces an object has: a chunk per internMembers
-// and the bytes around them.
-const maxPieces = 2*len(internMembers) + 1
+// maxChunks is the most chunks an object has.
+const maxChunks = 12
+
+// maxPieces is the most pieces an object has: its chunks and the bytes
+// around them.
+const maxPieces = 2*maxChunks + 1
 
 // AppendTo appends the object's JSON to dst.
 func (o *Object) AppendTo(dst []byte) []byte {

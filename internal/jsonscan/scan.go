@@ -390,10 +390,8 @@ type Span struct{ From, To uint32 }
 // without scanning.
 //
 // A Doc is either contiguous (Raw) or held in pieces (Pieces, Raw nil):
-// the object is their concatenation, Spans are places in it, and each
-// known member's value lies within one piece (a holder of pieces splits
-// only between members' values). Member answers a known member of a Doc
-// in pieces without joining them.
+// the object is their concatenation and Spans are places in it. Member
+// answers a known member that lies within one piece without joining.
 type Doc struct {
 	Raw    []byte
 	Pieces [][]byte
@@ -418,20 +416,25 @@ func (d *Doc) Member(key string) []byte {
 	return Member(d.Bytes(), key)
 }
 
-// at returns the bytes of s, which one piece holds.
+// at returns the bytes of s: a slice of the piece that holds them, or,
+// when several do, those pieces' parts joined into a new slice.
 func (d *Doc) at(s Span) []byte {
 	if d.Pieces == nil {
 		return d.Raw[s.From:s.To]
 	}
+	var joined []byte
 	from := uint32(0)
 	for _, p := range d.Pieces {
 		to := from + uint32(len(p))
 		if s.From >= from && s.To <= to {
 			return p[s.From-from : s.To-from]
 		}
+		if to > s.From && from < s.To {
+			joined = append(joined, p[max(s.From, from)-from:min(s.To, to)-from]...)
+		}
 		from = to
 	}
-	return nil // not in one piece: a holder broke the contract
+	return joined
 }
 
 // Bytes returns the object contiguous: Raw, or its pieces joined into a
