@@ -125,8 +125,8 @@ func BenchmarkQuestions(b *testing.B) {
 	pods := c.byName["pods"]
 	var flip [2]*Object
 	for _, o := range pods.objects() {
-		if running := []byte(`"phase":"Running"`); bytes.Contains(o.raw, running) {
-			other, err := NewObject(bytes.Replace(o.raw, running, []byte(`"phase":"Pending"`), 1), "v1", "Pod")
+		if running := []byte(`"phase":"Running"`); bytes.Contains(o.Raw(), running) {
+			other, err := NewObject(bytes.Replace(o.Raw(), running, []byte(`"phase":"Pending"`), 1), "v1", "Pod")
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -47,7 +47,14 @@ func (k *kept) Columns() []query.Value {
 	if old != nil && old.fingerprint == fp && old.columns != nil {
 		return old.columns
 	}
-	vs := k.sc.ColumnValues(k.o.raw, k.now)
+	var vs []query.Value
+	if k.o.Chunked() {
+		scratch := joinBuffers.Get().(*[]byte)
+		vs = k.sc.ColumnValues(k.o.flatInto(scratch), k.now) // it copies what it keeps
+		putJoinBuffer(scratch)
+	} else {
+		vs = k.sc.ColumnValues(k.o.own, k.now)
+	}
 	if !k.sc.Timeless() {
 		return vs
 	}
@@ -89,7 +96,7 @@ func (k *kept) Read(key query.Key) []query.Value {
 			}
 		}
 		if !read {
-			vs, read = key.ReadJSON(k.o.raw), true
+			vs, read = key.ReadJSON(k.o.flat()), true
 		}
 		if old != nil && len(old.paths) >= maxKeptPaths {
 			return vs
@@ -109,6 +116,6 @@ func (k *kept) Read(key query.Key) []query.Value {
 // record is o as a question reads it, its values kept on o.
 func record(o *Object, sc *query.Schema, now time.Time) *query.Record {
 	r := &query.Record{}
-	sc.Fill(r, o.namespace, o.name, o.raw, now, &kept{o: o, sc: sc, now: now})
+	sc.Fill(r, o.namespace, o.name, o.recordRaw(), now, &kept{o: o, sc: sc, now: now})
 	return r
 }

@@ -348,7 +348,7 @@ func backlog(box *replay.Outbox[delivery]) (events int, bytes int64) {
 	box.Each(func(d delivery) {
 		if d.as != asBookmark && d.ev.obj != nil {
 			events++
-			bytes += int64(len(d.ev.obj.raw))
+			bytes += int64(d.ev.obj.Len())
 		}
 	})
 	return events, bytes

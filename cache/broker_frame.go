@@ -130,7 +130,8 @@ func (m *Message) Object() *Object {
 // subscribers; nothing is re-encoded per subscriber.
 func (m *Message) WriteTo(w io.Writer) (int64, error) {
 	var total int64
-	for _, p := range m.parts() {
+	var buf msgParts
+	for _, p := range m.parts(&buf) {
 		n, err := w.Write(p)
 		total += int64(n)
 		if err != nil {
@@ -143,39 +144,51 @@ func (m *Message) WriteTo(w io.Writer) (int64, error) {
 // Len returns the length of m's JSON, so that a frame header can precede
 // it without a copy.
 func (m *Message) Len() int {
-	p := m.parts()
-	return len(p[0]) + len(p[1]) + len(p[2])
+	var buf msgParts
+	n := 0
+	for _, p := range m.parts(&buf) {
+		n += len(p)
+	}
+	return n
 }
 
 // AppendTo appends m's JSON, as WriteTo writes it, to dst.
 func (m *Message) AppendTo(dst []byte) []byte {
-	p := m.parts()
-	return append(append(append(dst, p[0]...), p[1]...), p[2]...)
+	var buf msgParts
+	for _, p := range m.parts(&buf) {
+		dst = append(dst, p...)
+	}
+	return dst
 }
 
-// parts is m's JSON in consecutive pieces. Those of events are shared by
-// every subscriber and must not be modified.
-func (m *Message) parts() [3][]byte {
+// msgParts holds a message's pieces: a head, the object's pieces, a tail.
+type msgParts [maxPieces + 2][]byte
+
+// parts is m's JSON in consecutive pieces, in buf. Those of events are
+// shared by every subscriber and must not be modified.
+func (m *Message) parts(buf *msgParts) [][]byte {
 	switch {
 	case m.raw != nil:
-		return [3][]byte{m.raw, m.rawTail}
+		return append(buf[:0], m.raw, m.rawTail)
 	case m.ev != nil:
 		as := EventType(m.Type)
-		return [3][]byte{m.ev.head(as), m.ev.obj.raw, m.ev.tail(as, m.diff)}
+		p := m.ev.obj.Pieces(append(buf[:0], m.ev.head(as)))
+		return append(p, m.ev.tail(as, m.diff))
 	case m.obj != nil:
-		return [3][]byte{eventHead(nil, Added, m.obj.resourceVersion), m.obj.raw, closeBrace}
+		p := m.obj.Pieces(append(buf[:0], eventHead(nil, Added, m.obj.resourceVersion)))
+		return append(p, closeBrace)
 	}
-	var buf []byte
+	var b []byte
 	if m.Type == ResyncRequired {
-		buf = append(buf, `{"type":"`+string(ResyncRequired)+`","reason":`...)
-		buf = jsonscan.AppendString(buf, m.Reason)
+		b = append(b, `{"type":"`+string(ResyncRequired)+`","reason":`...)
+		b = jsonscan.AppendString(b, m.Reason)
 	} else {
-		buf = append(buf, `{"type":`...)
-		buf = jsonscan.AppendString(buf, string(m.Type))
-		buf = append(buf, `,"resourceVersion":`...)
-		buf = jsonscan.AppendString(buf, m.ResourceVersion)
+		b = append(b, `{"type":`...)
+		b = jsonscan.AppendString(b, string(m.Type))
+		b = append(b, `,"resourceVersion":`...)
+		b = jsonscan.AppendString(b, m.ResourceVersion)
 	}
-	return [3][]byte{append(buf, '}')}
+	return append(buf[:0], append(b, '}'))
 }
 
 var closeBrace = []byte("}")
@@ -236,7 +249,7 @@ func (e *event) tail(as EventType, d Diff) []byte {
 		i = 1
 	}
 	return e.tails[i].get(func() []byte {
-		p := computePatch(e.old.raw, e.obj.raw, d)
+		p := computePatch(e.old.flat(), e.obj.flat(), d)
 		if p == nil {
 			return closeBrace
 		}

@@ -73,7 +73,7 @@ func TestBrokerOverflowsAtExactlyQueueSize(t *testing.T) {
 func TestBacklogCountsEventsAndTheirBytes(t *testing.T) {
 	var box replay.Outbox[delivery]
 	box.Init(4, make(chan struct{}, 1))
-	small, large := &event{obj: &Object{raw: []byte(`{"a":1}`)}}, &event{obj: &Object{raw: make([]byte, 100)}}
+	small, large := &event{obj: &Object{own: []byte(`{"a":1}`)}}, &event{obj: &Object{own: make([]byte, 100)}}
 	box.Offer(delivery{ev: small, as: asAdded})
 	box.Mark(delivery{ev: &event{rvStr: "7"}, as: asBookmark})
 	box.Offer(delivery{ev: large, as: asModified})

@@ -365,7 +365,7 @@ func objectIndexFunc(root string, f indexers.DocFunc) toolscache.IndexFunc {
 			return nil, nil
 		}
 		if root == "" {
-			return f(jsonscan.Doc{Raw: o.raw}), nil
+			return f(jsonscan.Doc{Raw: o.flat()}), nil
 		}
 		return f(o.doc(root)), nil
 	}

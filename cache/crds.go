@@ -166,7 +166,7 @@ func (r *resourceCache) crd() ([]byte, CRDState) {
 	case r.crds != nil:
 		for _, sh := range r.crds.shards {
 			if item, ok, _ := sh.informer.GetIndexer().GetByKey(r.res.Plural + "." + r.res.Group); ok {
-				return item.(*Object).raw, CRDKnown
+				return item.(*Object).flat(), CRDKnown
 			}
 		}
 		if !r.crds.synced() {

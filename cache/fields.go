@@ -186,7 +186,7 @@ func (f objectFields) Get(field string) string {
 		return f.o.namespace
 	}
 	if v := f.t.fields[field]; v != nil {
-		return v(f.o.raw)
+		return v(f.o.flat())
 	}
 	return ""
 }

@@ -138,13 +138,20 @@ func (r *resourceCache) compileQuery(q ListQuery) (*filter, continueToken, error
 // what was read from o, for the other filters that ask about the same
 // object.
 func (f *filter) matches(o *Object, fa *facts) bool {
-	return f.inNamespace(o.namespace) && f.inShard(o) && f.labelsMatch(o.raw, fa) && f.indexMatches(o.raw, fa) && f.fields.matches(o)
+	if !f.inNamespace(o.namespace) || !f.inShard(o) {
+		return false
+	}
+	var raw []byte // what the labels and the index read, joined once
+	if f.selector != nil || f.fn != nil {
+		raw = o.flat()
+	}
+	return f.labelsMatch(raw, fa) && f.indexMatches(raw, fa) && f.fields.matches(o)
 }
 
 // selects is matches for an object taken from candidates, which already
 // hold f's index value only; nothing is shared with other filters.
 func (f *filter) selects(o *Object) bool {
-	return f.inNamespace(o.namespace) && f.inShard(o) && f.labelsMatch(o.raw, nil) && f.fields.matches(o)
+	return f.inNamespace(o.namespace) && f.inShard(o) && (f.selector == nil || f.labelsMatch(o.flat(), nil)) && f.fields.matches(o)
 }
 
 // inShard applies the shard selector, with apimachinery's hashing

@@ -61,8 +61,8 @@ func BenchmarkHeapPerPod(b *testing.B) {
 			b.Fatalf("the owner table holds %d addresses", got)
 		}
 		for _, o := range c.byName["pods"].objects() {
-			jsonLen += float64(len(o.raw))
-			jsonAlloc += float64(cap(o.raw))
+			jsonLen += float64(o.Len())
+			jsonAlloc += float64(cap(o.own))
 		}
 		runtime.KeepAlive(body)
 		return c, (after - before) / float64(n), jsonLen / float64(n), jsonAlloc / float64(n), func() { stopCache(); srv.Close() }

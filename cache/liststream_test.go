@@ -74,15 +74,15 @@ func sameItems(t testing.TB, got *objectList, want []map[string]any) {
 		}
 		for j, name := range sectionNames {
 			d := o.doc(name)
-			if want := jsonscan.Member(o.Raw(), name); !bytes.Equal(d.Raw, want) {
-				t.Fatalf("item %d: recorded %s is %.40q, want %.40q", i, name, d.Raw, want)
+			if want := jsonscan.Member(o.Raw(), name); !bytes.Equal(d.Bytes(), want) {
+				t.Fatalf("item %d: recorded %s is %.40q, want %.40q", i, name, d.Bytes(), want)
 			}
 			var keys [4]string
 			if knownMembers[j] != nil {
 				keys = *knownMembers[j]
 			}
 			for _, k := range keys {
-				if got, want := d.Member(k), jsonscan.Member(d.Raw, k); !bytes.Equal(got, want) {
+				if got, want := d.Member(k), jsonscan.Member(d.Bytes(), k); !bytes.Equal(got, want) {
 					t.Fatalf("item %d: recorded %s.%s is %.40q, want %.40q", i, name, k, got, want)
 				}
 			}

@@ -22,7 +22,12 @@ import (
 // once built: readers may hand Raw() straight to a response writer, and
 // every reader shares the same bytes.
 type Object struct {
-	raw             []byte
+	// own is the object's JSON less the chunks' values (object_chunks.go),
+	// which go in where chunks say (object_pieces.go): without chunks,
+	// the object's JSON. Every other place an Object records is in the
+	// object's JSON, not in raw.
+	own             []byte
+	chunks          *chunkList // nil: none
 	namespace, name string
 	resourceVersion string
 	uid             string
@@ -66,17 +71,19 @@ func (o *Object) doc(key string) jsonscan.Doc {
 		if sec.to == 0 {
 			break
 		}
-		d := jsonscan.Doc{Raw: o.raw[sec.from:sec.to]}
+		d := o.sectionDoc(sec.from, sec.to)
 		if o.walked[i] {
 			d.Keys, d.Spans = knownMembers[i], o.known[i].spans()
 		}
 		return d
 	}
-	return jsonscan.Doc{Raw: jsonscan.Member(o.raw, key)}
+	return jsonscan.Doc{Raw: jsonscan.Member(o.flat(), key)}
 }
 
-// Raw returns the object's JSON. The caller must not modify it.
-func (o *Object) Raw() []byte { return o.raw }
+// Raw returns the object's JSON. The caller must not modify it. For an
+// object held in pieces (Chunked) it joins them into a new slice: a writer
+// of the whole object writes its Pieces instead (WriteTo, AppendTo).
+func (o *Object) Raw() []byte { return o.flat() }
 
 // Namespace returns metadata.namespace ("" for cluster-scoped objects).
 func (o *Object) Namespace() string { return o.namespace }
@@ -129,6 +136,8 @@ type Shape struct {
 	APIVersion, Kind string
 	// Drop lists gjson paths of plain keys (dots in keys escaped as \.).
 	Drop []string
+	// inline stores every object whole, without chunks (tests' reference).
+	inline bool
 }
 
 // Build turns API-server JSON into an immutable Object; see NewObject.
@@ -154,8 +163,14 @@ func (s Shape) build(b []byte) (*Object, int, error) {
 	if err := o.scan(b, &sc); err != nil {
 		return nil, 0, err
 	}
-	prefixLen := s.assemble(o, b, &sc)
-	if len(s.Drop) == 0 && len(o.raw) <= math.MaxUint32 {
+	interning := !s.inline && len(s.Drop) == 0 && sc.end-sc.start <= math.MaxUint32/2 && o.walked[1]
+	var in internedValues
+	if interning {
+		in.intern(b, &sc.candidates)
+	}
+	prefixLen := s.assemble(o, b, &sc, &in)
+	o.placeChunks(&sc, prefixLen, &in)
+	if len(s.Drop) == 0 && o.Len() <= math.MaxUint32 {
 		o.placeSections(&sc, prefixLen)
 	} else {
 		o.walked = [3]bool{} // redactions move things: sections stay unknown
@@ -177,6 +192,9 @@ type scanned struct {
 	// metaKnown are where the first metadata's knownMembers[0] are (to ==
 	// 0: absent), in the input's coordinates: the cuts move them.
 	metaKnown [4]span
+	// candidates are the values of the spec's internMembers long enough
+	// to be stored as chunks, in order.
+	candidates candidates
 }
 
 // scan walks the object at the start of b once: the top-level keys, and
@@ -226,7 +244,11 @@ func (o *Object) scan(b []byte, sc *scanned) error {
 			}
 			continue
 		}
-		end, known, walked, err := walkSection(b, r.ValAt, knownMembers[i])
+		var cands *candidates
+		if i == 1 {
+			cands = &sc.candidates
+		}
+		end, known, walked, err := walkSection(b, r.ValAt, knownMembers[i], cands)
 		if err != nil {
 			return err
 		}
@@ -241,13 +263,13 @@ func (o *Object) scan(b []byte, sc *scanned) error {
 	return nil
 }
 
-// assemble writes o.raw in one allocation of the exact size: the object's
+// assemble writes o.own in one allocation of the exact size: the object's
 // bytes with kind and apiVersion added where the input lacks them and the
 // Shape gives them, less the cuts. It returns the length of what was added
 // before the object's own first member. bytes.Join is the allocation: it
 // does not clear memory it is about to fill (make does, at a cost
 // BenchmarkInitialSync measures; BENCHMARKS.md).
-func (s Shape) assemble(o *Object, b []byte, sc *scanned) (prefixLen int) {
+func (s Shape) assemble(o *Object, b []byte, sc *scanned, in *internedValues) (prefixLen int) {
 	raw := b[sc.start:sc.end]
 	var preBuf [96]byte
 	pre := append(preBuf[:0], '{')
@@ -260,30 +282,29 @@ func (s Shape) assemble(o *Object, b []byte, sc *scanned) (prefixLen int) {
 		pre = append(jsonscan.AppendString(pre, s.APIVersion), ',')
 	}
 	prefixLen = len(pre) - 1
-	var pieceBuf [4][]byte
+	var pieceBuf [4 + maxChunks][]byte
 	pieces := append(pieceBuf[:0], pre)
 	at := 1
-	for _, c := range sc.cuts.all() {
+	cuts, values := sc.cuts.all(), in.spans[:in.n]
+	for len(cuts) > 0 || len(values) > 0 {
+		var c span
+		if len(values) == 0 || len(cuts) > 0 && cuts[0].from < values[0].from {
+			c, cuts = cuts[0], cuts[1:]
+		} else {
+			c, values = values[0], values[1:]
+		}
 		pieces = append(pieces, raw[at:c.from-sc.start])
 		at = c.to - sc.start
 	}
-	o.raw = bytes.Join(append(pieces, raw[at:]), nil)
+	o.own = bytes.Join(append(pieces, raw[at:]), nil)
 	return prefixLen
 }
 
-// placeSections maps the sections found by scan into o.raw: shifted by the
+// placeSections maps the sections found by scan into o.own: shifted by the
 // prefix, less the cuts before each position (all inside metadata), and
 // so metadata's known members, which may follow a cut.
 func (o *Object) placeSections(sc *scanned, prefixLen int) {
-	pos := func(p int) uint32 {
-		q := p - sc.start + prefixLen
-		for _, c := range sc.cuts.all() {
-			if c.to <= p {
-				q -= c.to - c.from
-			}
-		}
-		return uint32(q)
-	}
+	pos := func(p int) uint32 { return sc.place(p, prefixLen) }
 	for i, sec := range sc.sections {
 		if sec.to != 0 {
 			o.sections[i].from, o.sections[i].to = pos(sec.from), pos(sec.to)
@@ -300,6 +321,110 @@ func (o *Object) placeSections(sc *scanned, prefixLen int) {
 		}
 	}
 	o.known[0], o.walked[0] = near(known, true)
+}
+
+// place maps p, a position in the input, into the object's JSON: shifted
+// by the prefix, less the cuts before it.
+func (sc *scanned) place(p, prefixLen int) uint32 {
+	q := p - sc.start + prefixLen
+	for _, c := range sc.cuts.all() {
+		if c.to <= p {
+			q -= c.to - c.from
+		}
+	}
+	return uint32(q)
+}
+
+// placeChunks records where in raw each internedValues value goes: its place in
+// the object's JSON less the chunks before it.
+func (o *Object) placeChunks(sc *scanned, prefixLen int, in *internedValues) {
+	if in.n == 0 {
+		return
+	}
+	l := &chunkList{}
+	l.list = l.first[:0]
+	before := 0
+	for i, v := range in.spans[:in.n] {
+		l.list = append(l.list, chunkAt{at: sc.place(v.from, prefixLen) - uint32(before), c: in.chunks[i]})
+		before += v.to - v.from
+	}
+	o.chunks = l
+}
+
+// candidates are values that may become chunks (see scanned).
+type candidates struct {
+	n     int
+	spans [len(internMembers)]span
+}
+
+// add records the member's value at [from, to) when it may become a chunk.
+func (c *candidates) add(key []byte, from, to int) {
+	if to-from < chunkMin || c.n == len(c.spans) || !slices.Contains(internMembers[:], string(key)) {
+		return
+	}
+	c.spans[c.n] = span{from, to}
+	c.n++
+}
+
+// internedValues are the parts of candidates that became chunks, with
+// their chunks.
+type internedValues struct {
+	n      int
+	spans  [maxChunks]span
+	chunks [maxChunks]*chunk
+}
+
+// intern looks each candidate in b up in the chunk table: its value, or,
+// when it names the pod's service account token volume, each part of it
+// around those names (tokenParts).
+func (in *internedValues) intern(b []byte, cands *candidates) {
+	var buf [8]span
+	for _, v := range cands.spans[:cands.n] {
+		for _, part := range tokenParts(b, v, buf[:0]) {
+			if in.n == len(in.spans) {
+				return
+			}
+			if part.to-part.from < chunkMin {
+				continue
+			}
+			if c := chunks.intern(b[part.from:part.to]); c != nil {
+				in.spans[in.n], in.chunks[in.n] = part, c
+				in.n++
+			}
+		}
+	}
+}
+
+// tokenVolume starts the name of the volume through which Kubernetes
+// mounts a pod's service account token in every container; the API
+// server's admission ends it with a suffix of the pod's own. The pods of
+// one controller differ in those names only.
+var tokenVolume = []byte(`kube-api-access-`) // a quote before it (searched from its rarer first byte)
+
+// tokenParts splits the value at v around each token volume name in it
+// (the name's characters after the prefix, to the closing quote, stay
+// with the object): the parts repeat across the pods of a controller.
+// Most values hold none and are one part. The parts are appended to parts.
+func tokenParts(b []byte, v span, parts []span) []span {
+	from, at := v.from, v.from // the part's start, and where to search on
+	for at < v.to {
+		i := bytes.Index(b[at:v.to], tokenVolume)
+		if i < 0 {
+			break
+		}
+		name := at + i + len(tokenVolume)
+		at = name
+		if b[name-len(tokenVolume)-1] != '"' { // within a string, not its start
+			continue
+		}
+		end := bytes.IndexByte(b[name:v.to], '"')
+		if end < 0 {
+			break
+		}
+		parts = append(parts, span{from, name})
+		from, at = name+end, name+end
+	}
+	return append(parts, span{from, v.to})
 }
 
 // nearSpans are a section's known members' places in two bytes each:
@@ -326,11 +451,11 @@ func (n *nearSpans) spans() (out [4]jsonscan.Span) {
 	return out
 }
 
-// redact removes the Shape's Drop paths from o.raw.
+// redact removes the Shape's Drop paths from o.own.
 func (o *Object) redact(drop []string) error {
 	for _, path := range drop {
 		var err error
-		if o.raw, err = removePath(o.raw, path); err != nil {
+		if o.own, err = removePath(o.own, path); err != nil {
 			return err
 		}
 	}
@@ -340,7 +465,7 @@ func (o *Object) redact(drop []string) error {
 // walkSection passes over the value at b[at:], as Skip would, and when it
 // is an object records where its members named in keys are (relative to
 // at; the first of each). walked is false when it is not an object.
-func walkSection(b []byte, at int, keys *[4]string) (end int, known [4]jsonscan.Span, walked bool, err error) {
+func walkSection(b []byte, at int, keys *[4]string, cands *candidates) (end int, known [4]jsonscan.Span, walked bool, err error) {
 	r, err := jsonscan.OpenObject(b, at)
 	if err == jsonscan.ErrNotObject {
 		n, err := jsonscan.Value(b[at:])
@@ -363,6 +488,9 @@ func walkSection(b []byte, at int, keys *[4]string) (end int, known [4]jsonscan.
 		}
 		if i := knownIndex(r.Key, keys); i >= 0 && known[i].To == 0 {
 			known[i] = jsonscan.Span{From: uint32(r.ValAt - at), To: uint32(end - at)}
+		}
+		if cands != nil {
+			cands.add(r.Key, r.ValAt, end)
 		}
 	}
 }

@@ -56,7 +56,7 @@ func (o *Object) kept() *keptProto {
 // Marshal), made once per object and shared. The caller must not modify
 // it. Only kinds ProtobufKind accepts have one. Safe for concurrent use.
 func (o *Object) Protobuf() ([]byte, error) {
-	return o.kept().object.get(func() ([]byte, error) { return marshalProtobuf(o.raw) })
+	return o.kept().object.get(func() ([]byte, error) { return marshalProtobuf(o.flat()) })
 }
 
 // ProtobufMetadata returns the protobuf message of the object's

@@ -114,7 +114,7 @@ func BenchmarkObjectProtobuf(b *testing.B) {
 		b.ReportAllocs()
 		defer reportCPU(b)()
 		for b.Loop() {
-			fresh := &Object{raw: o.raw, sections: o.sections, known: o.known, walked: o.walked}
+			fresh := &Object{own: o.own, chunks: o.chunks, sections: o.sections, known: o.known, walked: o.walked}
 			if _, err := fresh.ProtobufMetadata(); err != nil {
 				b.Fatal(err)
 			}

@@ -124,14 +124,14 @@ func TestKnownMembersAgreeWithScan(t *testing.T) {
 		}
 		for j, name := range sectionNames {
 			d := o.doc(name)
-			if d.Raw == nil {
+			if d.Raw == nil && d.Pieces == nil {
 				continue
 			}
 			if d.Keys == nil {
 				t.Fatalf("%.60s: %s was not walked", in, name)
 			}
 			for _, k := range knownMembers[j] {
-				if got, want := d.Member(k), jsonscan.Member(d.Raw, k); !bytes.Equal(got, want) {
+				if got, want := d.Member(k), jsonscan.Member(d.Bytes(), k); !bytes.Equal(got, want) {
 					t.Fatalf("%.60s: recorded %s.%s is %q, a scan finds %q", in, name, k, got, want)
 				}
 			}

@@ -126,7 +126,7 @@ func (ix *order) less(a, b orderEntry) bool { return ix.compare(a, b) < 0 }
 func (ix *order) entry(o *Object) orderEntry {
 	var r query.Record
 	k := kept{o: o, sc: ix.schema, now: ix.now()}
-	ix.schema.Fill(&r, o.namespace, o.name, o.raw, k.now, &k)
+	ix.schema.Fill(&r, o.namespace, o.name, o.recordRaw(), k.now, &k)
 	vs := make([]query.Value, len(ix.keys), len(ix.keys)+len(ix.held))
 	for i, sk := range ix.keys {
 		vs[i] = interned(sk.Key, sk.Key.First(&r))

@@ -79,7 +79,7 @@ func (a *asking) again() *asking {
 
 func (a *asking) match(e orderEntry) bool {
 	o := e.o
-	if a.sel && (!a.f.selects(o) || a.f.fn != nil && !slices.Contains(a.f.fn(o.raw), a.f.value)) {
+	if a.sel && (!a.f.selects(o) || a.f.fn != nil && !slices.Contains(a.f.fn(o.flat()), a.f.value)) {
 		return false
 	}
 	if len(a.flt) == 0 {
@@ -92,14 +92,14 @@ func (a *asking) match(e orderEntry) bool {
 		return a.comp.MatchRow(a.row)
 	}
 	a.kept = kept{o: o, sc: a.sc, now: a.now}
-	a.sc.Fill(&a.rec, o.namespace, o.name, o.raw, a.now, &a.kept)
+	a.sc.Fill(&a.rec, o.namespace, o.name, o.recordRaw(), a.now, &a.kept)
 	return a.flt.Match(&a.rec)
 }
 
 // record is the entry's object as a question reads it (a.rec).
 func (a *asking) record(o *Object) *query.Record {
 	a.kept = kept{o: o, sc: a.sc, now: a.now}
-	a.sc.Fill(&a.rec, o.namespace, o.name, o.raw, a.now, &a.kept)
+	a.sc.Fill(&a.rec, o.namespace, o.name, o.recordRaw(), a.now, &a.kept)
 	return &a.rec
 }
 

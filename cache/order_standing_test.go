@@ -82,7 +82,7 @@ func TestStandingIndexesAreReadyForTheFirstSort(t *testing.T) {
 			r.orders.change(o, nil)
 			continue
 		}
-		raw := strings.Replace(string(o.raw), `"restartCount":`, `"restartCount":7`, 1)
+		raw := strings.Replace(string(o.Raw()), `"restartCount":`, `"restartCount":7`, 1)
 		cur, err := NewObject([]byte(raw), "v1", "Pod")
 		if err != nil {
 			t.Fatal(err)

@@ -71,6 +71,14 @@ func benchLayoutFixture(tb testing.TB, n int) []byte {
 			tb.Fatalf("testdata/pod.json no longer has %s", s)
 		}
 	}
+	// BENCH_POD_TOKENS=1 names each pod's service account token volume as
+	// a real API server's admission does, a name of its own (mounted in
+	// every container); by default every pod has the template's.
+	const token = "kube-api-access-447rs"
+	perPodTokens := os.Getenv("BENCH_POD_TOKENS") == "1"
+	if !strings.Contains(tmpl, token) {
+		tb.Fatalf("testdata/pod.json no longer has %s", token)
+	}
 	apps := []string{"checkout", "payments", "catalog", "search", "frontend", "cart", "auth", "ledger", "mailer", "reviews"}
 	var bb bytes.Buffer
 	bb.WriteString(`{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"900000"},"items":[`)
@@ -96,6 +104,9 @@ func benchLayoutFixture(tb testing.TB, n int) []byte {
 		item = strings.ReplaceAll(item, uid, fmt.Sprintf("%012x", i/50))
 		item = strings.ReplaceAll(item, app, a)
 		item = strings.ReplaceAll(item, ns, fmt.Sprintf(`"namespace":"bench-%03d"`, i/1000))
+		if perPodTokens {
+			item = strings.ReplaceAll(item, token, fmt.Sprintf("kube-api-access-%05x", i&0xfffff))
+		}
 		bb.WriteString(item)
 	}
 	bb.WriteString(`]}`)

@@ -71,7 +71,7 @@ func testValueIndexesAgreeWithClientGo(t *testing.T) {
 		case r.IntN(4) == 0: // a delete: the last state, perhaps with other values, perhaps of nothing stored
 			last := o
 			if exists && r.IntN(2) == 0 {
-				last, _ = NewObject(stored.(*Object).raw, "v1", "Pod") // same values, not the object stored
+				last, _ = NewObject(stored.(*Object).Raw(), "v1", "Pod") // same values, not the object stored
 			}
 			ref.Delete(last)
 			ix.remove(last)

@@ -113,6 +113,7 @@ func (c *Cache) warm(ctx context.Context, r *resourceCache, sc *query.Schema) bo
 	fp := sc.Fingerprint()
 	k := kept{sc: sc}
 	var seen []map[string]string // by column
+	var scratch []byte           // an object with chunks, joined (ColumnValues copies what it keeps)
 	for i, o := range r.objects() {
 		if i%warmBatch == 0 {
 			if !c.stepAside(ctx) {
@@ -124,7 +125,7 @@ func (c *Cache) warm(ctx context.Context, r *resourceCache, sc *query.Schema) bo
 			continue
 		}
 		k.o = o
-		vs := sc.ColumnValues(o.raw, k.now)
+		vs := sc.ColumnValues(o.flatInto(&scratch), k.now)
 		if len(seen) < len(vs) {
 			seen = append(seen, make([]map[string]string, len(vs)-len(seen))...)
 		}

@@ -26,7 +26,7 @@ func warmed(t *testing.T, c *Cache, sc *query.Schema) (n, total int) {
 		if kv.fingerprint != sc.Fingerprint() {
 			t.Fatalf("%s: values kept under another schema", o.Key())
 		}
-		if want := sc.ColumnValues(o.raw, time.Now()); !reflect.DeepEqual(kv.columns, want) {
+		if want := sc.ColumnValues(o.Raw(), time.Now()); !reflect.DeepEqual(kv.columns, want) {
 			t.Fatalf("%s: kept %v, the row's values are %v", o.Key(), kv.columns, want)
 		}
 		n++

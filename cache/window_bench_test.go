@@ -146,7 +146,7 @@ func BenchmarkWindows(b *testing.B) {
 			<-tick.C
 			i := rng.IntN(len(pods))
 			rv++
-			raw := restarts.ReplaceAll(pods[i].raw, fmt.Appendf(nil, `"restartCount":%d`, rng.IntN(200)))
+			raw := restarts.ReplaceAll(pods[i].Raw(), fmt.Appendf(nil, `"restartCount":%d`, rng.IntN(200)))
 			raw = version.ReplaceAll(raw, fmt.Appendf(nil, `"resourceVersion":"%d"`, rv))
 			o, err := NewObject(raw, "v1", "Pod")
 			if err != nil {

@@ -261,12 +261,12 @@ func (w *Window) rowSize(r *vrow) int { return len(w.row(r)) }
 // print the moment (an age) are printed when the version is first sent.
 func (w *Window) row(r *vrow) []byte {
 	if w.proj == nil {
-		return r.o.raw
+		return r.o.Raw()
 	}
 	if p := r.proj.Load(); p != nil && p.fields == w.fieldsText {
 		return p.b
 	}
-	p := &rowBytes{fields: w.fieldsText, b: w.proj.At(time.Now()).Apply(nil, r.o.raw)}
+	p := &rowBytes{fields: w.fieldsText, b: w.proj.At(time.Now()).Apply(nil, r.o.Raw())}
 	r.proj.Store(p)
 	return p.b
 }

@@ -62,7 +62,7 @@ func (s Spec) Rooted() (root string, f DocFunc) {
 		}
 	}
 	whole := s.Func()
-	return "", func(d jsonscan.Doc) []string { return whole(d.Raw) }
+	return "", func(d jsonscan.Doc) []string { return whole(d.Bytes()) }
 }
 
 // doc is the Doc of b with nothing known about it.
@@ -108,7 +108,7 @@ func podIPs(raw []byte) []string { return podIPsIn(doc(jsonscan.Member(raw, "sta
 func PodIPsOf(status jsonscan.Doc) []string { return podIPsIn(status) }
 
 func podIPsIn(status jsonscan.Doc) []string {
-	if status.Raw == nil {
+	if status.Raw == nil && status.Pieces == nil {
 		return nil
 	}
 	var out []string
@@ -227,10 +227,10 @@ func walkValues(steps []string) DocFunc {
 			}
 			flatten(gjson.ParseBytes(v), &out, 0)
 		}
-		if i := jsonscan.SkipSpace(d.Raw, 0); i < len(d.Raw) && d.Raw[i] == '{' {
+		if d.IsObject() {
 			walkPath(d.Member(steps[0]), steps[1:], found) // as walkPath does for an object
 		} else {
-			walkPath(d.Raw, steps, found)
+			walkPath(d.Bytes(), steps, found)
 		}
 		return dedupe(out)
 	}

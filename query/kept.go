@@ -16,7 +16,9 @@ type Kept interface {
 }
 
 // Fill makes r the record of an object whose values kept supplies,
-// without allocating: a scan over many objects reuses one Record.
+// without allocating: a scan over many objects reuses one Record. A
+// record with a Kept reads every value through it, never raw, which may
+// then be nil (an object the cache holds in pieces).
 func (s *Schema) Fill(r *Record, namespace, name string, raw []byte, now time.Time, kept Kept) {
 	*r = Record{Namespace: namespace, Name: name, Raw: raw, schema: s, now: now, kept: kept}
 }

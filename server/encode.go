@@ -58,6 +58,20 @@ func writeObject(c echo.Context, raw []byte) error {
 	return writeLent(c.Response(), heldConn(c), raw, nil)
 }
 
+// writeStored is writeObject for a stored object. One held in pieces
+// (cache.Object.Chunked) is joined into an answer buffer, which the
+// connection is lent as the object's bytes would be: net/http's writer
+// takes the body in one slice, and copies pieces shorter than its buffers.
+func writeStored(c echo.Context, o *cache.Object) error {
+	if !o.Chunked() {
+		return writeObject(c, o.Raw())
+	}
+	c.Response().Header()["Content-Type"] = jsonContentType
+	b := answerBuffers.Get().(*[]byte)
+	*b = o.AppendTo((*b)[:0])
+	return writeLent(c.Response(), heldConn(c), *b, b)
+}
+
 // heldConn is the connection that holds c's answer (limitedConn.hold);
 // nil when none does (HTTP/2, streams, tests' recorders).
 func heldConn(c echo.Context) *limitedConn {
@@ -172,7 +186,7 @@ func writeEnvelope(w http.ResponseWriter, lc *limitedConn, items []*cache.Object
 func appendEnvelope(items []*cache.Object, head func([]byte) []byte) *[]byte {
 	size := len(`,"items":[`) + len("]}\n") + max(len(items)-1, 0)
 	for _, o := range items {
-		if size += len(o.Raw()); size > envelopeFit {
+		if size += o.Len(); size > envelopeFit {
 			return nil
 		}
 	}
@@ -187,7 +201,7 @@ func appendEnvelope(items []*cache.Object, head func([]byte) []byte) *[]byte {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = append(buf, o.Raw()...)
+		buf = o.AppendTo(buf)
 	}
 	*b = append(buf, "]}\n"...)
 	return b
@@ -217,7 +231,7 @@ func writeEnvelopeAs(w http.ResponseWriter, lc *limitedConn, items []*cache.Obje
 	size := len(start) + len(`,"items":[`) + len("]}\n") + max(len(items)-1, 0)
 	for _, o := range items {
 		if enc == nil {
-			size += len(o.Raw())
+			size += o.Len()
 		} else if n := enc.size(o.Raw()); n >= 0 && size >= 0 {
 			size += n
 		} else {
@@ -242,7 +256,7 @@ func writeEnvelopeAs(w http.ResponseWriter, lc *limitedConn, items []*cache.Obje
 			bw.WriteByte(',')
 		}
 		if enc == nil {
-			bw.Write(o.Raw())
+			o.WriteTo(bw)
 		} else {
 			enc.write(bw, o.Raw())
 		}

@@ -190,7 +190,7 @@ func (s *Server) get(c echo.Context, namespaced bool) error {
 	if err != nil {
 		return err
 	}
-	return writeObject(c, obj.Raw())
+	return writeStored(c, obj)
 }
 
 func (s *Server) indexValues(c echo.Context) error {

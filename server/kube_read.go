@@ -303,7 +303,7 @@ func (s *Server) kubeGet(c echo.Context, t kubeTarget, opts *metainternalversion
 	if t.asMetadata {
 		return writeKubeMetadata(c, t.res, obj.Raw())
 	}
-	return writeObject(c, obj.Raw())
+	return writeStored(c, obj)
 }
 
 func (s *Server) kubeList(c echo.Context, t kubeTarget, opts *metainternalversion.ListOptions, tb *tableRequest) error {

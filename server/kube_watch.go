@@ -173,7 +173,8 @@ func (w *kubeWatchWriter) write(m *cache.Message) error {
 			w.delivery.add(m)
 			return nil
 		}
-		raw := o.Raw()
+		var raw []byte
+		stored := false // the object as stored, written in its pieces
 		switch {
 		case w.table != nil:
 			var err error
@@ -181,12 +182,18 @@ func (w *kubeWatchWriter) write(m *cache.Message) error {
 				return err
 			}
 		case w.metadata != nil:
-			raw = w.metadata.appendTo(nil, raw)
+			raw = w.metadata.appendTo(nil, o.Raw())
+		default:
+			stored = true
 		}
 		w.bw.WriteString(`{"type":"`)
 		w.bw.WriteString(string(m.Type))
 		w.bw.WriteString(`","object":`)
-		w.bw.Write(raw)
+		if stored {
+			o.WriteTo(w.bw)
+		} else {
+			w.bw.Write(raw)
+		}
 		if _, err := w.bw.WriteString("}\n"); err != nil {
 			return err
 		}

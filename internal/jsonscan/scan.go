@@ -8,6 +8,7 @@
 package jsonscan
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -450,8 +451,13 @@ type Span struct{ From, To uint32 }
 // Doc is a JSON object, and where some of its members are when someone
 // walking it earlier wrote that down: Member then answers for those
 // without scanning.
+//
+// A Doc is either contiguous (Raw) or held in pieces (Pieces, Raw nil):
+// the object is their concatenation and Spans are places in it. Member
+// answers a known member that lies within one piece without joining.
 type Doc struct {
-	Raw []byte
+	Raw    []byte
+	Pieces [][]byte
 	// Keys names the members Spans places; nil when none are known. A
 	// known member whose Span is empty (To == 0) is absent.
 	Keys  *[4]string
@@ -464,11 +470,56 @@ func (d *Doc) Member(key string) []byte {
 		for i, k := range d.Keys {
 			if k == key {
 				if s := d.Spans[i]; s.To != 0 {
-					return d.Raw[s.From:s.To]
+					return d.at(s)
 				}
 				return nil
 			}
 		}
 	}
-	return Member(d.Raw, key)
+	return Member(d.Bytes(), key)
+}
+
+// at returns the bytes of s: a slice of the piece that holds them, or,
+// when several do, those pieces' parts joined into a new slice.
+func (d *Doc) at(s Span) []byte {
+	if d.Pieces == nil {
+		return d.Raw[s.From:s.To]
+	}
+	var joined []byte
+	from := uint32(0)
+	for _, p := range d.Pieces {
+		to := from + uint32(len(p))
+		if s.From >= from && s.To <= to {
+			return p[s.From-from : s.To-from]
+		}
+		if to > s.From && from < s.To {
+			joined = append(joined, p[max(s.From, from)-from:min(s.To, to)-from]...)
+		}
+		from = to
+	}
+	return joined
+}
+
+// Bytes returns the object contiguous: Raw, or its pieces joined into a
+// new slice, which the caller owns.
+func (d *Doc) Bytes() []byte {
+	if d.Pieces == nil {
+		return d.Raw
+	}
+	return bytes.Join(d.Pieces, nil)
+}
+
+// IsObject reports whether the value is a JSON object, without joining
+// the pieces of one held in pieces.
+func (d *Doc) IsObject() bool {
+	if d.Pieces == nil {
+		i := SkipSpace(d.Raw, 0)
+		return i < len(d.Raw) && d.Raw[i] == '{'
+	}
+	for _, p := range d.Pieces {
+		if i := SkipSpace(p, 0); i < len(p) {
+			return p[i] == '{'
+		}
+	}
+	return false
 }

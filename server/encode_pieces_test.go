@@ -1,0 +1,55 @@
+package server
+
+import (
+	"bytes"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/kubeindex/kubeindex/cache"
+)
+
+// TestObjectsInPiecesAnswerAsStored: a GET and a list of objects the
+// cache holds in pieces (repeated content stored once) answer the
+// objects' bytes exactly, with their length.
+func TestObjectsInPiecesAnswerAsStored(t *testing.T) {
+	pod, err := os.ReadFile("../cache/testdata/pod.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o *cache.Object
+	for range 2 { // the second meeting of its containers stores them once
+		if o, err = cache.NewObject(pod, "v1", "Pod"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !o.Chunked() {
+		t.Fatal("the pod is not held in pieces")
+	}
+	want := o.Raw()
+
+	rec := httptest.NewRecorder()
+	if err := writeStored(echo.New().NewContext(httptest.NewRequest("GET", "/", nil), rec), o); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(rec.Body.Bytes(), want) || rec.Header().Get("Content-Length") != strconv.Itoa(len(want)) {
+		t.Fatalf("GET answered %d bytes (Content-Length %s), want the object's %d", rec.Body.Len(), rec.Header().Get("Content-Length"), len(want))
+	}
+
+	head := func(b []byte) []byte { return append(b, `{"kind":"PodList"`...) }
+	items := []*cache.Object{o, o}
+	list := append(append(append(append([]byte(`{"kind":"PodList","items":[`), want...), ','), want...), "]}\n"...)
+	rec = httptest.NewRecorder()
+	if err := writeEnvelope(rec, nil, items, head); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(rec.Body.Bytes(), list) {
+		t.Fatalf("the list answered\n%.200s\nwant\n%.200s", rec.Body.Bytes(), list)
+	}
+	if b := appendEnvelope(items, head); b == nil || !bytes.Equal(*b, list) {
+		t.Fatal("the list in an answer buffer is not the objects' bytes")
+	}
+}
