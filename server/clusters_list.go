@@ -490,7 +490,7 @@ func writeFleetList(w *echo.Response, resource string, parts []*clusterPart, pag
 			scratch = it.part.fields.Apply(scratch[:0], it.o.Raw())
 			bw.Write(scratch)
 		} else {
-			bw.Write(it.o.Raw())
+			it.o.WriteTo(bw) // in its pieces: a chunked object is not joined
 		}
 		bw.WriteByte('}')
 	}
