@@ -79,9 +79,9 @@ func TestDashboardFleet(t *testing.T) {
 	}
 
 	for _, click := range []string{"cluster", "-cluster"} {
-		var ms float64
-		p.mustEval(sortClickJS("Cluster"), &ms)
-		if ms < 0 {
+		var c clickProbe
+		p.mustEval(sortClickJS("Cluster"), &c)
+		if c.MS < 0 {
 			t.Fatalf("sorting by Cluster (%s): the rows never showed that order", click)
 		}
 		fleetMatchesAPI(t, p, ki.URL, url.Values{"sort": {click}})
