@@ -209,10 +209,10 @@ func appendEnvelope(items []*cache.Object, head func([]byte) []byte) *[]byte {
 
 // itemEncoding writes the objects of a list otherwise than as stored.
 type itemEncoding interface {
-	// size is the length of what write writes for raw; -1 when it is not
+	// size is the length of what write writes for o; -1 when it is not
 	// known beforehand (the answer is then streamed without a length).
-	size(raw []byte) int
-	write(bw *bufio.Writer, raw []byte)
+	size(o *cache.Object) int
+	write(bw *bufio.Writer, o *cache.Object)
 }
 
 // writeEnvelopeAs is writeEnvelope with each object written by enc (as
@@ -232,7 +232,7 @@ func writeEnvelopeAs(w http.ResponseWriter, lc *limitedConn, items []*cache.Obje
 	for _, o := range items {
 		if enc == nil {
 			size += o.Len()
-		} else if n := enc.size(o.Raw()); n >= 0 && size >= 0 {
+		} else if n := enc.size(o); n >= 0 && size >= 0 {
 			size += n
 		} else {
 			size = -1
@@ -258,7 +258,7 @@ func writeEnvelopeAs(w http.ResponseWriter, lc *limitedConn, items []*cache.Obje
 		if enc == nil {
 			o.WriteTo(bw)
 		} else {
-			enc.write(bw, o.Raw())
+			enc.write(bw, o)
 		}
 	}
 	bw.WriteString("]}\n")

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"bytes"
 	"net/http/httptest"
 	"os"
@@ -51,5 +52,41 @@ func TestObjectsInPiecesAnswerAsStored(t *testing.T) {
 	}
 	if b := appendEnvelope(items, head); b == nil || !bytes.Equal(*b, list) {
 		t.Fatal("the list in an answer buffer is not the objects' bytes")
+	}
+}
+
+// TestKubeListOfObjectsInPieces: a /k8s list writes each object held in
+// pieces without its kind and apiVersion, as it writes one held whole, and
+// says the length it writes.
+func TestKubeListOfObjectsInPieces(t *testing.T) {
+	pod, err := os.ReadFile("../cache/testdata/pod.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o *cache.Object
+	for range 2 {
+		if o, err = cache.NewObject(pod, "v1", "Pod"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !o.Chunked() {
+		t.Fatal("the pod is not held in pieces")
+	}
+	raw := o.Raw()
+	cut := typeMetaEnd(raw)
+	if cut <= 1 {
+		t.Fatal("the pod has no leading kind and apiVersion")
+	}
+	want := append([]byte{'{'}, raw[cut:]...)
+	var enc withoutTypeMeta
+	if n := enc.size(o); n != len(want) {
+		t.Fatalf("size %d, want %d", n, len(want))
+	}
+	var b bytes.Buffer
+	bw := bufio.NewWriter(&b)
+	enc.write(bw, o)
+	bw.Flush()
+	if !bytes.Equal(b.Bytes(), want) {
+		t.Fatalf("written\n%.200s\nwant\n%.200s", b.Bytes(), want)
 	}
 }

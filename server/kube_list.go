@@ -36,19 +36,29 @@ func listItems(res cache.Resource) itemEncoding {
 // apiVersion.
 type withoutTypeMeta struct{}
 
-func (withoutTypeMeta) size(raw []byte) int {
-	if cut := typeMetaEnd(raw); cut > 1 {
-		return len(raw) - cut + 1
+// The leading members are read from the object's first piece (see
+// cache.Object.Pieces), which holds them: repeated content is stored in
+// pieces only inside spec. An object's pieces are written as they are,
+// never joined.
+
+func (withoutTypeMeta) size(o *cache.Object) int {
+	var buf [8][]byte
+	if cut := typeMetaEnd(o.Pieces(buf[:0])[0]); cut > 1 {
+		return o.Len() - cut + 1
 	}
-	return len(raw)
+	return o.Len()
 }
 
-func (withoutTypeMeta) write(bw *bufio.Writer, raw []byte) {
-	if cut := typeMetaEnd(raw); cut > 1 {
+func (withoutTypeMeta) write(bw *bufio.Writer, o *cache.Object) {
+	var buf [8][]byte
+	pieces := o.Pieces(buf[:0])
+	if cut := typeMetaEnd(pieces[0]); cut > 1 {
 		bw.WriteByte('{')
-		raw = raw[cut:]
+		pieces[0] = pieces[0][cut:]
 	}
-	bw.Write(raw)
+	for _, p := range pieces {
+		bw.Write(p)
+	}
 }
 
 // typeMetaEnd returns where raw continues after its leading kind and

@@ -46,15 +46,15 @@ type asMetadata struct{ custom bool }
 
 func metadataOf(res cache.Resource) asMetadata { return asMetadata{custom: isCustomResource(res)} }
 
-func (m asMetadata) size(raw []byte) int {
+func (m asMetadata) size(o *cache.Object) int {
 	if m.custom {
 		return -1
 	}
-	return len(metadataPrefix) + len(storedMetadata(raw)) + 1
+	return len(metadataPrefix) + len(storedMetadata(o.Raw())) + 1
 }
 
-func (m asMetadata) write(bw *bufio.Writer, raw []byte) {
-	bw.Write(m.appendTo(bw.AvailableBuffer(), raw))
+func (m asMetadata) write(bw *bufio.Writer, o *cache.Object) {
+	bw.Write(m.appendTo(bw.AvailableBuffer(), o.Raw()))
 }
 
 // appendTo appends raw's PartialObjectMetadata to b.

@@ -91,13 +91,13 @@ type projected struct {
 	scratch []byte
 }
 
-func (e *projected) size(raw []byte) int {
-	e.scratch = e.p.Apply(e.scratch[:0], raw)
+func (e *projected) size(o *cache.Object) int {
+	e.scratch = e.p.Apply(e.scratch[:0], o.Raw())
 	return len(e.scratch)
 }
 
-func (e *projected) write(bw *bufio.Writer, raw []byte) {
-	e.scratch = e.p.Apply(e.scratch[:0], raw)
+func (e *projected) write(bw *bufio.Writer, o *cache.Object) {
+	e.scratch = e.p.Apply(e.scratch[:0], o.Raw())
 	bw.Write(e.scratch)
 }
 
