@@ -26,31 +26,8 @@ import (
 // (the whole resource) and of a sorted selection (a namespace holding
 // fewer than a fifth of the pods, answered from its objects).
 func TestContinueAfterStaysInTheWalk(t *testing.T) {
-	f := cachetest.Start(t, cachetest.PodSpec())
-	sc := query.NewSchema(table.ForResource(schema.GroupResource{Resource: "pods"}))
 	const sort = "-status.phase,spec.nodeName"
-	keys, err := sc.ParseSort(sort)
-	if err != nil {
-		t.Fatal(err)
-	}
-	all, err := f.Cache.List("pods", cache.ListQuery{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	perNS := map[string]int{}
-	for _, o := range all.Items {
-		perNS[o.Namespace()]++
-	}
-	narrow := ""
-	for _, ns := range slices.Sorted(maps.Keys(perNS)) {
-		if n := perNS[ns]; n >= 6 && n*5 < len(all.Items) {
-			narrow = ns
-			break
-		}
-	}
-	if narrow == "" {
-		t.Fatalf("no namespace holds from 6 pods to a fifth of %d: %v", len(all.Items), perNS)
-	}
+	f, sc, keys, narrow, _ := sortedPodsFixture(t, sort)
 	for _, ns := range []string{"", narrow} {
 		q := cache.ListQuery{Namespace: ns, Ask: &cache.Ask{Schema: sc, Sort: keys, SortText: sort, Now: time.Now()}}
 		whole, err := f.Cache.List("pods", q)
@@ -88,20 +65,14 @@ func TestContinueAfterStaysInTheWalk(t *testing.T) {
 	}
 }
 
-// TestContinueAfterKeepsTheFirstPagesMoment: the places ContinueAfter
-// makes in a first page of a question are of that page's moment, also
-// when the page holds every match (no walk kept of its own): the place
-// before its first item (n = 0) and one after its k-th both page through
-// the matches as they were, though an object among them is deleted, one
-// changed and one created meanwhile; the total stays the page's. Both
-// kinds of walk: of an ordered index (the whole resource) and of a sorted
-// selection (one namespace). The place before the first item is no
-// token of a plain list, is refused under another sort, and, with a
-// position or values added, is malformed.
-func TestContinueAfterKeepsTheFirstPagesMoment(t *testing.T) {
-	f := cachetest.Start(t, cachetest.PodSpec())
-	sc := query.NewSchema(table.ForResource(schema.GroupResource{Resource: "pods"}))
-	const sort = "spec.nodeName"
+// sortedPodsFixture starts a cache of the standard pods and parses sort
+// under the pods' columns; narrow is a namespace holding from 6 pods to
+// a fifth of them (a sorted selection answered from its objects, not a
+// walk of an ordered index); pods is how many there are.
+func sortedPodsFixture(t *testing.T, sort string) (f *cachetest.Fixture, sc *query.Schema, keys []query.SortKey, narrow string, pods int) {
+	t.Helper()
+	f = cachetest.Start(t, cachetest.PodSpec())
+	sc = query.NewSchema(table.ForResource(schema.GroupResource{Resource: "pods"}))
 	keys, err := sc.ParseSort(sort)
 	if err != nil {
 		t.Fatal(err)
@@ -114,19 +85,31 @@ func TestContinueAfterKeepsTheFirstPagesMoment(t *testing.T) {
 	for _, o := range all.Items {
 		perNS[o.Namespace()]++
 	}
-	narrow := ""
 	for _, ns := range slices.Sorted(maps.Keys(perNS)) {
 		if n := perNS[ns]; n >= 6 && n*5 < len(all.Items) {
-			narrow = ns
-			break
+			return f, sc, keys, ns, len(all.Items)
 		}
 	}
-	if narrow == "" {
-		t.Fatalf("no namespace holds from 6 pods to a fifth of %d: %v", len(all.Items), perNS)
-	}
+	t.Fatalf("no namespace holds from 6 pods to a fifth of %d: %v", len(all.Items), perNS)
+	return
+}
+
+// TestContinueAfterKeepsTheFirstPagesMoment: the places ContinueAfter
+// makes in a first page of a question are of that page's moment, also
+// when the page holds every match (no walk kept of its own): the place
+// before its first item (n = 0) and one after its k-th both page through
+// the matches as they were, though an object among them is deleted, one
+// changed and one created meanwhile; the total stays the page's. Both
+// kinds of walk: of an ordered index (the whole resource) and of a sorted
+// selection (one namespace). The place before the first item is no
+// token of a plain list, is refused under another sort, and, with a
+// position or values added, is malformed.
+func TestContinueAfterKeepsTheFirstPagesMoment(t *testing.T) {
+	const sort = "spec.nodeName"
+	f, sc, keys, narrow, pods := sortedPodsFixture(t, sort)
 	for i, ns := range []string{"", narrow} {
 		q := cache.ListQuery{Namespace: ns, Ask: &cache.Ask{Schema: sc, Sort: keys, SortText: sort, Now: time.Now()}}
-		q.Limit = perNS[narrow] + len(all.Items) // every match on the first page
+		q.Limit = pods // every match on the first page
 		first, err := f.Cache.List("pods", q)
 		if err != nil || first.Continue != "" || len(first.Items) < 6 {
 			t.Fatalf("namespace %q: a first page of every match: %d items, continue %q, %v", ns, len(first.Items), first.Continue, err)
