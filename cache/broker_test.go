@@ -375,7 +375,7 @@ func TestMessageJSON(t *testing.T) {
 
 func TestLabelsParse(t *testing.T) {
 	o := testPod(t, "ns", "p", "1", map[string]string{"a": "1", "b.io/c": "x"})
-	if got := parseLabels(o.Raw()); !maps.Equal(got, labels.Set{"a": "1", "b.io/c": "x"}) {
+	if got := parseLabels(o.labels()); !maps.Equal(got, labels.Set{"a": "1", "b.io/c": "x"}) {
 		t.Errorf("labels %v", got)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -267,19 +268,39 @@ func (c *Cache) Start(ctx context.Context) error {
 	return nil
 }
 
+// crdPoll is how often WaitForSync looks whether the CRDs followed have
+// been read (one GET each, nearly always done before the lists).
+const crdPoll = 10 * time.Millisecond
+
 // WaitForSync blocks until every informer has synced or ctx ends. It reports
-// whether everything synced.
+// whether everything synced. It waits on each informer's queue, which
+// says when its initial list has been handed to the handler (client-go's
+// WaitFor), rather than looking every 100 ms as WaitForCacheSync does:
+// what waits on it (the start-up heap floor's release, the readiness
+// notification) follows the sync at once.
 func (c *Cache) WaitForSync(ctx context.Context) bool {
-	var synced []toolscache.InformerSynced
+	var synced []toolscache.DoneChecker
+	var settled []func() bool
 	for _, r := range c.resources {
 		for _, sh := range r.shards {
-			synced = append(synced, sh.hasSynced)
+			synced = append(synced, sh.informer.HasSyncedChecker())
 		}
 		if r.crdWatch != nil {
-			synced = append(synced, r.crdWatch.settled)
+			settled = append(settled, r.crdWatch.settled)
 		}
 	}
-	return toolscache.WaitForCacheSync(ctx.Done(), synced...)
+	if !toolscache.WaitFor(ctx, "", synced...) {
+		return false
+	}
+	err := wait.PollUntilContextCancel(ctx, crdPoll, true, func(context.Context) (bool, error) {
+		for _, ok := range settled {
+			if !ok() {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	return err == nil
 }
 
 func (c *Cache) resource(name string) (*resourceCache, error) {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kubeindex/kubeindex/indexers"
+	"github.com/kubeindex/kubeindex/internal/jsonscan"
 	"github.com/kubeindex/kubeindex/internal/text"
 )
 
@@ -49,7 +50,8 @@ type filter struct {
 	multi      bool                        // selector has several requirements
 	index      string
 	value      string            // normalised
-	fn         indexers.Func     // nil: no index
+	root       string            // the top-level member fn reads ("": the whole object)
+	fn         indexers.DocFunc  // nil: no index
 	fields     *fieldMatcher     // nil: every object
 	shard      sharding.Selector // nil: every object
 	// costly: the selectors have more than cheapTerms terms, so the
@@ -129,9 +131,31 @@ func (r *resourceCache) compileQuery(q ListQuery) (*filter, continueToken, error
 		if err != nil {
 			return nil, none, err
 		}
-		f.index, f.value, f.fn = spec.Name, norm, spec.Func()
+		f.setIndex(spec, norm)
 	}
 	return f, tok, nil
+}
+
+// setIndex makes f select the objects whose index spec holds value norm.
+// The index reads the member it needs (Spec.Rooted), so that an object
+// held in pieces is not joined to be asked.
+func (f *filter) setIndex(spec indexers.Spec, norm string) {
+	f.index, f.value = spec.Name, norm
+	f.root, f.fn = spec.Rooted()
+}
+
+// indexValues are o's values of f's index.
+func (f *filter) indexValues(o *Object) []string {
+	if f.root == "" {
+		return f.fn(jsonscan.Doc{Raw: o.flat()})
+	}
+	return f.fn(o.doc(f.root))
+}
+
+// hasIndexValue reports whether o holds f's index value (true without
+// an index).
+func (f *filter) hasIndexValue(o *Object) bool {
+	return f.fn == nil || slices.Contains(f.indexValues(o), f.value)
 }
 
 // matches reports whether o is in the selection. fa (never nil) caches
@@ -141,17 +165,13 @@ func (f *filter) matches(o *Object, fa *facts) bool {
 	if !f.inNamespace(o.namespace) || !f.inShard(o) {
 		return false
 	}
-	var raw []byte // what the labels and the index read, joined once
-	if f.selector != nil || f.fn != nil {
-		raw = o.flat()
-	}
-	return f.labelsMatch(raw, fa) && f.indexMatches(raw, fa) && f.fields.matches(o)
+	return f.labelsMatch(o, fa) && f.indexMatches(o, fa) && f.fields.matches(o)
 }
 
 // selects is matches for an object taken from candidates, which already
 // hold f's index value only; nothing is shared with other filters.
 func (f *filter) selects(o *Object) bool {
-	return f.inNamespace(o.namespace) && f.inShard(o) && (f.selector == nil || f.labelsMatch(o.flat(), nil)) && f.fields.matches(o)
+	return f.inNamespace(o.namespace) && f.inShard(o) && f.labelsMatch(o, nil) && f.fields.matches(o)
 }
 
 // inShard applies the shard selector, with apimachinery's hashing
@@ -174,30 +194,34 @@ func (f *filter) inNamespace(ns string) bool {
 // straight from the bytes, and several read all labels once per object
 // instead of once per requirement, so that a long hostile selector costs a
 // map lookup per requirement, not a scan of the object.
-func (f *filter) labelsMatch(raw []byte, fa *facts) bool {
+//
+// The labels are read from the object's metadata, which is never held in
+// pieces, so that an object whose spec is (object_chunks.go) is not
+// joined to be asked.
+func (f *filter) labelsMatch(o *Object, fa *facts) bool {
 	switch {
 	case f.selector == nil:
 		return true
 	case fa != nil:
 		if fa.labels == nil {
-			fa.labels = parseLabels(raw)
+			fa.labels = parseLabels(o.labels())
 		}
 		return f.selector.Matches(fa.labels)
 	case f.multi:
-		return f.selector.Matches(parseLabels(raw))
+		return f.selector.Matches(parseLabels(o.labels()))
 	}
-	return f.selector.Matches(objectLabels(raw))
+	return f.selector.Matches(objectLabels(o.labels()))
 }
 
 // indexMatches applies the index value, computing the index at most once
 // per object across the filters sharing fa.
-func (f *filter) indexMatches(raw []byte, fa *facts) bool {
+func (f *filter) indexMatches(o *Object, fa *facts) bool {
 	if f.fn == nil {
 		return true
 	}
 	vals, ok := fa.indexes[f.index]
 	if !ok {
-		vals = f.fn(raw)
+		vals = f.indexValues(o)
 		if fa.indexes == nil {
 			fa.indexes = map[string][]string{}
 		}
@@ -221,9 +245,10 @@ func namespaceSet(namespaces []string) func(string) bool {
 	}
 }
 
-func parseLabels(raw []byte) labels.Set {
+// parseLabels reads a labels object (metadata.labels' value; nil: none).
+func parseLabels(labelsJSON []byte) labels.Set {
 	set := labels.Set{}
-	gjson.GetBytes(raw, "metadata.labels").ForEach(func(k, v gjson.Result) bool {
+	gjson.ParseBytes(labelsJSON).ForEach(func(k, v gjson.Result) bool {
 		set[k.Str] = v.Str
 		return true
 	})
@@ -235,7 +260,8 @@ func manyRequirements(sel labels.Selector) bool {
 	return len(reqs) > 1
 }
 
-// objectLabels reads labels straight from the bytes for selector matching.
+// objectLabels reads labels straight from a labels object's bytes
+// (metadata.labels' value) for selector matching.
 type objectLabels []byte
 
 func (l objectLabels) Has(key string) bool {
@@ -249,7 +275,7 @@ func (l objectLabels) Get(key string) string {
 }
 
 func (l objectLabels) Lookup(key string) (val string, found bool) {
-	gjson.GetBytes(l, "metadata.labels").ForEach(func(k, v gjson.Result) bool {
+	gjson.ParseBytes(l).ForEach(func(k, v gjson.Result) bool {
 		if k.Str == key {
 			val, found = v.Str, true
 			return false

@@ -80,6 +80,13 @@ func (o *Object) doc(key string) jsonscan.Doc {
 	return jsonscan.Doc{Raw: jsonscan.Member(o.flat(), key)}
 }
 
+// labels returns the value of metadata.labels (nil: none). An object's
+// metadata is never held in pieces, so nothing is joined.
+func (o *Object) labels() []byte {
+	d := o.doc("metadata")
+	return d.Member("labels")
+}
+
 // Raw returns the object's JSON. The caller must not modify it. For an
 // object held in pieces (Chunked) it joins them into a new slice: a writer
 // of the whole object writes its Pieces instead (WriteTo, AppendTo).

@@ -79,7 +79,7 @@ func (a *asking) again() *asking {
 
 func (a *asking) match(e orderEntry) bool {
 	o := e.o
-	if a.sel && (!a.f.selects(o) || a.f.fn != nil && !slices.Contains(a.f.fn(o.flat()), a.f.value)) {
+	if a.sel && (!a.f.selects(o) || !a.f.hasIndexValue(o)) {
 		return false
 	}
 	if len(a.flt) == 0 {

@@ -173,7 +173,7 @@ func (r *resourceCache) gather(f *filter) []*Object {
 			if err != nil {
 				return nil // no object can hold a value the index cannot
 			}
-			f.index, f.value, f.fn = spec.Name, norm, spec.Func()
+			f.setIndex(spec, norm)
 		}
 	}
 	return slices.DeleteFunc(r.candidates(f), func(o *Object) bool { return !f.selects(o) })

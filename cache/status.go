@@ -129,18 +129,14 @@ func (r *resourceCache) status() Status {
 	return st
 }
 
-// count is how many objects the shard holds. Once its handler has synced
-// it is the store's: the truth lists are served from (events reach the
-// handler a little later), so the count equals what a list returns. The
-// store can only be counted by listing its keys, an n-key slice per call;
-// before the sync nobody can list, and readiness probes ask while the
-// store fills (make bench's initial sync polls /readyz continually, and a
-// listing of a large store's keys per probe shows in that figure), so it
-// is then the adds less the deletes the handler has seen.
+// count is how many objects the shard holds: the adds less the deletes
+// its handler has seen. The handler is called for every change the store
+// takes, by the goroutine that applies it, right after it (a relist's
+// vanished objects are deletes, its reappearing ones adds), so the count is
+// the store's once each change has reached the handler. Counting the store
+// itself means listing its keys, an n-key slice per call, and readiness
+// probes ask continually.
 func (sh *shard) count() int64 {
-	if sh.hasSynced() {
-		return int64(len(sh.informer.GetStore().ListKeys()))
-	}
 	return sh.added.Load() - sh.deleted.Load()
 }
 

@@ -19,13 +19,22 @@ func (f *syncedFlag) HasSynced() bool {
 	return f.synced
 }
 
-// TestCountBeforeAndAfterSync: before its handler has synced, a shard
-// counts the adds less the deletes the handler saw (readiness probes ask
-// while the store fills, and counting the store lists every key); once
-// synced, it counts the store, what a list answers.
-func TestCountBeforeAndAfterSync(t *testing.T) {
+// listingStore is a store that counts how often it is listed.
+type listingStore struct {
+	toolscache.Indexer
+	listed int
+}
+
+func (s *listingStore) ListKeys() []string { s.listed++; return s.Indexer.ListKeys() }
+func (s *listingStore) List() []any        { s.listed++; return s.Indexer.List() }
+
+// TestCountWithoutListingTheStore: a shard counts the adds less the deletes
+// its handler saw, before its sync and after, and never lists the store to
+// count (readiness probes ask continually; a listing is an n-key slice).
+func TestCountWithoutListingTheStore(t *testing.T) {
 	reg := &syncedFlag{}
-	inf := informer{Indexer: toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{}), Controller: reg}
+	store := &listingStore{Indexer: toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{})}
+	inf := informer{Indexer: store, Controller: reg}
 	for i := range 5 {
 		o, err := NewObject(fmt.Appendf(nil, `{"metadata":{"name":"p%d","namespace":"ns"}}`, i), "v1", "Pod")
 		if err != nil {
@@ -36,14 +45,18 @@ func TestCountBeforeAndAfterSync(t *testing.T) {
 		}
 	}
 	sh := &shard{informer: inf}
-	sh.added.Store(3)
+	sh.added.Store(6)
 	sh.deleted.Store(1)
-	if got := sh.count(); got != 2 {
-		t.Fatalf("before sync: %d, want the handler's 3 adds less 1 delete", got)
+	if got := sh.count(); got != 5 {
+		t.Fatalf("before sync: %d, want the handler's 6 adds less 1 delete", got)
 	}
 	reg.synced = true
-	if got := sh.count(); got != 5 {
-		t.Fatalf("after sync: %d, want the store's 5", got)
+	sh.deleted.Store(2)
+	if got := sh.count(); got != 4 {
+		t.Fatalf("after sync: %d, want the handler's 6 adds less 2 deletes", got)
+	}
+	if store.listed != 0 {
+		t.Fatalf("the store was listed %d times to count it", store.listed)
 	}
 }
 

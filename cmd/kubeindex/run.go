@@ -94,7 +94,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	return runAll(ctx, c.Start,
 		func(ctx context.Context) error { return srv.Serve(ctx, ln) },
-		func(ctx context.Context) error { return logSync(ctx, c, log, releaseStartHeap) })
+		func(ctx context.Context) error {
+			return logSync(ctx, c, log, func() {
+				releaseStartHeap()
+				if err := notifyReady(getenv); err != nil {
+					log.Warn("readiness not notified", "err", err)
+				}
+			})
+		})
 }
 
 // cacheOptions are a cluster's cache's options; historyDir is where its

@@ -86,6 +86,9 @@ type proc struct {
 	stacksMB []int // goroutine stacks at each GC, MB
 	tail     []string
 	stdoutC  chan string
+	// stdin is the process's standard input (benchinformer -hold waits
+	// on it).
+	stdin io.WriteCloser
 }
 
 // startProc runs bin with args and env added to the harness's own. Lines on
@@ -105,6 +108,9 @@ func startProc(name, bin string, args, env []string) (*proc, error) {
 	}
 	stdout, err := p.cmd.StdoutPipe()
 	if err != nil {
+		return nil, err
+	}
+	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
 		return nil, err
 	}
 	p.started = time.Now()

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -233,7 +234,7 @@ func (r *runner) syncKubeindex(ctx context.Context, name, fieldSelector string, 
 		return nil, 0, 0, err
 	}
 	r.track(k.proc)
-	if wall, err = k.waitReady(ctx, 10*time.Minute); err != nil {
+	if wall, err = k.waitNotified(ctx, 10*time.Minute); err != nil {
 		return nil, 0, 0, err
 	}
 	if cpu, err = k.cpu(); err != nil {
@@ -252,7 +253,7 @@ func (r *runner) syncKubeindex(ctx context.Context, name, fieldSelector string, 
 
 // runInformer runs the typed informer process to sync and its heap line.
 func (r *runner) runInformer(ctx context.Context, selector string) (wall, cpu time.Duration, heap float64, err error) {
-	p, err := startProc("informer", r.informer, []string{"--kubeconfig", r.c.Kubeconfig, "--selector", selector}, nil)
+	p, err := startProc("informer", r.informer, []string{"--kubeconfig", r.c.Kubeconfig, "--selector", selector, "--hold"}, nil)
 	if err != nil {
 		return 0, 0, 0, err
 	}
@@ -266,6 +267,9 @@ func (r *runner) runInformer(ctx context.Context, selector string) (wall, cpu ti
 				wall = time.Since(p.started)
 				if cpu, err = p.cpu(); err != nil {
 					return 0, 0, 0, err
+				}
+				if _, err := io.WriteString(p.stdin, "\n"); err != nil { // measure the heap now
+					return 0, 0, 0, fmt.Errorf("informer: %w", err)
 				}
 			case strings.HasPrefix(line, "HEAP "):
 				_, err := fmt.Sscan(strings.TrimPrefix(line, "HEAP "), &heap)
