@@ -22,6 +22,7 @@ import (
 type Window struct {
 	w          *windows
 	v          *view
+	k          *counts // nil: it asks for none
 	notify     chan<- struct{}
 	proj       *query.Projection
 	fieldsText string
@@ -36,6 +37,7 @@ type Window struct {
 	full   bool       // the next message is a WINDOW
 	from   *sentState // a resume: the next message is the changes since this
 	pub    uint64     // the view's publish the last message saw
+	cpub   uint64     // the counts' publish the last message saw
 	seq    uint64     // messages sent
 	sent   []sentState
 	done   bool
@@ -47,6 +49,7 @@ var _ Subscription = (*Window)(nil)
 type sentState struct {
 	seq    uint64
 	pub    uint64 // the view's publish its rows are of
+	cpub   uint64 // the counts' publish its counts are of
 	rows   []*vrow
 	total  int
 	counts []byte
@@ -101,29 +104,38 @@ func (w *Window) Next() (Message, bool) {
 	if w.done {
 		return Message{}, false
 	}
-	if why := w.v.failed.Load(); why != nil {
+	if why := w.ended(); why != nil {
 		w.done = true
 		return Message{Type: ResyncRequired, Reason: *why}, true
 	}
+	// The counts first: a window asking for them waits for them, and
+	// rows published meanwhile are read after.
+	var cpub uint64
+	var counts []byte
+	var countsAt time.Time
+	if w.k != nil {
+		if cpub, counts, countsAt = w.k.published(w.cpub); cpub == 0 {
+			return Message{}, false // being made (counts.open)
+		}
+	}
 	v := w.v
 	v.mu.RLock()
-	if !v.ready || v.pub == 0 || !w.full && w.from == nil && v.pub == w.pub {
+	if !v.ready || v.pub == 0 || !w.full && w.from == nil && v.pub == w.pub && cpub == w.cpub {
 		v.mu.RUnlock()
-		return Message{}, false
-	}
-	if _, counted := v.pubCounts[w.groupText]; w.groupText != "" && !counted {
-		v.mu.RUnlock() // its counts are being made (startCounts)
 		return Message{}, false
 	}
 	pubAt := time.Time{}
 	if v.pub > w.pub && w.pub > 0 && v.pub-w.pub < uint64(len(v.pubAt)) {
 		pubAt = v.pubAt[(w.pub+1)%uint64(len(v.pubAt))]
 	}
-	pub, rows, fz, total, counts := v.pub, v.pubRows, v.pubFollow, v.pubTotal, v.pubCounts[w.groupText]
+	if pubAt.IsZero() || !countsAt.IsZero() && countsAt.Before(pubAt) {
+		pubAt = countsAt // the message's oldest event
+	}
+	pub, rows, fz, total := v.pub, v.pubRows, v.pubFollow, v.pubTotal
 	v.mu.RUnlock()
-	from := w.pub
-	w.pub = pub
-	now := sentState{pub: pub, rows: v.page(pub, rows, fz, w.offset, w.limit), total: total, counts: counts}
+	from, cfrom := w.pub, w.cpub
+	w.pub, w.cpub = pub, cpub
+	now := sentState{pub: pub, cpub: cpub, rows: v.page(pub, rows, fz, w.offset, w.limit), total: total, counts: counts}
 
 	var b []byte
 	typ := WindowChanges
@@ -135,8 +147,8 @@ func (w *Window) Next() (Message, bool) {
 		b = w.appendChanges(*w.from, now, true)
 	default:
 		last := w.sent[len(w.sent)-1]
-		if last.pub == from { // every window that sent this page then sends the same
-			b = v.changed(pub, changesKey{from: from, offset: w.offset, limit: w.limit, fields: w.fieldsText, group: w.groupText},
+		if last.pub == from && last.cpub == cfrom { // every window that sent this page then sends the same
+			b = v.changed(pub, changesKey{from: from, cfrom: cfrom, cnow: cpub, offset: w.offset, limit: w.limit, fields: w.fieldsText, group: w.groupText},
 				func() []byte { return w.appendChanges(last, now, false) })
 		} else {
 			b = w.appendChanges(last, now, false)
@@ -271,6 +283,17 @@ func (w *Window) row(r *vrow) []byte {
 	return p.b
 }
 
+// ended is why the window's view or counts ended; nil while they last.
+func (w *Window) ended() *string {
+	if why := w.v.failed.Load(); why != nil {
+		return why
+	}
+	if w.k != nil {
+		return w.k.failed.Load()
+	}
+	return nil
+}
+
 // Expired is Subscription.Expired: a window never expires; a resume it
 // cannot continue is answered with a WINDOW.
 func (w *Window) Expired() (oldest uint64, ok bool) { return 0, false }
@@ -284,7 +307,7 @@ func (w *Window) Close() {
 	w.w.leave(w)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if len(w.sent) > 0 && w.v.failed.Load() == nil {
+	if len(w.sent) > 0 && w.ended() == nil {
 		w.w.park(w.id, &parkedWindow{question: w.question, offset: w.offset, limit: w.limit, seq: w.seq, sent: w.sent})
 	}
 }
