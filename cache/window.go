@@ -144,9 +144,12 @@ func (c *Cache) Window(resource string, q WindowQuery, notify chan<- struct{}) (
 		return nil, err
 	}
 	w.v = v
-	if w.k, err = c.joinCounts(*ctxp, r, &q, w); err != nil {
+	if err := c.joinCounts(*ctxp, r, &q, w); err != nil {
 		c.wins.leave(w)
 		return nil, err
+	}
+	if len(q.GroupBy) > 0 {
+		v.countsChanged(time.Time{}) // its next publish carries them, once made
 	}
 	w.resume(q.Resume)
 	signal(notify)

@@ -23,8 +23,14 @@ import (
 // of its old version (the broker's event carries the version it
 // replaced, the one counted before, whose values are kept on it) to the
 // group of its new one. A subscription that overflows is replaced and
-// the counts made again from its start. Like a view, they publish at
-// most rate times a second and linger a while once no window uses them.
+// the counts made again from its start. They are not published on their
+// own: each change makes the views of their windows due, and a view's
+// publish (at most rate times a second) carries them, encoded once per
+// change, so every window of a view reads the same rows and counts at
+// one publish and shares its changes. A view waits for the counts of
+// its windows to have counted the events it has seen (upTo: the
+// broker's events counted), so that an event's rows and counts go out
+// in one message. Counts linger a while once no window uses them.
 //
 // Invariant: after the events up to a point are delivered, the counter
 // counts exactly the objects the selection and filter match as of that
@@ -33,32 +39,29 @@ import (
 
 // counts is one question's counts, shared by its windows.
 type counts struct {
-	c     *Cache
-	r     *resourceCache
-	key   string
-	wq    WatchQuery
-	ask   *Ask
-	keys  []query.Key
-	every time.Duration
-	slot  func() // gives back the budget's slot once counted
-	wake  chan struct{}
+	c    *Cache
+	r    *resourceCache
+	key  string
+	wq   WatchQuery
+	ask  *Ask
+	keys []query.Key
+	slot func() // gives back the budget's slot once counted
+	wake chan struct{}
 
 	// The goroutine's own (run).
-	sub     Subscription
-	flt     *filter
-	counter *query.Counter
-	pending time.Time // the first event counted since the last publish
-	dirty   bool      // counted since the last publish
+	sub Subscription
+	flt *filter
 
 	failed atomic.Pointer[string]
+	// upTo is how many of the broker's events are counted: every event
+	// before it (by event.seq) that the selection has.
+	upTo atomic.Uint64
 
-	mu  sync.RWMutex
-	pub uint64 // publishes so far; 0: not counted yet
-	// What the last publish made visible.
-	pubBytes []byte
-	// pubAt[n%len] is when the first event publish n carries reached
-	// the broker (zero: none timed).
-	pubAt [64]time.Time
+	mu      sync.Mutex
+	counter *query.Counter // nil until first counted
+	version uint64         // changes counted; 0: not counted yet
+	encoded uint64         // the version b is of
+	b       []byte
 
 	// Guarded by the windows' lock.
 	windows   int
@@ -78,11 +81,13 @@ func countsKey(resource string, q *WindowQuery) string {
 		q.Ask.FilterText, q.Ask.Schema.Fingerprint(), groupText(q.GroupBy)}, "\x00")
 }
 
-// joinCounts adds w to the counts q asks for, begun (within the budget)
-// when nobody counts them yet; nil when q asks for none.
-func (c *Cache) joinCounts(ctx context.Context, r *resourceCache, q *WindowQuery, w *Window) (*counts, error) {
+// joinCounts adds w to the counts q asks for (w.k, set under the
+// windows' lock, which its view's publishes read it under), begun
+// (within the budget) when nobody counts them yet; none when q asks for
+// none.
+func (c *Cache) joinCounts(ctx context.Context, r *resourceCache, q *WindowQuery, w *Window) error {
 	if len(q.GroupBy) == 0 {
-		return nil, nil
+		return nil
 	}
 	ws := c.wins
 	ws.mu.Lock()
@@ -92,14 +97,15 @@ func (c *Cache) joinCounts(ctx context.Context, r *resourceCache, q *WindowQuery
 	if k == nil {
 		var err error
 		if k, err = c.newCounts(r, key, q); err != nil {
-			return nil, err
+			return err
 		}
 		ws.counts[key] = k
 		go k.run(ctx)
 	}
 	k.windows++
 	k.members = append(k.members, w)
-	return k, nil
+	w.k = k
+	return nil
 }
 
 // newCounts prepares the counts of q, taking the budget's slot their
@@ -123,7 +129,7 @@ func (c *Cache) newCounts(r *resourceCache, key string, q *WindowQuery) (*counts
 	if err != nil {
 		return nil, err
 	}
-	return &counts{c: c, r: r, key: key, ask: q.Ask, keys: q.GroupBy, every: time.Duration(float64(time.Second) / q.Rate),
+	return &counts{c: c, r: r, key: key, ask: q.Ask, keys: q.GroupBy,
 		slot: slot, wake: make(chan struct{}, 1),
 		wq: WatchQuery{Namespace: q.Namespace, Namespaces: q.Namespaces, LabelSelector: q.LabelSelector, Fields: q.Fields,
 			QueueSize: 1 << 16}}, nil
@@ -143,7 +149,10 @@ func (k *counts) open(ctx context.Context) error {
 		k.sub.Close()
 	}
 	var objs []*Object
-	sub, err := k.c.watch(k.r.res.Name, k.wq, k.wake, func() { objs = k.r.broker.snapshotLocked(k.wq.Namespace) })
+	var upTo uint64
+	sub, err := k.c.watch(k.r.res.Name, k.wq, k.wake, func() {
+		objs, upTo = k.r.broker.snapshotLocked(k.wq.Namespace), k.r.broker.seq
+	})
 	if err != nil {
 		return err
 	}
@@ -154,22 +163,27 @@ func (k *counts) open(ctx context.Context) error {
 	if hold := countHold.Load(); hold != nil {
 		(*hold)()
 	}
-	k.counter = query.NewCounter(k.keys)
+	counter := query.NewCounter(k.keys)
 	for i, o := range objs {
 		if i%1024 == 0 && ctx.Err() != nil {
 			return ctx.Err()
 		}
 		if k.flt.matches(o, &facts{}) {
-			k.add(o, 1)
+			k.add(counter, o, 1)
 		}
 	}
-	k.dirty = true
+	k.mu.Lock()
+	k.counter = counter
+	k.version++
+	k.mu.Unlock()
+	k.upTo.Store(upTo)
 	k.release()
+	k.changed(time.Time{})
 	return nil
 }
 
-// add counts o (by -1: uncounts it) when the filter matches it.
-func (k *counts) add(o *Object, by int) {
+// add counts o in c (by -1: uncounts it) when the filter matches it.
+func (k *counts) add(c *query.Counter, o *Object, by int) {
 	if o == nil {
 		return
 	}
@@ -178,9 +192,9 @@ func (k *counts) add(o *Object, by int) {
 		return
 	}
 	if by > 0 {
-		k.counter.Add(rec)
+		c.Add(rec)
 	} else {
-		k.counter.Remove(rec)
+		c.Remove(rec)
 	}
 }
 
@@ -191,32 +205,55 @@ func (k *counts) add(o *Object, by int) {
 // again.
 func (k *counts) drain(ctx context.Context) error {
 	for {
-		m, ok := k.sub.Next()
-		if !ok {
+		var first time.Time
+		n := 0
+		k.mu.Lock()
+		for n < drainBatch {
+			m, ok := k.sub.Next()
+			if !ok {
+				break
+			}
+			if m.Type == ResyncRequired {
+				k.mu.Unlock()
+				if err := k.open(ctx); err != nil {
+					return fmt.Errorf("the window's counts can no longer be followed: %w", err)
+				}
+				k.mu.Lock()
+				continue
+			}
+			switch m.Type {
+			case MessageType(Added):
+				k.add(k.counter, m.Object(), 1)
+			case MessageType(Modified):
+				k.add(k.counter, m.replaced(), -1)
+				k.add(k.counter, m.Object(), 1)
+			case MessageType(Deleted):
+				k.add(k.counter, m.replaced(), -1)
+			}
+			if m.ev != nil {
+				k.upTo.Store(m.ev.seq + 1)
+			}
+			if at, ok := m.Published(); ok && first.IsZero() {
+				first = at
+			}
+			n++
+		}
+		if n > 0 {
+			k.version++
+		}
+		k.mu.Unlock()
+		if n == 0 {
 			return nil
 		}
-		switch m.Type {
-		case MessageType(Added):
-			k.add(m.Object(), 1)
-		case MessageType(Modified):
-			k.add(m.replaced(), -1)
-			k.add(m.Object(), 1)
-		case MessageType(Deleted):
-			k.add(m.replaced(), -1)
-		case ResyncRequired:
-			if err := k.open(ctx); err != nil {
-				return fmt.Errorf("the window's counts can no longer be followed: %w", err)
-			}
-			continue
-		default:
-			continue
-		}
-		k.dirty = true
-		if k.pending.IsZero() {
-			if at, ok := m.Published(); ok {
-				k.pending = at
-			}
-		}
+		k.changed(first)
+	}
+}
+
+// changed makes the views of k's windows due, at the time of the first
+// event counted (zero: not timed).
+func (k *counts) changed(at time.Time) {
+	for _, v := range k.c.wins.countsViews(k) {
+		v.countsChanged(at)
 	}
 }
 
@@ -235,7 +272,6 @@ func (k *counts) run(ctx context.Context) {
 	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	var lastPub time.Time
 	for {
 		if err := k.drain(ctx); err != nil {
 			k.fail(err.Error())
@@ -243,14 +279,6 @@ func (k *counts) run(ctx context.Context) {
 		}
 		now := time.Now()
 		next := time.Hour
-		if k.dirty {
-			if wait := k.every - now.Sub(lastPub); wait > 0 {
-				next = wait
-			} else {
-				k.publish()
-				lastPub = now
-			}
-		}
 		if idle, since := k.idle(); idle {
 			left := viewLinger - now.Sub(since)
 			if left <= 0 && k.c.wins.dropCounts(k) {
@@ -284,30 +312,18 @@ func (k *counts) fail(why string) {
 	}
 }
 
-// publish makes the counts visible to the windows and wakes them.
-func (k *counts) publish() {
-	b := encodeCounts(k.keys, k.counter)
+// bytes is the counts as a window sends them, encoded once per change;
+// nil before they are first counted.
+func (k *counts) bytes() []byte {
 	k.mu.Lock()
-	k.pub++
-	k.pubBytes = b
-	k.pubAt[k.pub%uint64(len(k.pubAt))] = k.pending
-	k.mu.Unlock()
-	k.pending, k.dirty = time.Time{}, false
-	for _, n := range k.c.wins.countsNotifies(k, nil) {
-		signal(n)
+	defer k.mu.Unlock()
+	if k.version == 0 {
+		return nil
 	}
-}
-
-// published is the last publish: its number (0: none yet), its bytes,
-// and when the first event of the publish after since reached the
-// broker (zero: not timed).
-func (k *counts) published(since uint64) (pub uint64, b []byte, at time.Time) {
-	k.mu.RLock()
-	defer k.mu.RUnlock()
-	if k.pub > since && since > 0 && k.pub-since < uint64(len(k.pubAt)) {
-		at = k.pubAt[(since+1)%uint64(len(k.pubAt))]
+	if k.encoded != k.version {
+		k.b, k.encoded = encodeCounts(k.keys, k.counter), k.version
 	}
-	return k.pub, k.pubBytes, at
+	return k.b
 }
 
 // dropCounts removes k from the registry if no window uses it, or if it
@@ -322,6 +338,32 @@ func (ws *windows) dropCounts(k *counts) bool {
 		delete(ws.counts, k.key)
 	}
 	return true
+}
+
+// countsViews returns the views of k's windows.
+func (ws *windows) countsViews(k *counts) []*view {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	var out []*view
+	for _, w := range k.members {
+		if !slices.Contains(out, w.v) {
+			out = append(out, w.v)
+		}
+	}
+	return out
+}
+
+// viewCounts returns the counts v's windows ask for.
+func (ws *windows) viewCounts(v *view) []*counts {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	var out []*counts
+	for _, w := range v.members {
+		if w.k != nil && !slices.Contains(out, w.k) {
+			out = append(out, w.k)
+		}
+	}
+	return out
 }
 
 // countsNotifies returns the wake-ups of k's windows.

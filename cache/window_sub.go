@@ -37,7 +37,6 @@ type Window struct {
 	full   bool       // the next message is a WINDOW
 	from   *sentState // a resume: the next message is the changes since this
 	pub    uint64     // the view's publish the last message saw
-	cpub   uint64     // the counts' publish the last message saw
 	seq    uint64     // messages sent
 	sent   []sentState
 	done   bool
@@ -49,7 +48,6 @@ var _ Subscription = (*Window)(nil)
 type sentState struct {
 	seq    uint64
 	pub    uint64 // the view's publish its rows are of
-	cpub   uint64 // the counts' publish its counts are of
 	rows   []*vrow
 	total  int
 	counts []byte
@@ -108,34 +106,26 @@ func (w *Window) Next() (Message, bool) {
 		w.done = true
 		return Message{Type: ResyncRequired, Reason: *why}, true
 	}
-	// The counts first: a window asking for them waits for them, and
-	// rows published meanwhile are read after.
-	var cpub uint64
-	var counts []byte
-	var countsAt time.Time
-	if w.k != nil {
-		if cpub, counts, countsAt = w.k.published(w.cpub); cpub == 0 {
-			return Message{}, false // being made (counts.open)
-		}
-	}
 	v := w.v
 	v.mu.RLock()
-	if !v.ready || v.pub == 0 || !w.full && w.from == nil && v.pub == w.pub && cpub == w.cpub {
+	if !v.ready || v.pub == 0 || !w.full && w.from == nil && v.pub == w.pub {
 		v.mu.RUnlock()
+		return Message{}, false
+	}
+	counts, counted := v.pubCounts[w.k]
+	if w.k != nil && !counted {
+		v.mu.RUnlock() // being made (counts.open): a publish follows
 		return Message{}, false
 	}
 	pubAt := time.Time{}
 	if v.pub > w.pub && w.pub > 0 && v.pub-w.pub < uint64(len(v.pubAt)) {
 		pubAt = v.pubAt[(w.pub+1)%uint64(len(v.pubAt))]
 	}
-	if pubAt.IsZero() || !countsAt.IsZero() && countsAt.Before(pubAt) {
-		pubAt = countsAt // the message's oldest event
-	}
 	pub, rows, fz, total := v.pub, v.pubRows, v.pubFollow, v.pubTotal
 	v.mu.RUnlock()
-	from, cfrom := w.pub, w.cpub
-	w.pub, w.cpub = pub, cpub
-	now := sentState{pub: pub, cpub: cpub, rows: v.page(pub, rows, fz, w.offset, w.limit), total: total, counts: counts}
+	from := w.pub
+	w.pub = pub
+	now := sentState{pub: pub, rows: v.page(pub, rows, fz, w.offset, w.limit), total: total, counts: counts}
 
 	var b []byte
 	typ := WindowChanges
@@ -147,8 +137,8 @@ func (w *Window) Next() (Message, bool) {
 		b = w.appendChanges(*w.from, now, true)
 	default:
 		last := w.sent[len(w.sent)-1]
-		if last.pub == from && last.cpub == cfrom { // every window that sent this page then sends the same
-			b = v.changed(pub, changesKey{from: from, cfrom: cfrom, cnow: cpub, offset: w.offset, limit: w.limit, fields: w.fieldsText, group: w.groupText},
+		if last.pub == from { // every window that sent this page then sends the same
+			b = v.changed(pub, changesKey{from: from, offset: w.offset, limit: w.limit, fields: w.fieldsText, group: w.groupText},
 				func() []byte { return w.appendChanges(last, now, false) })
 		} else {
 			b = w.appendChanges(last, now, false)

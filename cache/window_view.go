@@ -58,6 +58,7 @@ type view struct {
 	pubRows   *btree.BTreeG[*vrow] // a copy-on-write copy of live.rows
 	pubFollow *followed            // a following view's, instead of pubRows
 	pubTotal  int
+	pubCounts map[*counts][]byte // the counts its windows ask, as published then
 	// The pages and changes made for the current publish, shared.
 	smu     sync.Mutex
 	shared  uint64 // the publish they are of
@@ -68,6 +69,7 @@ type view struct {
 	// the broker (zero: none timed).
 	pubAt   [64]time.Time
 	pending time.Time // the first event applied since the last publish
+	seen    uint64    // the broker's events read (event.seq+1 of the last); the goroutine's
 
 	// Guarded by the windows' lock.
 	windows   int
@@ -112,11 +114,9 @@ type viewIndex struct {
 }
 
 // changesKey is a difference every window that last sent the same page
-// at the same publish, and the same counts, shares (all but its resume
-// token).
+// at the same publish shares (all but its resume token).
 type changesKey struct {
 	from          uint64 // the publish of the rows last sent
-	cfrom, cnow   uint64 // the counts' publishes: last sent, now
 	offset, limit int
 	fields, group string
 }
@@ -237,7 +237,7 @@ func (v *view) run(ctx context.Context) {
 	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	var lastPub time.Time
+	var lastPub, waiting time.Time // waiting: since when a publish waits for counts
 	for {
 		select {
 		case <-ctx.Done():
@@ -258,12 +258,20 @@ func (v *view) run(ctx context.Context) {
 			if wait := v.every - now.Sub(lastPub); wait > 0 {
 				next = wait
 			} else {
-				if err := v.publish(); err != nil {
+				if waiting.IsZero() {
+					waiting = now
+				}
+				done, err := v.publish(now.Sub(waiting))
+				if err != nil {
 					v.fail(fmt.Sprintf("the window's question can no longer be followed: %v", err))
 					v.c.wins.drop(v)
 					return
 				}
-				lastPub = now
+				if done {
+					lastPub, waiting = now, time.Time{}
+				} else {
+					next = max(v.every-now.Sub(waiting), time.Millisecond) // the counts' change wakes it first
+				}
 			}
 		}
 		if idle, since := v.idle(); idle {
@@ -298,25 +306,43 @@ func (v *view) due() bool {
 	return v.ready && (!v.pending.IsZero() || v.pub == 0)
 }
 
-// publish makes what was applied visible to the windows and wakes them.
-// A following view takes its index's snapshot and pass first, off its
-// lock.
-func (v *view) publish() error {
+// publish makes what was applied visible to the windows, with the
+// counts they ask as they are, and wakes them. A following view takes
+// its index's snapshot and pass first, off its lock. It waits (false)
+// while counts its windows ask have yet to count events the view has
+// read, unless it has waited a whole period for them: their change
+// makes it due again.
+func (v *view) publish(waited time.Duration) (bool, error) {
+	ks := v.c.wins.viewCounts(v)
+	if waited < v.every {
+		for _, k := range ks {
+			if k.upTo.Load() < v.seen && k.failed.Load() == nil {
+				return false, nil
+			}
+		}
+	}
 	var fz *followed
 	if v.follow != nil {
 		f, err := v.follow.now(v.r)
 		if err != nil {
-			return err
+			return false, err
 		}
 		fz = &f
 	}
+	counts := make(map[*counts][]byte, len(ks))
+	for _, k := range ks {
+		if b := k.bytes(); b != nil {
+			counts[k] = b
+		}
+	}
 	v.mu.Lock()
 	v.publishLocked(fz)
+	v.pubCounts = counts
 	v.mu.Unlock()
 	for _, n := range v.c.wins.notifies(v, nil) {
 		signal(n)
 	}
-	return nil
+	return true, nil
 }
 
 func (v *view) publishLocked(fz *followed) {
@@ -329,6 +355,21 @@ func (v *view) publishLocked(fz *followed) {
 	}
 	v.pubRows = v.live.rows.Copy()
 	v.pubTotal = v.pubRows.Len()
+}
+
+// countsChanged makes the next publish due: counts its windows ask
+// changed (or a window asking for counts joined), at the time of their
+// first event (zero: not timed).
+func (v *view) countsChanged(at time.Time) {
+	v.mu.Lock()
+	if v.pending.IsZero() || !at.IsZero() && at.Before(v.pending) {
+		v.pending = at
+		if at.IsZero() {
+			v.pending = time.Now()
+		}
+	}
+	v.mu.Unlock()
+	signal(v.wake)
 }
 
 // drainBatch bounds the events applied under one hold of the lock.
@@ -352,6 +393,9 @@ func (v *view) drain() error {
 			m, ok := v.sub.Next()
 			if !ok {
 				break
+			}
+			if m.ev != nil {
+				v.seen = max(v.seen, m.ev.seq+1)
 			}
 			batch = append(batch, v.read(&m))
 		}
