@@ -310,13 +310,13 @@ func (v *view) due() bool {
 // counts they ask as they are, and wakes them. A following view takes
 // its index's snapshot and pass first, off its lock. It waits (false)
 // while counts its windows ask have yet to count events the view has
-// read, unless it has waited a whole period for them: their change
-// makes it due again.
+// read, unless it has waited a whole period for them (their change
+// makes it due again); never for counts still being first made.
 func (v *view) publish(waited time.Duration) (bool, error) {
 	ks := v.c.wins.viewCounts(v)
 	if waited < v.every {
 		for _, k := range ks {
-			if k.upTo.Load() < v.seen && k.failed.Load() == nil {
+			if u := k.upTo.Load(); u > 0 && u < v.seen && k.failed.Load() == nil { // 0: not counted yet, not waited for
 				return false, nil
 			}
 		}
