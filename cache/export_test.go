@@ -104,3 +104,10 @@ func (c *Cache) ListRV(resource string) uint64 {
 	}
 	return r.listRV()
 }
+
+// WindowCounts is how many counts the live windows share now.
+func (c *Cache) WindowCounts() int {
+	c.wins.mu.Lock()
+	defer c.wins.mu.Unlock()
+	return len(c.wins.counts)
+}

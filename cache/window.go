@@ -20,9 +20,11 @@ import (
 // Live windows (docs/streams.md, "Live windows"): a page of a question's
 // answer, its total and its counts, kept current. Windows asking the same
 // question share one view (window_view.go), an ordered set of its matches
-// fed by a broker subscription; each window (window_sub.go) sends, at
-// most Rate times a second, the row operations between the rows it last
-// sent and the rows now.
+// fed by a broker subscription; windows asking the same counts of the
+// same selection and filter share them (window_counts.go), which hold
+// no rows; each window (window_sub.go) sends, at most Rate times a
+// second, the row operations between the rows it last sent and the
+// rows now, and its counts when they changed.
 
 // Window limits and defaults.
 const (
@@ -94,13 +96,14 @@ type windows struct {
 	ctx atomic.Pointer[context.Context] // set by Start; views stop with it
 
 	mu     sync.Mutex
-	views  map[string]*view // by question (viewKey)
-	rows   int              // the rows the views held when built
+	views  map[string]*view   // by question (viewKey)
+	counts map[string]*counts // by question and keys (countsKey)
+	rows   int                // the rows the views held when built
 	parked map[string]*parkedWindow
 }
 
 func newWindows() *windows {
-	return &windows{views: map[string]*view{}, parked: map[string]*parkedWindow{}}
+	return &windows{views: map[string]*view{}, counts: map[string]*counts{}, parked: map[string]*parkedWindow{}}
 }
 
 // parkedWindow is a closed window's state, for a resume.
@@ -141,6 +144,13 @@ func (c *Cache) Window(resource string, q WindowQuery, notify chan<- struct{}) (
 		return nil, err
 	}
 	w.v = v
+	if err := c.joinCounts(*ctxp, r, &q, w); err != nil {
+		c.wins.leave(w)
+		return nil, err
+	}
+	if len(q.GroupBy) > 0 {
+		v.countsChanged(time.Time{}) // its next publish carries them, once made
+	}
 	w.resume(q.Resume)
 	signal(notify)
 	return w, nil
@@ -186,17 +196,15 @@ func checkWindow(q *WindowQuery) error {
 	return nil
 }
 
-// viewKey names a question: windows with the same one share a view.
-// Windows asking for counts and windows asking for none do not: a view
-// without counts may follow an ordered index (window_follow.go), which
-// counts nothing.
+// viewKey names a question: windows with the same one share a view,
+// whatever counts they ask (window_counts.go).
 func viewKey(resource string, q *WindowQuery) string {
 	nss := "*"
 	if q.Namespaces != nil {
 		nss = strings.Join(slices.Sorted(slices.Values(q.Namespaces)), ",")
 	}
 	return strings.Join([]string{resource, q.Namespace, nss, q.LabelSelector, q.FieldSelector,
-		q.Ask.FilterText, q.Ask.SortText, q.Ask.Schema.Fingerprint(), strconv.FormatBool(follows(q))}, "\x00")
+		q.Ask.FilterText, q.Ask.SortText, q.Ask.Schema.Fingerprint()}, "\x00")
 }
 
 func groupText(keys []query.Key) string {
@@ -219,7 +227,7 @@ func (c *Cache) joinView(ctx context.Context, r *resourceCache, key string, q *W
 		if v, err = c.newView(r, key, q); err != nil {
 			return nil, err
 		}
-		if ws.rows+v.size > MaxViewRows {
+		if ws.rows+v.holds() > MaxViewRows {
 			v.release()
 			return nil, fmt.Errorf("%w: the live windows' views hold %d rows, and this question's would take them past %d: narrow it, or use a question other windows use", ErrBusy, ws.rows, MaxViewRows)
 		}
@@ -227,22 +235,16 @@ func (c *Cache) joinView(ctx context.Context, r *resourceCache, key string, q *W
 			v.release()
 			return nil, err
 		}
-		ws.rows += v.size
+		ws.rows += v.holds()
 		ws.views[key] = v
 		go v.run(ctx)
-	}
-	if err := v.count(q.GroupBy); err != nil {
-		if len(v.members) == 0 && v.windows == 0 {
-			signal(v.wake) // a view nobody joined lingers, then goes
-		}
-		return nil, err
 	}
 	v.windows++
 	v.members = append(v.members, w)
 	return v, nil
 }
 
-// leave removes w from its view.
+// leave removes w from its view and its counts.
 func (ws *windows) leave(w *Window) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
@@ -252,6 +254,14 @@ func (ws *windows) leave(w *Window) {
 	if v.windows == 0 {
 		v.idleSince = time.Now()
 		signal(v.wake)
+	}
+	if k := w.k; k != nil {
+		k.members = slices.DeleteFunc(k.members, func(m *Window) bool { return m == w })
+		k.windows--
+		if k.windows == 0 {
+			k.idleSince = time.Now()
+			signal(k.wake)
+		}
 	}
 }
 
@@ -265,7 +275,7 @@ func (ws *windows) drop(v *view) bool {
 	}
 	if ws.views[v.key] == v {
 		delete(ws.views, v.key)
-		ws.rows -= v.size
+		ws.rows -= v.holds()
 	}
 	return true
 }

@@ -8,8 +8,9 @@ import (
 	"github.com/tidwall/btree"
 )
 
-// A view over most of a resource that counts nothing follows the ordered
-// index of its sort instead of holding its matches: the index is kept by
+// A view over most of a resource follows the ordered index of its sort
+// instead of holding its matches (its windows' counts are kept apart,
+// window_counts.go): the index is kept by
 // the resource's one handler, and each publish takes its copy-on-write
 // snapshot (BTreeG.Copy, O(1)) with the question's remembered pass over
 // it (order_memo.go: its total and marks, kept current by the handler as
@@ -24,8 +25,8 @@ import (
 // as it was when the snapshot was taken, which holds every event the
 // view's subscription has delivered (the handler applies an event to the
 // indexes before the broker has it), and the total and marks of the pass
-// as of that snapshot. Held by TestWindowsAgainstAModel (windows without
-// counts) and the passes' own checks (order.check).
+// as of that snapshot. Held by TestWindowsAgainstAModel and the passes'
+// own checks (order.check).
 
 // viewFollow is how a following view reads its index.
 type viewFollow struct {
@@ -44,11 +45,6 @@ type followed struct {
 	total int
 	marks []mark
 }
-
-// follows reports whether a view of q, over most of the resource and
-// loaded from an index, follows the index rather than holding its
-// matches: when it counts nothing (counts are kept by the view's rows).
-func follows(q *WindowQuery) bool { return len(q.GroupBy) == 0 }
 
 // now is the index and the view's pass as they are: the pass remembered,
 // or one made over a snapshot and remembered (kept current after). An

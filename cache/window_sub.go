@@ -22,6 +22,7 @@ import (
 type Window struct {
 	w          *windows
 	v          *view
+	k          *counts // nil: it asks for none
 	notify     chan<- struct{}
 	proj       *query.Projection
 	fieldsText string
@@ -101,7 +102,7 @@ func (w *Window) Next() (Message, bool) {
 	if w.done {
 		return Message{}, false
 	}
-	if why := w.v.failed.Load(); why != nil {
+	if why := w.ended(); why != nil {
 		w.done = true
 		return Message{Type: ResyncRequired, Reason: *why}, true
 	}
@@ -111,15 +112,16 @@ func (w *Window) Next() (Message, bool) {
 		v.mu.RUnlock()
 		return Message{}, false
 	}
-	if _, counted := v.pubCounts[w.groupText]; w.groupText != "" && !counted {
-		v.mu.RUnlock() // its counts are being made (startCounts)
+	counts, counted := v.pubCounts[w.k]
+	if w.k != nil && !counted {
+		v.mu.RUnlock() // being made (counts.open): a publish follows
 		return Message{}, false
 	}
 	pubAt := time.Time{}
 	if v.pub > w.pub && w.pub > 0 && v.pub-w.pub < uint64(len(v.pubAt)) {
 		pubAt = v.pubAt[(w.pub+1)%uint64(len(v.pubAt))]
 	}
-	pub, rows, fz, total, counts := v.pub, v.pubRows, v.pubFollow, v.pubTotal, v.pubCounts[w.groupText]
+	pub, rows, fz, total := v.pub, v.pubRows, v.pubFollow, v.pubTotal
 	v.mu.RUnlock()
 	from := w.pub
 	w.pub = pub
@@ -271,6 +273,17 @@ func (w *Window) row(r *vrow) []byte {
 	return p.b
 }
 
+// ended is why the window's view or counts ended; nil while they last.
+func (w *Window) ended() *string {
+	if why := w.v.failed.Load(); why != nil {
+		return why
+	}
+	if w.k != nil {
+		return w.k.failed.Load()
+	}
+	return nil
+}
+
 // Expired is Subscription.Expired: a window never expires; a resume it
 // cannot continue is answered with a WINDOW.
 func (w *Window) Expired() (oldest uint64, ok bool) { return 0, false }
@@ -284,7 +297,7 @@ func (w *Window) Close() {
 	w.w.leave(w)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if len(w.sent) > 0 && w.v.failed.Load() == nil {
+	if len(w.sent) > 0 && w.ended() == nil {
 		w.w.park(w.id, &parkedWindow{question: w.question, offset: w.offset, limit: w.limit, seq: w.seq, sent: w.sent})
 	}
 }

@@ -489,10 +489,10 @@ func TestWindowRefusesKeysThatMoveWithTime(t *testing.T) {
 	}
 }
 
-// TestWindowRowsDoNotWaitForCounts: a view's counts are made after its
-// rows are published; a window without counts has its rows meanwhile,
-// one with counts waits for them, and the changes made to the rows while
-// they were counted are in the counts it gets (the model's).
+// TestWindowRowsDoNotWaitForCounts: a window's counts are made apart
+// from its view's rows; a window without counts has its rows meanwhile,
+// one with counts waits for them, and the changes made while they were
+// counted are in the counts it gets (the model's).
 func TestWindowRowsDoNotWaitForCounts(t *testing.T) {
 	f := cachetest.Start(t, cachetest.PodSpec())
 	now := time.Now().Truncate(time.Second)

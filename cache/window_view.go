@@ -2,7 +2,6 @@ package cache
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -14,15 +13,17 @@ import (
 )
 
 // view is one question's matches in order, shared by every window asking
-// it, kept current by a subscription of the resource's broker (with its
+// it: over most of the resource it follows the ordered index of its sort
+// (window_follow.go); over a narrow selection it holds its matches, kept
+// current by a subscription of the resource's broker (with its
 // snapshot: no gap, no overlap). Its goroutine (run) applies the events
 // as they come and publishes the result at most rate times a second,
-// waking the windows; they read it under the read lock.
+// waking the windows; they read it under the read lock. A view counts
+// nothing: counts are the windows' own, shared (window_counts.go).
 //
 // Invariant: after the events up to a point are applied, rows holds
 // exactly the objects the selection and filter match, ordered by
-// CompareSorted, and each counter counts exactly them (held by
-// TestWindowsAgainstAModel).
+// CompareSorted (held by TestWindowsAgainstAModel).
 type view struct {
 	c     *Cache
 	r     *resourceCache
@@ -35,8 +36,8 @@ type view struct {
 	wake  chan struct{}
 	sub   Subscription // the view goroutine's
 	cells bool         // reading its keys renders rows
-	// indexed, when not nil, is how the view is loaded: from the ordered
-	// index of its sort (load), not from a snapshot of every object.
+	// indexed, when not nil: the view follows the ordered index of its
+	// sort (loadFollowing) rather than holding its matches.
 	indexed *viewIndex
 	// follow, when not nil, is the index a following view reads instead
 	// of holding its rows (window_follow.go); set with ready.
@@ -48,21 +49,16 @@ type view struct {
 
 	mu       sync.RWMutex
 	live     viewState
-	building *viewState             // a snapshot being read (after a resync); nil otherwise
-	groups   map[string][]query.Key // the counts asked, by groupText
-	// counting are the counts being made off the lock for the live rows
-	// as they were when each began (countRun), by groupText.
-	counting map[string]*countRun
-	counted  bool // a count was finished since the last publish
+	building *viewState // a snapshot being read (after a resync); nil otherwise
 	ready    bool
 	pub      uint64 // publishes so far
 	// What the last publish made visible: the windows read only this, so
-	// every window reads the same rows, total and counts for one publish
-	// (and those reading the same page share its rows and its changes).
+	// every window reads the same rows and total for one publish (and
+	// those reading the same page share its rows and its changes).
 	pubRows   *btree.BTreeG[*vrow] // a copy-on-write copy of live.rows
 	pubFollow *followed            // a following view's, instead of pubRows
 	pubTotal  int
-	pubCounts map[string][]byte // by groupText
+	pubCounts map[*counts][]byte // the counts its windows ask, as published then
 	// The pages and changes made for the current publish, shared.
 	smu     sync.Mutex
 	shared  uint64 // the publish they are of
@@ -73,6 +69,7 @@ type view struct {
 	// the broker (zero: none timed).
 	pubAt   [64]time.Time
 	pending time.Time // the first event applied since the last publish
+	seen    uint64    // the broker's events read (event.seq+1 of the last); the goroutine's
 
 	// Guarded by the windows' lock.
 	windows   int
@@ -80,11 +77,10 @@ type view struct {
 	idleSince time.Time
 }
 
-// viewState is the rows and their counts.
+// viewState is the rows a view holds.
 type viewState struct {
-	rows     *btree.BTreeG[*vrow]
-	byKey    map[string]*vrow
-	counters map[string]*viewCounter // by groupText
+	rows  *btree.BTreeG[*vrow]
+	byKey map[string]*vrow
 }
 
 // vrow is one match, immutable: an update is a new vrow.
@@ -100,43 +96,22 @@ type rowBytes struct {
 	b      []byte
 }
 
-type viewCounter struct {
-	keys []query.Key
-	c    *query.Counter
-}
-
 type pageKey struct{ offset, limit int }
 
 // viewsFromIndexes: views over most of a resource are loaded from an
 // ordered index. A variable for tests only.
 var viewsFromIndexes = true
 
-// countHold, when set, is called before a count of a view's rows
-// begins. For tests only.
+// countHold, when set, is called before a window's counts are made
+// (counts.open). For tests only.
 var countHold atomic.Pointer[func()]
 
-// viewIndex is the ordered index a view is loaded from: its filter
-// compiled and the keys the index holds (heldKeys).
+// viewIndex is the ordered index a view follows: its filter compiled
+// and the keys the index holds (heldKeys).
 type viewIndex struct {
 	comp *query.Compiled
 	held []query.Key
-	// follow: the view follows the index (loadFollowing) rather than
-	// holding its matches (load).
-	follow bool
 }
-
-// countRun is a count of the live rows made on a goroutine of its own,
-// so that the rows are published without waiting for it: it counts a
-// copy of the rows, and the changes the view makes to them meanwhile
-// are recorded and applied when it is done.
-type countRun struct {
-	keys    []query.Key
-	changes []rowChange
-	done    atomic.Pointer[query.Counter]
-}
-
-// rowChange is a live row replaced: old leaves (nil: none), cur enters.
-type rowChange struct{ old, cur *Object }
 
 // changesKey is a difference every window that last sent the same page
 // at the same publish shares (all but its resume token).
@@ -167,12 +142,11 @@ func (c *Cache) newView(r *resourceCache, key string, q *WindowQuery) (*view, er
 	cells := a.Filter.NeedsCells() || query.NeedsCells(a.Sort)
 	cost := size * (a.Filter.Terms() + len(a.Sort) + renderCost(cells))
 	var indexed *viewIndex
-	// A question over most of the resource is loaded from the ordered
-	// index of its sort, as a question's page is (answerOrdered), and
-	// follows it when it counts nothing; a narrow one is read from its
-	// own objects.
+	// A question over most of the resource follows the ordered index of
+	// its sort, as a question's page walks it (answerOrdered); a narrow
+	// one is read from its own objects.
 	if fromIndex && size*narrowShare >= r.size() {
-		indexed = &viewIndex{comp: comp, held: held, follow: follows(q)}
+		indexed = &viewIndex{comp: comp, held: held}
 		cost = r.orders.cost(r.size(), a.Filter, a.Sort, held, a.Schema)
 	}
 	slot, err := c.asks.take(cost)
@@ -180,12 +154,20 @@ func (c *Cache) newView(r *resourceCache, key string, q *WindowQuery) (*view, er
 		return nil, err
 	}
 	v := &view{c: c, r: r, key: key, ask: a, every: time.Duration(float64(time.Second) / q.Rate), size: size,
-		slot: slot, wake: make(chan struct{}, 1), cells: cells, indexed: indexed, groups: map[string][]query.Key{},
-		counting: map[string]*countRun{},
+		slot: slot, wake: make(chan struct{}, 1), cells: cells, indexed: indexed,
 		wq: WatchQuery{Namespace: q.Namespace, Namespaces: q.Namespaces, LabelSelector: q.LabelSelector, Fields: q.Fields,
 			Snapshot: true, QueueSize: 1 << 16}}
 	v.live = v.newState()
 	return v, nil
+}
+
+// holds is the rows v holds, as MaxViewRows counts them: none when it
+// follows an index.
+func (v *view) holds() int {
+	if v.indexed != nil {
+		return 0
+	}
+	return v.size
 }
 
 func (v *view) release() {
@@ -195,23 +177,17 @@ func (v *view) release() {
 	}
 }
 
-// newState is an empty state counting by every grouping asked; v.mu is
-// held (or the view is not shared yet).
+// newState is an empty state.
 func (v *view) newState() viewState {
 	less := func(a, b *vrow) bool {
 		return query.CompareSorted(v.ask.Sort, a.vs, b.vs, a.o.namespace, a.o.name, b.o.namespace, b.o.name) < 0
 	}
-	st := viewState{rows: btree.NewBTreeGOptions(less, btree.Options{NoLocks: true}), byKey: map[string]*vrow{},
-		counters: map[string]*viewCounter{}}
-	for text, keys := range v.groups {
-		st.counters[text] = &viewCounter{keys: keys, c: query.NewCounter(keys)}
-	}
-	return st
+	return viewState{rows: btree.NewBTreeGOptions(less, btree.Options{NoLocks: true}), byKey: map[string]*vrow{}}
 }
 
-// open starts following the question: a view loaded from an ordered
-// index subscribes on its own goroutine (load), as the index may have to
-// be built first; any other subscribes now, with a snapshot.
+// open starts following the question: a view following an ordered index
+// subscribes on its own goroutine (loadFollowing), as the index may have
+// to be built first; any other subscribes now, with a snapshot.
 func (v *view) open() error {
 	if v.indexed != nil {
 		return nil
@@ -237,161 +213,6 @@ func (v *view) subscribe() error {
 	return nil
 }
 
-// load fills the view from the ordered index of its sort, in the index's
-// order: each entry holds its object's sort values and the filter's, so
-// nothing is rendered (unless the index is yet to be built) and nothing
-// is sorted. The index's snapshot is taken where the view's subscription
-// starts (Cache.watch's atStart): the handler applies an event to the
-// indexes before the broker has it, so the snapshot holds every event
-// before the subscription's first, and an event also in the snapshot is
-// its object's last, which applying again changes nothing. An index
-// dropped before the snapshot may lack events: the view then reads a
-// snapshot of the objects instead. Its counts are made after it is
-// published (startCounts).
-func (v *view) load() error {
-	a := v.ask
-	w, _ := v.r.orders.index(v.r, a.Sort, v.indexed.held, a.Schema)
-	ix := w.ix
-	wq := v.wq
-	wq.Snapshot = false
-	var snap *btree.BTreeG[orderEntry]
-	held := false
-	sub, err := v.c.watch(v.r.res.Name, wq, v.wake, func() {
-		snap, held = ix.snapshot(), v.r.orders.holds(ix)
-	})
-	if err != nil {
-		return err
-	}
-	if !held {
-		sub.Close()
-		return v.subscribe()
-	}
-	v.sub = sub
-	v.unpin = v.r.orders.pin(ix)
-	f, err := v.r.newFilter(wq)
-	if err != nil {
-		return err
-	}
-	ask := newAsking(ix, f, a.Filter, v.indexed.comp, a.Now)
-	less := func(x, y *vrow) bool {
-		return query.CompareSorted(a.Sort, x.vs, y.vs, x.o.namespace, x.o.name, y.o.namespace, y.o.name) < 0
-	}
-	st := viewState{rows: btree.NewBTreeGOptions(less, btree.Options{NoLocks: true}), byKey: map[string]*vrow{},
-		counters: map[string]*viewCounter{}}
-	n := len(a.Sort)
-	w.scan(snap, nil, func(e orderEntry) bool {
-		if ask.match(e) {
-			r := &vrow{o: e.o, key: e.o.Key(), vs: e.vs[:n:n]}
-			st.rows.Load(r)
-			st.byKey[r.key] = r
-		}
-		return true
-	})
-	v.mu.Lock()
-	v.live, v.ready = st, true
-	v.mu.Unlock()
-	v.release()
-	return nil
-}
-
-// count makes sure the view counts by keys (within the budget). The
-// count of the rows it holds is made on a goroutine of its own
-// (startCounts); windows asking for it wait for it, others do not.
-func (v *view) count(keys []query.Key) error {
-	if len(keys) == 0 {
-		return nil
-	}
-	text := groupText(keys)
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if _, ok := v.groups[text]; ok {
-		return nil
-	}
-	if v.indexed != nil && v.indexed.follow {
-		// viewKey tells the questions with counts apart.
-		return fmt.Errorf("%w: a view following its index counts nothing", ErrInvalid)
-	}
-	cells := false
-	for _, k := range keys {
-		cells = cells || k.NeedsCells()
-	}
-	rows := v.size // the selection's, until its matches are known
-	if v.ready {
-		rows = v.live.rows.Len()
-	}
-	if rows*(len(keys)+renderCost(cells)) > QueryBudget {
-		return fmt.Errorf("%w: counting this window's %d rows by %s would read more than the budget of %d values", ErrTooCostly, rows, text, QueryBudget)
-	}
-	v.groups[text] = keys
-	if v.building != nil { // counted as the snapshot is read
-		v.building.counters[text] = &viewCounter{keys: keys, c: query.NewCounter(keys)}
-		for _, r := range v.building.byKey {
-			v.building.counters[text].c.Add(record(r.o, v.ask.Schema, v.ask.Now))
-		}
-	}
-	signal(v.wake)
-	return nil
-}
-
-// startCounts begins counting the live rows by each grouping asked that
-// has no count yet, each on a goroutine of its own over a copy of the
-// rows (copy-on-write), so that rows and changes are published
-// meanwhile. It runs on the view's goroutine.
-func (v *view) startCounts(ctx context.Context) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if !v.ready || v.building != nil {
-		return
-	}
-	for text, keys := range v.groups {
-		if v.live.counters[text] != nil || v.counting[text] != nil {
-			continue
-		}
-		run := &countRun{keys: keys}
-		v.counting[text] = run
-		rows := v.live.rows.Copy()
-		go func() {
-			if hold := countHold.Load(); hold != nil {
-				(*hold)()
-			}
-			c := query.NewCounter(keys)
-			n := 0
-			rows.Scan(func(r *vrow) bool {
-				c.Add(record(r.o, v.ask.Schema, v.ask.Now))
-				n++
-				return n%1024 != 0 || ctx.Err() == nil
-			})
-			run.done.Store(c)
-			signal(v.wake)
-		}()
-	}
-}
-
-// finishCounts makes the counts done since the last call live, with the
-// changes made to the rows while they were being made. It runs on the
-// view's goroutine.
-func (v *view) finishCounts() {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	for text, run := range v.counting {
-		c := run.done.Load()
-		if c == nil {
-			continue
-		}
-		for _, ch := range run.changes {
-			if ch.old != nil {
-				c.Remove(record(ch.old, v.ask.Schema, v.ask.Now))
-			}
-			if ch.cur != nil {
-				c.Add(record(ch.cur, v.ask.Schema, v.ask.Now))
-			}
-		}
-		v.live.counters[text] = &viewCounter{keys: run.keys, c: c}
-		delete(v.counting, text)
-		v.counted = true
-	}
-}
-
 // run is the view's goroutine: it applies the events, publishes, and
 // ends when no window has used the view for viewLinger, or at shutdown.
 func (v *view) run(ctx context.Context) {
@@ -408,11 +229,7 @@ func (v *view) run(ctx context.Context) {
 		v.release()
 	}()
 	if v.indexed != nil {
-		load := v.load
-		if v.indexed.follow {
-			load = v.loadFollowing
-		}
-		if err := load(); err != nil {
+		if err := v.loadFollowing(); err != nil {
 			v.fail(fmt.Sprintf("the window's question can no longer be followed: %v", err))
 			v.c.wins.drop(v)
 			return
@@ -420,7 +237,7 @@ func (v *view) run(ctx context.Context) {
 	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	var lastPub time.Time
+	var lastPub, waiting time.Time // waiting: since when a publish waits for counts
 	for {
 		select {
 		case <-ctx.Done():
@@ -435,22 +252,28 @@ func (v *view) run(ctx context.Context) {
 			v.c.wins.drop(v)
 			return
 		}
-		v.finishCounts()
 		now := time.Now()
 		var next time.Duration = time.Hour
 		if v.due() {
 			if wait := v.every - now.Sub(lastPub); wait > 0 {
 				next = wait
 			} else {
-				if err := v.publish(); err != nil {
+				if waiting.IsZero() {
+					waiting = now
+				}
+				done, err := v.publish(now.Sub(waiting))
+				if err != nil {
 					v.fail(fmt.Sprintf("the window's question can no longer be followed: %v", err))
 					v.c.wins.drop(v)
 					return
 				}
-				lastPub = now
+				if done {
+					lastPub, waiting = now, time.Time{}
+				} else {
+					next = max(v.every-now.Sub(waiting), time.Millisecond) // the counts' change wakes it first
+				}
 			}
 		}
-		v.startCounts(ctx) // after the rows' first publish
 		if idle, since := v.idle(); idle {
 			left := viewLinger - now.Sub(since)
 			if left <= 0 && v.c.wins.drop(v) {
@@ -480,44 +303,73 @@ func (v *view) fail(why string) {
 func (v *view) due() bool {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	return v.ready && (!v.pending.IsZero() || v.pub == 0 || v.counted)
+	return v.ready && (!v.pending.IsZero() || v.pub == 0)
 }
 
-// publish makes what was applied visible to the windows and wakes them.
-// A following view takes its index's snapshot and pass first, off its
-// lock.
-func (v *view) publish() error {
+// publish makes what was applied visible to the windows, with the
+// counts they ask as they are, and wakes them. A following view takes
+// its index's snapshot and pass first, off its lock. It waits (false)
+// while counts its windows ask have yet to count events the view has
+// read, unless it has waited a whole period for them (their change
+// makes it due again); never for counts still being first made.
+func (v *view) publish(waited time.Duration) (bool, error) {
+	ks := v.c.wins.viewCounts(v)
+	if waited < v.every {
+		for _, k := range ks {
+			if u := k.upTo.Load(); u > 0 && u < v.seen && k.failed.Load() == nil { // 0: not counted yet, not waited for
+				return false, nil
+			}
+		}
+	}
 	var fz *followed
 	if v.follow != nil {
 		f, err := v.follow.now(v.r)
 		if err != nil {
-			return err
+			return false, err
 		}
 		fz = &f
 	}
+	counts := make(map[*counts][]byte, len(ks))
+	for _, k := range ks {
+		if b := k.bytes(); b != nil {
+			counts[k] = b
+		}
+	}
 	v.mu.Lock()
 	v.publishLocked(fz)
+	v.pubCounts = counts
 	v.mu.Unlock()
 	for _, n := range v.c.wins.notifies(v, nil) {
 		signal(n)
 	}
-	return nil
+	return true, nil
 }
 
 func (v *view) publishLocked(fz *followed) {
 	v.pub++
 	v.pubAt[v.pub%uint64(len(v.pubAt))] = v.pending
-	v.pending, v.counted = time.Time{}, false
+	v.pending = time.Time{}
 	if fz != nil {
 		v.pubFollow, v.pubTotal = fz, fz.total
 		return
 	}
 	v.pubRows = v.live.rows.Copy()
 	v.pubTotal = v.pubRows.Len()
-	v.pubCounts = make(map[string][]byte, len(v.live.counters))
-	for text, vc := range v.live.counters {
-		v.pubCounts[text] = vc.encode()
+}
+
+// countsChanged makes the next publish due: counts its windows ask
+// changed (or a window asking for counts joined), at the time of their
+// first event (zero: not timed).
+func (v *view) countsChanged(at time.Time) {
+	v.mu.Lock()
+	if v.pending.IsZero() || !at.IsZero() && at.Before(v.pending) {
+		v.pending = at
+		if at.IsZero() {
+			v.pending = time.Now()
+		}
 	}
+	v.mu.Unlock()
+	signal(v.wake)
 }
 
 // drainBatch bounds the events applied under one hold of the lock.
@@ -541,6 +393,9 @@ func (v *view) drain() error {
 			m, ok := v.sub.Next()
 			if !ok {
 				break
+			}
+			if m.ev != nil {
+				v.seen = max(v.seen, m.ev.seq+1)
 			}
 			batch = append(batch, v.read(&m))
 		}
@@ -612,7 +467,6 @@ func (v *view) apply(batch []change) (resync bool) {
 		case Synced:
 			if v.building != nil {
 				v.live, v.building = *v.building, nil
-				clear(v.counting) // of the rows replaced; the new ones counted every grouping
 				v.pending = time.Now()
 				if !v.ready {
 					v.ready = true
@@ -633,33 +487,13 @@ func (v *view) put(st *viewState, key string, row *vrow) bool {
 	if old == nil && row == nil {
 		return false
 	}
-	if st == &v.live {
-		for _, run := range v.counting {
-			ch := rowChange{}
-			if old != nil {
-				ch.old = old.o
-			}
-			if row != nil {
-				ch.cur = row.o
-			}
-			run.changes = append(run.changes, ch)
-		}
-	}
 	if old != nil {
 		st.rows.Delete(old)
 		delete(st.byKey, key)
-		rec := record(old.o, v.ask.Schema, v.ask.Now)
-		for _, vc := range st.counters {
-			vc.c.Remove(rec)
-		}
 	}
 	if row != nil {
 		st.rows.Set(row)
 		st.byKey[key] = row
-		rec := record(row.o, v.ask.Schema, v.ask.Now)
-		for _, vc := range st.counters {
-			vc.c.Add(rec)
-		}
 	}
 	return true
 }
@@ -717,24 +551,4 @@ func (v *view) sharedLocked(pub uint64) {
 		}
 		v.shared, v.pages, v.changes, v.known = pub, map[pageKey][]*vrow{}, map[changesKey][]byte{}, known
 	}
-}
-
-// encode is the counts as a window sends them.
-func (vc *viewCounter) encode() []byte {
-	type group struct {
-		Values []query.Value `json:"values"`
-		Count  int           `json:"count"`
-	}
-	body := struct {
-		GroupBy []string `json:"groupBy"`
-		Groups  []group  `json:"groups"`
-	}{GroupBy: make([]string, len(vc.keys)), Groups: []group{}}
-	for i, k := range vc.keys {
-		body.GroupBy[i] = k.String()
-	}
-	for _, g := range vc.c.Groups() {
-		body.Groups = append(body.Groups, group{g.Values, g.Count})
-	}
-	b, _ := json.Marshal(body)
-	return b
 }
