@@ -255,13 +255,7 @@ func (c *Cache) Start(ctx context.Context) error {
 	}
 	if !c.opts.LazyColumns {
 		for _, r := range c.resources {
-			if sorts := c.standing(r); len(sorts) > 0 {
-				texts := make([]string, len(sorts))
-				for i, keys := range sorts {
-					_, texts[i], _ = canonicalSort(keys)
-				}
-				r.orders.expectStanding(texts)
-			}
+			r.orders.expectStanding(renderedSorts(c.standing(r)))
 		}
 		wg.Go(func() { c.warmColumns(ctx) })
 	}

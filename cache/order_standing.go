@@ -114,10 +114,11 @@ func (c *Cache) stand(ctx context.Context, r *resourceCache, sc *query.Schema) b
 	return true
 }
 
-// standingWait is what a question over a standing sort waits for while
-// the column warmer has yet to build the standing indexes the first
-// time: rather than render every row itself, competing with the warmer
-// for the same work, it waits for the index the warmer builds. The
+// standingWait is what a question over a standing sort of Table columns
+// waits for while the column warmer has yet to build the standing
+// indexes the first time: rather than render every row itself,
+// competing with the warmer for the same work, it waits for the index
+// the warmer builds. The
 // questions waiting are counted, so that the warmer does not step aside
 // for them (stepAside).
 type standingWait struct {
@@ -127,10 +128,29 @@ type standingWait struct {
 	waiting atomic.Int32
 }
 
+// renderedSorts are the canonical texts of the sorts among these that
+// read Table columns: those whose index the warmer builds from the rows
+// it renders, and a question would render every row to build. The
+// namespace/name order, or one by age or a path, costs a question far
+// less, and is not waited for.
+func renderedSorts(sorts [][]query.SortKey) []string {
+	var texts []string
+	for _, keys := range sorts {
+		if query.NeedsCells(keys) {
+			_, text, _ := canonicalSort(keys)
+			texts = append(texts, text)
+		}
+	}
+	return texts
+}
+
 // expectStanding makes questions over these sorts (canonical texts) wait
 // for the warmer's first build of them: called before the warmer starts,
 // which calls standingDone after.
 func (os *orders) expectStanding(texts []string) {
+	if len(texts) == 0 {
+		return
+	}
 	os.standing.Store(&standingWait{texts: texts, done: make(chan struct{})})
 }
 

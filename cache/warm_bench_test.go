@@ -77,11 +77,7 @@ func BenchmarkFirstSort(b *testing.B) {
 	b.Run("click-at-ready", func(b *testing.B) {
 		for b.Loop() {
 			reset()
-			texts := make([]string, len(sorts))
-			for i, keys := range sorts {
-				_, texts[i], _ = canonicalSort(keys)
-			}
-			r.orders.expectStanding(texts) // as Start does
+			r.orders.expectStanding(renderedSorts(sorts)) // as Start does
 			done := make(chan struct{})
 			go func() {
 				defer close(done)

@@ -42,7 +42,8 @@ func watchingServer(t *testing.T, list []byte) (srv *httptest.Server, send func(
 // TestAFirstSortWaitsForTheStandingIndexAndMissesNoChange: a sort by a
 // standing column asked the moment the pods are ready, while the column
 // warmer has yet to build the standing indexes, waits for the warmer's
-// index instead of building its own; and pods changed while the warmer
+// index instead of building its own (the namespace/name order, which
+// renders nothing, does not wait); and pods changed while the warmer
 // renders their rows, and while the standing indexes are built, are in
 // that first answer as they are now.
 func TestAFirstSortWaitsForTheStandingIndexAndMissesNoChange(t *testing.T) {
@@ -79,6 +80,19 @@ func TestAFirstSortWaitsForTheStandingIndexAndMissesNoChange(t *testing.T) {
 	hook := func(stage string) {
 		switch {
 		case stage == "warm" && changed["warm"] == "":
+			// The namespace/name order, standing too, renders nothing:
+			// a question builds it without waiting for the warmer.
+			done := make(chan struct{})
+			go func() {
+				r := c.byName["pods"]
+				r.orders.index(r, nil, nil, sc)
+				close(done)
+			}()
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+				t.Error("the namespace/name order waits for the warmer")
+			}
 			// A question now, which must wait for the warmer.
 			once.Do(func() {
 				go func() {
