@@ -47,8 +47,8 @@ type Cache struct {
 	// (order_standing.go).
 	podSorts [][]query.SortKey
 	// warmHook, when not nil, is called by the column warmer in each
-	// pass over a resource, once it has listed the objects to warm
-	// ("warm"), and once the standing indexes to build have joined the
+	// pass over a resource, once it has listed the objects to warm and
+	// offered the pass to questions to join ("warm"), and once the standing indexes to build have joined the
 	// set, before they list theirs ("build"): tests make changes there.
 	warmHook func(stage string)
 	// walks keep the answers questions are paged through (ask_pages.go).

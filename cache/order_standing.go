@@ -126,6 +126,15 @@ type standingWait struct {
 	done    chan struct{} // closed once they are built, or the warmer stopped
 	once    sync.Once
 	waiting atomic.Int32
+	pass    atomic.Pointer[warmPass] // the warmer's pass under way, to join
+}
+
+// joinable offers the warmer's pass under way (nil: none) to the
+// questions that wait for the standing indexes.
+func (os *orders) joinable(p *warmPass) {
+	if w := os.standing.Load(); w != nil {
+		w.pass.Store(p)
+	}
 }
 
 // renderedSorts are the canonical texts of the sorts among these that
@@ -162,7 +171,9 @@ func (os *orders) standingDone() {
 }
 
 // awaitStanding waits, when the sort of this text holding no keys is a
-// standing one the warmer has yet to build, until it is built.
+// standing one the warmer has yet to build, until it is built, rendering
+// rows of the warmer's pass meanwhile (the question holds a slot for the
+// work, and does its share of it instead of all of it).
 func (os *orders) awaitStanding(text string, held []query.Key) {
 	w := os.standing.Load()
 	if w == nil || len(held) > 0 || !slices.Contains(w.texts, text) {
@@ -175,6 +186,9 @@ func (os *orders) awaitStanding(text string, held []query.Key) {
 	}
 	w.waiting.Add(1)
 	defer w.waiting.Add(-1)
+	if p := w.pass.Load(); p != nil {
+		p.help() // the rows the build reads, rendered with the warmer
+	}
 	<-w.done
 }
 

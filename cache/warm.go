@@ -5,7 +5,7 @@ import (
 	"context"
 	"runtime"
 	"slices"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -63,10 +63,10 @@ func (r *resourceCache) columnSchema() *query.Schema {
 }
 
 // warmColumns keeps the column values of every object of the resources
-// with a columnSchema made, until ctx ends. It runs on one goroutine,
-// which starts one more per processor for each pass (warm), and builds
-// the standing indexes right after a resource's pass (stand); the
-// resources with standing indexes go first.
+// with a columnSchema made, until ctx ends. It runs on one goroutine
+// (which questions waiting for it join: warmPass), and builds the
+// standing indexes right after a resource's pass (stand); the resources
+// with standing indexes go first.
 func (c *Cache) warmColumns(ctx context.Context) {
 	defer func() {
 		for _, r := range c.resources {
@@ -124,9 +124,10 @@ func (c *Cache) warmColumns(ctx context.Context) {
 }
 
 // warm makes the column values of r's objects that have none kept under
-// sc, and the values of the path and age keys of its standing sorts, on
-// as many goroutines as there are processors (each stepping aside for
-// costly questions between batches); false when ctx ended.
+// sc, and the values of the path and age keys of its standing sorts, a
+// batch at a time, stepping aside for costly questions between batches;
+// a question waiting for the standing indexes joins the pass
+// (warmPass.help). false when ctx ended.
 func (c *Cache) warm(ctx context.Context, r *resourceCache, sc *query.Schema) bool {
 	var paths []query.Key
 	for _, keys := range c.standing(r) {
@@ -136,66 +137,92 @@ func (c *Cache) warm(ctx context.Context, r *resourceCache, sc *query.Schema) bo
 			}
 		}
 	}
-	objs := r.objects()
+	p := &warmPass{objs: r.objects(), worker: func() func([]*Object) { return c.warmWorker(sc, paths) }}
+	r.orders.joinable(p)
+	defer r.orders.joinable(nil)
 	if c.warmHook != nil {
 		c.warmHook("warm")
 	}
-	parts := max(1, min(runtime.GOMAXPROCS(0), len(objs)/minBuildPart))
-	ok := make([]bool, parts)
-	var wg sync.WaitGroup
-	for p := range parts {
-		lo, hi := p*len(objs)/parts, (p+1)*len(objs)/parts
-		wg.Go(func() { ok[p] = c.warmPart(ctx, objs[lo:hi], sc, paths) })
+	work := p.worker()
+	for batch := p.take(); batch != nil; batch = p.take() {
+		if !c.stepAside(ctx) {
+			return false
+		}
+		work(batch)
 	}
-	wg.Wait()
-	return !slices.Contains(ok, false)
+	return true
 }
 
-// warmPart is warm over some of the objects, on one goroutine.
-func (c *Cache) warmPart(ctx context.Context, objs []*Object, sc *query.Schema, paths []query.Key) bool {
+// warmPass is one pass of the column warmer over a resource's objects,
+// handed out a batch at a time to the warmer and to the questions that
+// join it: each object is rendered by one of them.
+type warmPass struct {
+	objs   []*Object
+	next   atomic.Int64
+	worker func() func([]*Object) // a new worker's rendering of a batch
+}
+
+// take is the next batch not handed out yet; nil when none is left.
+func (p *warmPass) take() []*Object {
+	i := int(p.next.Add(warmBatch)) - warmBatch
+	if i >= len(p.objs) {
+		return nil
+	}
+	return p.objs[i:min(i+warmBatch, len(p.objs))]
+}
+
+// help renders batches of the pass until none is left, on the caller's
+// goroutine: a question waiting for the pass's result does its share.
+func (p *warmPass) help() {
+	work := p.worker()
+	for batch := p.take(); batch != nil; batch = p.take() {
+		work(batch)
+	}
+}
+
+// warmWorker renders batches of objects on one goroutine: their column
+// values under sc, and the values of paths, kept on each object that
+// lacks them.
+func (c *Cache) warmWorker(sc *query.Schema, paths []query.Key) func([]*Object) {
 	fp := sc.Fingerprint()
 	k := kept{sc: sc}
 	var seen []map[string]string // by column
 	var scratch []byte           // an object with chunks, joined (what is kept is copied)
 	var missing []query.Key      // paths not kept on the object
 	var add []keptPath           // their values (keepWith copies them)
-	for i, o := range objs {
-		if i%warmBatch == 0 {
-			if !c.stepAside(ctx) {
-				return false
+	return func(objs []*Object) {
+		k.now = c.opts.Now()
+		for _, o := range objs {
+			kv := o.columns.Load()
+			has := kv != nil && kv.fingerprint == fp && kv.columns != nil
+			missing = missing[:0]
+			for _, p := range paths {
+				if !kv.holds(p.KeptName()) {
+					missing = append(missing, p)
+				}
 			}
-			k.now = c.opts.Now()
-		}
-		kv := o.columns.Load()
-		has := kv != nil && kv.fingerprint == fp && kv.columns != nil
-		missing = missing[:0]
-		for _, p := range paths {
-			if !kv.holds(p.KeptName()) {
-				missing = append(missing, p)
+			if has && len(missing) == 0 {
+				continue
 			}
-		}
-		if has && len(missing) == 0 {
-			continue
-		}
-		raw := o.flatInto(&scratch)
-		add = add[:0]
-		for _, p := range missing {
-			add = append(add, keptPath{name: p.KeptName(), values: p.ReadJSON(raw)})
-		}
-		k.o = o
-		var vs []query.Value
-		if !has {
-			vs = sc.ColumnValues(raw, k.now)
-			if len(seen) < len(vs) {
-				seen = append(seen, make([]map[string]string, len(vs)-len(seen))...)
+			raw := o.flatInto(&scratch)
+			add = add[:0]
+			for _, p := range missing {
+				add = append(add, keptPath{name: p.KeptName(), values: p.ReadJSON(raw)})
 			}
-			for i := range vs {
-				vs[i] = shareText(vs[i], o, &seen[i])
+			k.o = o
+			var vs []query.Value
+			if !has {
+				vs = sc.ColumnValues(raw, k.now)
+				if len(seen) < len(vs) {
+					seen = append(seen, make([]map[string]string, len(vs)-len(seen))...)
+				}
+				for i := range vs {
+					vs[i] = shareText(vs[i], o, &seen[i])
+				}
 			}
+			k.keepWith(vs, add)
 		}
-		k.keepWith(vs, add)
 	}
-	return true
 }
 
 // maxShared bounds the texts of one column a pass remembers to share.

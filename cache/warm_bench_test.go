@@ -72,6 +72,33 @@ func BenchmarkFirstSort(b *testing.B) {
 			b.ReportMetric(0, "ns/op")
 		}
 	})
+	// The heap the kept values and the standing indexes take per pod,
+	// with the warmer keeping the standing sorts' age and path values in
+	// its pass (as now), and with the builds reading them (as before).
+	b.Run("heap", func(b *testing.B) {
+		heap := func() float64 {
+			var ms runtime.MemStats
+			runtime.GC()
+			runtime.GC()
+			runtime.ReadMemStats(&ms)
+			return float64(ms.HeapAlloc)
+		}
+		for b.Loop() {
+			for _, during := range []bool{true, false} {
+				reset()
+				before := heap()
+				if !during {
+					c.podSorts = nil
+				}
+				c.warm(b.Context(), r, sc)
+				c.podSorts = sorts
+				c.stand(b.Context(), r, sc)
+				unit := map[bool]string{true: "B/pod", false: "B/pod-paths-read-by-the-builds"}[during]
+				b.ReportMetric((heap()-before)/float64(n), unit)
+			}
+			b.ReportMetric(0, "ns/op")
+		}
+	})
 	// A first sort by restarts asked as the warmer starts: what a click
 	// right after ready waits for.
 	b.Run("click-at-ready", func(b *testing.B) {
