@@ -23,10 +23,9 @@ import (
 // sync (never during it: the initial sync pays nothing for them), by the
 // column warmer right after it has kept the pods' column values, which
 // the indexes read: all together, in one walk over the pods and a sort
-// each, on every processor (the warmer steps aside, between batches,
-// while a costly question runs). A question over a standing sort asked
-// before they are first built waits for them (awaitStanding) instead of
-// building its own. The
+// each, on every processor. A question over a standing sort of columns
+// asked before they are first built joins the warmer's pass and waits
+// for them (awaitStanding) instead of rendering every row itself. The
 // handler keeps them as it keeps every index; they are never dropped
 // (neither idle nor least recently used), and not counted in maxOrders.
 // A descending sort reads its key's index backwards (order_reverse.go),
@@ -117,10 +116,10 @@ func (c *Cache) stand(ctx context.Context, r *resourceCache, sc *query.Schema) b
 // standingWait is what a question over a standing sort of Table columns
 // waits for while the column warmer has yet to build the standing
 // indexes the first time: rather than render every row itself,
-// competing with the warmer for the same work, it waits for the index
-// the warmer builds. The
-// questions waiting are counted, so that the warmer does not step aside
-// for them (stepAside).
+// competing with the warmer for the same work, it takes batches of the
+// warmer's pass (warmPass) and then waits for the index the warmer
+// builds. The questions waiting are counted, so that the warmer does not
+// step aside for them (stepAside).
 type standingWait struct {
 	texts   []string      // the standing sorts, canonical (canonicalSort)
 	done    chan struct{} // closed once they are built, or the warmer stopped
