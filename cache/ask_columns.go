@@ -81,6 +81,62 @@ func (k *kept) keep(vs []query.Value) []query.Value {
 	}
 }
 
+// keepWith stores on the object, in one keptValues, vs (its column
+// values under a Timeless schema; nil: keep those it has) and the values
+// of more path keys (beside those kept, up to maxKeptPaths): the column
+// warmer's pass keeps both at once, leaving no intermediate value to
+// collect.
+func (k *kept) keepWith(vs []query.Value, add []keptPath) {
+	fp := k.sc.Fingerprint()
+	old := k.o.columns.Load()
+	for {
+		nk := &keptValues{fingerprint: fp, columns: vs}
+		if old != nil && old.fingerprint == fp && old.columns != nil {
+			nk.columns = old.columns // what readers may hold already
+		}
+		if nk.columns == nil {
+			return // nothing to keep the paths with
+		}
+		var paths []keptPath
+		if old != nil {
+			paths = old.paths
+		}
+		n := len(paths)
+		for _, p := range add {
+			if n < maxKeptPaths && !old.holds(p.name) {
+				n++
+			}
+		}
+		if n > len(paths) {
+			paths = append(make([]keptPath, 0, n), paths...)
+			for _, p := range add {
+				if len(paths) < maxKeptPaths && !old.holds(p.name) {
+					paths = append(paths, p)
+				}
+			}
+		}
+		nk.paths = paths
+		if k.o.columns.CompareAndSwap(old, nk) {
+			return
+		}
+		old = k.o.columns.Load()
+	}
+}
+
+// holds reports whether kv keeps the values of the path (or age) key of
+// this kept name.
+func (kv *keptValues) holds(name string) bool {
+	if kv == nil {
+		return false
+	}
+	for _, p := range kv.paths {
+		if p.name == name {
+			return true
+		}
+	}
+	return false
+}
+
 // Read returns a path or age key's values, kept after the first read.
 func (k *kept) Read(key query.Key) []query.Value {
 	name := key.KeptName()

@@ -47,6 +47,11 @@ type Cache struct {
 	// podSorts are the sorts of the pods' standing ordered indexes
 	// (order_standing.go).
 	podSorts [][]query.SortKey
+	// warmHook, when not nil, is called by the column warmer in each
+	// pass over a resource, once it has listed the objects to warm and
+	// offered the pass to questions to join ("warm"), and once the standing indexes to build have joined the
+	// set, before they list theirs ("build"): tests make changes there.
+	warmHook func(stage string)
 	// walks keep the answers questions are paged through (ask_pages.go).
 	walks walks
 	// searches keep the hits searches are paged through (search_pages.go).
@@ -250,6 +255,9 @@ func (c *Cache) Start(ctx context.Context) error {
 		wg.Go(func() { c.mirror.Run(ctx) })
 	}
 	if !c.opts.LazyColumns {
+		for _, r := range c.resources {
+			r.orders.expectStanding(renderedSorts(c.standing(r)))
+		}
 		wg.Go(func() { c.warmColumns(ctx) })
 	}
 	for _, r := range c.resources {

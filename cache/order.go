@@ -56,6 +56,10 @@ type orders struct {
 	set    atomic.Pointer[[]*order]
 	now    func() time.Time
 	events atomic.Uint64 // handler calls, to check idleness now and then
+	// standing, when not nil, is what questions over a standing sort
+	// wait for until the warmer first builds it (order_standing.go); set
+	// before the cache starts.
+	standing atomic.Pointer[standingWait]
 }
 
 // order is one ordered index: its sort, its tree and, while it is being
@@ -164,9 +168,12 @@ func (ix *order) width() int { return len(ix.keys) + len(ix.held) }
 // index returns the resource's index answering this sort (canonicalSort:
 // the sort's own, or the one read backwards), building it from the
 // shards' stores when there is none; built reports whether this call
-// built it. Concurrent callers for one sort wait for one build.
+// built it. Concurrent callers for one sort wait for one build, and
+// callers for a standing sort the column warmer has yet to build wait for
+// the warmer's (awaitStanding).
 func (os *orders) index(r *resourceCache, keys []query.SortKey, held []query.Key, sc *query.Schema) (w ordering, built bool) {
 	ck, ctext, reverse := canonicalSort(keys)
+	os.awaitStanding(ctext, held)
 	ix, found := os.join(ck, ctext, held, sc)
 	w = ordering{ix: ix, reverse: reverse, keys: keys}
 	if found {
@@ -301,8 +308,11 @@ func (ix *order) build(objs []*Object) { ix.buildIn(objs, runtime.GOMAXPROCS(0))
 
 // buildIn is build reading and sorting the entries in at most parts
 // parts, each on a goroutine (order_build.go).
-func (ix *order) buildIn(objs []*Object, parts int) {
-	entries := ix.sortedEntries(objs, parts)
+func (ix *order) buildIn(objs []*Object, parts int) { ix.finish(ix.sortedEntries(objs, parts)) }
+
+// finish lays out a build's sorted entries, loads the tree from them,
+// applies the changes recorded meanwhile and makes the index ready.
+func (ix *order) finish(entries []orderEntry) {
 	w := ix.width()
 	slab := make([]query.Value, 0, len(entries)*w)
 	for i, e := range entries {

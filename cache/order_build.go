@@ -14,28 +14,47 @@ const minBuildPart = 4096
 // sortedEntries are the entries of objs in the index's order. A first
 // question under a sort waits for it: the objects are split into at most
 // parts parts (a question's build: as many as there are processors,
-// GOMAXPROCS; a standing index's in the background: one), each part's
-// entries are read and sorted on a goroutine of its own, and the sorted
-// parts are merged. The result is the one a single sort of every entry gives:
-// compare is a total order (ties end at namespace and name, which are
-// unique), so any sort and merge of the same entries agree.
+// GOMAXPROCS), each part's entries are read and sorted on a goroutine of
+// its own, and the sorted parts are merged. The result is the one a
+// single sort of every entry gives: compare is a total order (ties end at
+// namespace and name, which are unique), so any sort and merge of the
+// same entries agree.
 func (ix *order) sortedEntries(objs []*Object, parts int) []orderEntry {
+	return sortedTogether([]*order{ix}, objs, parts)[0]
+}
+
+// sortedTogether is sortedEntries of several indexes in one walk: each
+// part reads an object's entries for every index at once (its kept
+// values loaded once), then sorts each index's; each index's parts are
+// merged on a goroutine of their own.
+func sortedTogether(ixs []*order, objs []*Object, parts int) [][]orderEntry {
 	parts = max(1, min(parts, len(objs)/minBuildPart))
-	sorted := make([][]orderEntry, parts)
+	sorted := make([][][]orderEntry, len(ixs)) // by index, by part
+	for i := range ixs {
+		sorted[i] = make([][]orderEntry, parts)
+	}
 	var wg sync.WaitGroup
 	for p := range parts {
 		lo, hi := p*len(objs)/parts, (p+1)*len(objs)/parts
 		part := func() {
-			es := make([]orderEntry, hi-lo)
-			seen := make([]map[string]string, ix.width())
-			for i, o := range objs[lo:hi] {
-				es[i] = ix.entry(o)
-				for j, v := range es[i].vs {
-					es[i].vs[j] = sameText(v, &seen[j])
+			es := make([][]orderEntry, len(ixs))
+			seen := make([][]map[string]string, len(ixs))
+			for i, ix := range ixs {
+				es[i], seen[i] = make([]orderEntry, hi-lo), make([]map[string]string, ix.width())
+			}
+			for j, o := range objs[lo:hi] {
+				for i, ix := range ixs {
+					e := ix.entry(o)
+					for v := range e.vs {
+						e.vs[v] = sameText(e.vs[v], &seen[i][v])
+					}
+					es[i][j] = e
 				}
 			}
-			slices.SortFunc(es, ix.compare)
-			sorted[p] = es
+			for i, ix := range ixs {
+				slices.SortFunc(es[i], ix.compare)
+				sorted[i][p] = es[i]
+			}
 		}
 		if p == parts-1 {
 			part()
@@ -44,6 +63,21 @@ func (ix *order) sortedEntries(objs []*Object, parts int) []orderEntry {
 		}
 	}
 	wg.Wait()
+	out := make([][]orderEntry, len(ixs))
+	for i, ix := range ixs {
+		merge := func() { out[i] = mergeParts(sorted[i], ix.compare) }
+		if i == len(ixs)-1 {
+			merge()
+		} else {
+			wg.Go(merge)
+		}
+	}
+	wg.Wait()
+	return out
+}
+
+// mergeParts merges sorted runs into one, two at a time.
+func mergeParts(sorted [][]orderEntry, compare func(a, b orderEntry) int) []orderEntry {
 	for len(sorted) > 1 {
 		var next [][]orderEntry
 		for i := 0; i < len(sorted); i += 2 {
@@ -51,11 +85,20 @@ func (ix *order) sortedEntries(objs []*Object, parts int) []orderEntry {
 				next = append(next, sorted[i])
 				continue
 			}
-			next = append(next, mergeEntries(sorted[i], sorted[i+1], ix.compare))
+			next = append(next, mergeEntries(sorted[i], sorted[i+1], compare))
 		}
 		sorted = next
 	}
 	return sorted[0]
+}
+
+// buildTogether builds indexes that joined the set, none built yet, from
+// one listing of objs made after they all joined (see build), in one walk
+// (sortedTogether) on at most parts goroutines.
+func buildTogether(ixs []*order, objs []*Object, parts int) {
+	for i, es := range sortedTogether(ixs, objs, parts) {
+		ixs[i].finish(es)
+	}
 }
 
 // maxSameTexts bounds the texts of one key a part of a build remembers.

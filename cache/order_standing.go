@@ -3,6 +3,10 @@ package cache
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -18,8 +22,10 @@ import (
 // than waiting for a build over every pod. They are built after the
 // sync (never during it: the initial sync pays nothing for them), by the
 // column warmer right after it has kept the pods' column values, which
-// the indexes read: one at a time, each read and sorted on the warmer's
-// goroutine alone, stepping aside while a costly question runs. The
+// the indexes read: all together, in one walk over the pods and a sort
+// each, on every processor. A question over a standing sort of columns
+// asked before they are first built joins the warmer's pass and waits
+// for them (awaitStanding) instead of rendering every row itself. The
 // handler keeps them as it keeps every index; they are never dropped
 // (neither idle nor least recently used), and not counted in maxOrders.
 // A descending sort reads its key's index backwards (order_reverse.go),
@@ -77,33 +83,119 @@ func (c *Cache) standing(r *resourceCache) [][]query.SortKey {
 	return c.podSorts
 }
 
-// stand builds r's standing indexes that do not exist yet, one after the
-// other on the caller's goroutine (the column warmer's); false when ctx
-// ended.
+// stand builds r's standing indexes that do not exist yet, together, on
+// the caller's goroutine (the column warmer's) and as many more as there
+// are processors: one listing of the objects, each object's values read
+// once for all of them, one sort each (buildTogether). false when ctx
+// ended before they were joined.
 func (c *Cache) stand(ctx context.Context, r *resourceCache, sc *query.Schema) bool {
+	if !c.stepAside(ctx) {
+		return false
+	}
+	start := time.Now()
+	var ixs []*order
 	for _, keys := range c.standing(r) {
-		if !c.stepAside(ctx) {
-			return false
-		}
-		start := time.Now()
-		if objects, built := r.orders.stand(r, keys, sc); built {
-			c.opts.Logger.Debug("standing ordered index built", "resource", r.res.Name, "sort", query.SortText(keys),
-				"objects", objects, "took", time.Since(start).Round(time.Millisecond))
+		ck, text, _ := canonicalSort(keys)
+		if ix, found := r.orders.joinAs(ck, text, nil, sc, true); !found {
+			ixs = append(ixs, ix)
 		}
 	}
+	if len(ixs) == 0 {
+		return true
+	}
+	if c.warmHook != nil {
+		c.warmHook("build")
+	}
+	objs := r.objects() // after the indexes joined the set: see build
+	buildTogether(ixs, objs, runtime.GOMAXPROCS(0))
+	c.opts.Logger.Debug("standing ordered indexes built", "resource", r.res.Name, "indexes", len(ixs),
+		"objects", len(objs), "took", time.Since(start).Round(time.Millisecond))
 	return true
 }
 
-// stand makes the index of keys holding no values standing, building it
-// on the caller's goroutine alone when it does not exist (built, over
-// that many objects).
-func (os *orders) stand(r *resourceCache, keys []query.SortKey, sc *query.Schema) (objects int, built bool) {
-	ck, text, _ := canonicalSort(keys)
-	ix, found := os.joinAs(ck, text, nil, sc, true)
-	if found {
-		return 0, false
+// standingWait is what a question over a standing sort of Table columns
+// waits for while the column warmer has yet to build the standing
+// indexes the first time: rather than render every row itself,
+// competing with the warmer for the same work, it takes batches of the
+// warmer's pass (warmPass) and then waits for the index the warmer
+// builds. The questions waiting are counted, so that the warmer does not
+// step aside for them (stepAside).
+type standingWait struct {
+	texts   []string      // the standing sorts, canonical (canonicalSort)
+	done    chan struct{} // closed once they are built, or the warmer stopped
+	once    sync.Once
+	waiting atomic.Int32
+	pass    atomic.Pointer[warmPass] // the warmer's pass under way, to join
+}
+
+// joinable offers the warmer's pass under way (nil: none) to the
+// questions that wait for the standing indexes.
+func (os *orders) joinable(p *warmPass) {
+	if w := os.standing.Load(); w != nil {
+		w.pass.Store(p)
 	}
-	objs := r.objects()
-	ix.buildIn(objs, 1)
-	return len(objs), true
+}
+
+// renderedSorts are the canonical texts of the sorts among these that
+// read Table columns: those whose index the warmer builds from the rows
+// it renders, and a question would render every row to build. The
+// namespace/name order, or one by age or a path, costs a question far
+// less, and is not waited for.
+func renderedSorts(sorts [][]query.SortKey) []string {
+	var texts []string
+	for _, keys := range sorts {
+		if query.NeedsCells(keys) {
+			_, text, _ := canonicalSort(keys)
+			texts = append(texts, text)
+		}
+	}
+	return texts
+}
+
+// expectStanding makes questions over these sorts (canonical texts) wait
+// for the warmer's first build of them: called before the warmer starts,
+// which calls standingDone after.
+func (os *orders) expectStanding(texts []string) {
+	if len(texts) == 0 {
+		return
+	}
+	os.standing.Store(&standingWait{texts: texts, done: make(chan struct{})})
+}
+
+// standingDone lets the questions waiting for the standing indexes go on.
+func (os *orders) standingDone() {
+	if w := os.standing.Load(); w != nil {
+		w.once.Do(func() { close(w.done) })
+	}
+}
+
+// awaitStanding waits, when the sort of this text holding no keys is a
+// standing one the warmer has yet to build, until it is built, rendering
+// rows of the warmer's pass meanwhile (the question holds a slot for the
+// work, and does its share of it instead of all of it).
+func (os *orders) awaitStanding(text string, held []query.Key) {
+	w := os.standing.Load()
+	if w == nil || len(held) > 0 || !slices.Contains(w.texts, text) {
+		return
+	}
+	select {
+	case <-w.done:
+		return
+	default:
+	}
+	w.waiting.Add(1)
+	defer w.waiting.Add(-1)
+	if p := w.pass.Load(); p != nil {
+		p.help() // the rows the build reads, rendered with the warmer
+	}
+	<-w.done
+}
+
+// waitingForStanding is the number of questions waiting for r's
+// standing indexes.
+func (r *resourceCache) waitingForStanding() int {
+	if w := r.orders.standing.Load(); w != nil {
+		return int(w.waiting.Load())
+	}
+	return 0
 }

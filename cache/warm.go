@@ -1,8 +1,11 @@
 package cache
 
 import (
+	"cmp"
 	"context"
 	"runtime"
+	"slices"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -60,8 +63,16 @@ func (r *resourceCache) columnSchema() *query.Schema {
 }
 
 // warmColumns keeps the column values of every object of the resources
-// with a columnSchema made, until ctx ends. It runs on one goroutine.
+// with a columnSchema made, until ctx ends. It runs on one goroutine
+// (which questions waiting for it join: warmPass), and builds the
+// standing indexes right after a resource's pass (stand); the resources
+// with standing indexes go first.
 func (c *Cache) warmColumns(ctx context.Context) {
+	defer func() {
+		for _, r := range c.resources {
+			r.orders.standingDone()
+		}
+	}()
 	type target struct {
 		r  *resourceCache
 		sc *query.Schema
@@ -72,6 +83,9 @@ func (c *Cache) warmColumns(ctx context.Context) {
 			ts = append(ts, target{r, sc})
 		}
 	}
+	slices.SortStableFunc(ts, func(a, b target) int {
+		return cmp.Compare(min(len(c.standing(b.r)), 1), min(len(c.standing(a.r)), 1))
+	})
 	if len(ts) == 0 {
 		return
 	}
@@ -87,12 +101,14 @@ func (c *Cache) warmColumns(ctx context.Context) {
 				continue
 			}
 			n := t.r.versionsHandled()
-			if n == warmedAt[i] {
+			if n == warmedAt[i] { // nothing new, or nothing at all
+				t.r.orders.standingDone()
 				continue
 			}
 			if !c.warm(ctx, t.r, t.sc) || !c.stand(ctx, t.r, t.sc) {
 				return
 			}
+			t.r.orders.standingDone()
 			warmedAt[i] = n
 		}
 		wait := warmEvery
@@ -108,33 +124,105 @@ func (c *Cache) warmColumns(ctx context.Context) {
 }
 
 // warm makes the column values of r's objects that have none kept under
-// sc; false when ctx ended.
+// sc, and the values of the path and age keys of its standing sorts, a
+// batch at a time, stepping aside for costly questions between batches;
+// a question waiting for the standing indexes joins the pass
+// (warmPass.help). false when ctx ended.
 func (c *Cache) warm(ctx context.Context, r *resourceCache, sc *query.Schema) bool {
+	var paths []query.Key
+	for _, keys := range c.standing(r) {
+		for _, k := range keys {
+			if k.Key.ReadsJSON() && !slices.ContainsFunc(paths, func(p query.Key) bool { return p.KeptName() == k.Key.KeptName() }) {
+				paths = append(paths, k.Key)
+			}
+		}
+	}
+	p := &warmPass{objs: r.objects(), worker: func() func([]*Object) { return c.warmWorker(sc, paths) }}
+	r.orders.joinable(p)
+	defer r.orders.joinable(nil)
+	if c.warmHook != nil {
+		c.warmHook("warm")
+	}
+	work := p.worker()
+	for batch := p.take(); batch != nil; batch = p.take() {
+		if !c.stepAside(ctx) {
+			return false
+		}
+		work(batch)
+	}
+	return true
+}
+
+// warmPass is one pass of the column warmer over a resource's objects,
+// handed out a batch at a time to the warmer and to the questions that
+// join it: each object is rendered by one of them.
+type warmPass struct {
+	objs   []*Object
+	next   atomic.Int64
+	worker func() func([]*Object) // a new worker's rendering of a batch
+}
+
+// take is the next batch not handed out yet; nil when none is left.
+func (p *warmPass) take() []*Object {
+	i := int(p.next.Add(warmBatch)) - warmBatch
+	if i >= len(p.objs) {
+		return nil
+	}
+	return p.objs[i:min(i+warmBatch, len(p.objs))]
+}
+
+// help renders batches of the pass until none is left, on the caller's
+// goroutine: a question waiting for the pass's result does its share.
+func (p *warmPass) help() {
+	work := p.worker()
+	for batch := p.take(); batch != nil; batch = p.take() {
+		work(batch)
+	}
+}
+
+// warmWorker renders batches of objects on one goroutine: their column
+// values under sc, and the values of paths, kept on each object that
+// lacks them.
+func (c *Cache) warmWorker(sc *query.Schema, paths []query.Key) func([]*Object) {
 	fp := sc.Fingerprint()
 	k := kept{sc: sc}
 	var seen []map[string]string // by column
-	var scratch []byte           // an object with chunks, joined (ColumnValues copies what it keeps)
-	for i, o := range r.objects() {
-		if i%warmBatch == 0 {
-			if !c.stepAside(ctx) {
-				return false
+	var scratch []byte           // an object with chunks, joined (what is kept is copied)
+	var missing []query.Key      // paths not kept on the object
+	var add []keptPath           // their values (keepWith copies them)
+	return func(objs []*Object) {
+		k.now = c.opts.Now()
+		for _, o := range objs {
+			kv := o.columns.Load()
+			has := kv != nil && kv.fingerprint == fp && kv.columns != nil
+			missing = missing[:0]
+			for _, p := range paths {
+				if !kv.holds(p.KeptName()) {
+					missing = append(missing, p)
+				}
 			}
-			k.now = c.opts.Now()
+			if has && len(missing) == 0 {
+				continue
+			}
+			raw := o.flatInto(&scratch)
+			add = add[:0]
+			for _, p := range missing {
+				add = append(add, keptPath{name: p.KeptName(), values: p.ReadJSON(raw)})
+			}
+			k.o = o
+			var vs []query.Value
+			if !has {
+				vs = sc.ColumnValues(raw, k.now)
+				if len(seen) < len(vs) {
+					seen = append(seen, make([]map[string]string, len(vs)-len(seen))...)
+				}
+				for i := range vs {
+					vs[i] = shareText(vs[i], o, &seen[i])
+				}
+			}
+			k.keepWith(vs, add)
 		}
-		if kv := o.columns.Load(); kv != nil && kv.fingerprint == fp && kv.columns != nil {
-			continue
-		}
-		k.o = o
-		vs := sc.ColumnValues(o.flatInto(&scratch), k.now)
-		if len(seen) < len(vs) {
-			seen = append(seen, make([]map[string]string, len(vs)-len(seen))...)
-		}
-		for i := range vs {
-			vs[i] = shareText(vs[i], o, &seen[i])
-		}
-		k.keep(vs)
 	}
-	return true
 }
 
 // maxShared bounds the texts of one column a pass remembers to share.
@@ -166,10 +254,11 @@ func shareText(v query.Value, o *Object, seen *map[string]string) query.Value {
 }
 
 // stepAside yields to the questions: it returns once no costly question
-// holds a slot (askSlots), or false when ctx ends.
+// holds a slot (askSlots) but those waiting for the warmer's standing
+// indexes (awaitStanding), or false when ctx ends.
 func (c *Cache) stepAside(ctx context.Context) bool {
 	runtime.Gosched()
-	for len(c.asks) > 0 {
+	for len(c.asks) > c.waitingForStanding() {
 		select {
 		case <-ctx.Done():
 			return false
@@ -177,6 +266,16 @@ func (c *Cache) stepAside(ctx context.Context) bool {
 		}
 	}
 	return ctx.Err() == nil
+}
+
+// waitingForStanding is the number of questions waiting for the
+// warmer's standing indexes.
+func (c *Cache) waitingForStanding() int {
+	n := 0
+	for _, r := range c.resources {
+		n += r.waitingForStanding()
+	}
+	return n
 }
 
 // versionsHandled is how many objects the resource's handler has added or

@@ -32,6 +32,10 @@ func (k Key) KeptName() string {
 	return k.path
 }
 
+// ReadsJSON reports whether the key is a path or age key: one whose
+// values a Kept keeps by its KeptName (Kept.Read).
+func (k Key) ReadsJSON() bool { return k.kind == pathKey || k.kind == ageKey }
+
 // ReadJSON reads the values of a path or age key from an object's JSON,
 // as a record without a Kept does.
 func (k Key) ReadJSON(raw []byte) []Value { return k.readJSON(raw, nil) }

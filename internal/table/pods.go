@@ -35,22 +35,52 @@ func podPrinter() Convertor {
 // names: decoding only these (decode skips the rest without building
 // it) is what makes rows cheap; test/table proves the result the
 // printer's on whole pods.
+// The members of anyValue types are the bulk of a pod the printer does
+// not read, named so that they are passed over whole (skip.go).
 type podView struct {
 	Metadata struct {
 		Name              string       `json:"name"`
 		CreationTimestamp metav1.Time  `json:"creationTimestamp"`
 		DeletionTimestamp *metav1.Time `json:"deletionTimestamp"`
+
+		Labels          anyValue `json:"labels"`
+		Annotations     anyValue `json:"annotations"`
+		OwnerReferences anyValue `json:"ownerReferences"`
+		ManagedFields   anyValue `json:"managedFields"`
 	} `json:"metadata"`
 	Spec struct {
-		Containers     []struct{} `json:"containers"`
+		Containers     []anObject `json:"containers"`
 		InitContainers []struct {
 			Name          string                         `json:"name"`
 			RestartPolicy *corev1.ContainerRestartPolicy `json:"restartPolicy"`
+
+			containerBulk
 		} `json:"initContainers"`
 		NodeName       string                    `json:"nodeName"`
 		ReadinessGates []corev1.PodReadinessGate `json:"readinessGates"`
+
+		Volumes         anyValue `json:"volumes"`
+		Tolerations     anyValue `json:"tolerations"`
+		Affinity        anyValue `json:"affinity"`
+		SecurityContext anyValue `json:"securityContext"`
+		TopologySpread  anyValue `json:"topologySpreadConstraints"`
 	} `json:"spec"`
 	Status podStatusView `json:"status"`
+}
+
+// containerBulk are the members of a container the printer does not read
+// that hold most of its bytes.
+type containerBulk struct {
+	Command         anyValue `json:"command"`
+	Args            anyValue `json:"args"`
+	Env             anyValue `json:"env"`
+	Ports           anyValue `json:"ports"`
+	Resources       anyValue `json:"resources"`
+	VolumeMounts    anyValue `json:"volumeMounts"`
+	LivenessProbe   anyValue `json:"livenessProbe"`
+	ReadinessProbe  anyValue `json:"readinessProbe"`
+	StartupProbe    anyValue `json:"startupProbe"`
+	SecurityContext anyValue `json:"securityContext"`
 }
 
 type podStatusView struct {
