@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -259,6 +261,11 @@ type limitedConn struct {
 	// when the connection owns them.
 	lent, kept         []byte
 	lentPool, keptPool *[]byte
+	// lentPieces and keptPieces are the pieces sent in place of lent and
+	// kept when those are pieceMarker's bytes (lendPieces); the
+	// connection owns them, and returns them to pieceLists once sent.
+	lentPieces, keptPieces *[][]byte
+	plain                  bool // what is held is written as is (hold)
 	// vec and bufs (under wmu) are sendHeld's vector, kept with the
 	// connection so that a send allocates nothing.
 	vec  [2][]byte
@@ -272,11 +279,14 @@ const maxHeld = 64 << 10
 
 var heldBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
 
-// hold starts keeping writes until release.
-func (c *limitedConn) hold() {
+// hold starts keeping writes until release. plain says that what is
+// written is the answer's own bytes (no TLS between), which lendPieces
+// needs.
+func (c *limitedConn) hold(plain bool) {
 	c.wmu.Lock()
 	if c.held == nil && c.werr == nil {
 		c.held = heldBuffers.Get().(*[]byte)
+		c.plain = plain
 	}
 	c.wmu.Unlock()
 }
@@ -308,13 +318,78 @@ func (c *limitedConn) lend(b []byte, pooled *[]byte) (accepted bool) {
 	return true
 }
 
+// pieceMarker stands for an answer a connection sends from pieces
+// (lendPieces): net/http counts its bytes against the answer's length and
+// passes it to the connection, which sends the pieces in its place. Its
+// own bytes are never sent: a write of any part of it that is not the
+// loan it stands for fails.
+var pieceMarker [envelopeFit]byte
+
+// minPiecesLoan is the shortest answer lent as pieces: net/http passes a
+// write straight to the connection, uncopied, only when it is longer than
+// its buffers (2 KiB before chunking, 4 KiB to the connection), which are
+// empty once the headers left (flushHeaders).
+const minPiecesLoan = 4<<10 + 1
+
+// pieceLists are the piece lists of answers lent in pieces.
+var pieceLists = sync.Pool{New: func() any { p := make([][]byte, 0, 1+maxPiecesPerObject); return &p }}
+
+// maxPiecesPerObject is the most pieces an object has (cache.Object.Pieces).
+const maxPiecesPerObject = 25
+
+func putPieceList(p *[][]byte) {
+	if p != nil && cap(*p) <= 2*(1+maxPiecesPerObject) {
+		clear(*p) // no reference to an object outlives its answer
+		*p = (*p)[:0]
+		pieceLists.Put(p)
+	}
+}
+
+// lendPieces is lend for an answer of n bytes held in (*pieces)[1:] (a
+// stored object's, which never change; the first place is sendHeld's):
+// the connection owns pieces once it accepts, and the caller then writes
+// the marker it returns, through net/http, in place of the bytes.
+// It declines (nil) an answer too short to pass net/http uncopied
+// (minPiecesLoan), one longer than pieceMarker, or when not holding
+// plain bytes (TLS would encrypt the marker); the caller then writes the
+// bytes itself.
+func (c *limitedConn) lendPieces(n int, pieces *[][]byte) (marker []byte) {
+	if n < minPiecesLoan || n > len(pieceMarker) {
+		return nil
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.forget()
+	if c.held == nil || !c.plain {
+		return nil
+	}
+	c.lent, c.lentPieces = pieceMarker[:n], pieces
+	return c.lent
+}
+
+// errMarkerCopied is the failure of a write of pieceMarker's bytes that
+// is not the loan they stand for: sending them would answer zeros.
+var errMarkerCopied = errors.New("server: an answer lent in pieces was not passed to its connection as lent")
+
+// isMarker reports whether p lies in pieceMarker.
+func isMarker(p []byte) bool {
+	if len(p) == 0 {
+		return false
+	}
+	start := uintptr(unsafe.Pointer(&pieceMarker[0]))
+	at := uintptr(unsafe.Pointer(&p[0]))
+	return at >= start && at < start+uintptr(len(pieceMarker))
+}
+
 // forget (under wmu) ends the loan and the kept body, if any. A kept
 // body's buffer goes back to its pool; a lent one never written is left
 // to the collector: its writer may still be about to write it (a close
 // from another goroutine ends the answer under it).
 func (c *limitedConn) forget() {
 	putAnswerBuffer(c.keptPool)
+	putPieceList(c.keptPieces)
 	c.lent, c.lentPool, c.kept, c.keptPool = nil, nil, nil, nil
+	c.lentPieces, c.keptPieces = nil, nil
 }
 
 // release sends what was held, in one write, and stops holding.
@@ -328,7 +403,7 @@ func (c *limitedConn) release() error {
 	c.held = nil
 	var err error
 	if len(*b) > 0 || c.kept != nil {
-		_, err = c.sendHeld(*b, c.kept)
+		_, err = c.sendHeld(*b, c.kept, c.keptPieces)
 	}
 	c.forget()
 	*b = (*b)[:0]
@@ -342,28 +417,35 @@ func (c *limitedConn) Write(p []byte) (int, error) {
 	switch {
 	case c.werr != nil:
 		return 0, c.werr
+	case c.lentPieces != nil && !sameBytes(p, c.lent), c.lentPieces == nil && isMarker(p):
+		// A marker copied or cut, or another write before it: the
+		// answer cannot be what its length says.
+		c.werr = errMarkerCopied
+		return 0, c.werr
 	case c.held == nil:
 		return c.Conn.Write(p)
 	case c.kept != nil:
 		// Bytes after a kept body: what was held leaves first.
-		_, err := c.sendHeld(*c.held, c.kept)
+		_, err := c.sendHeld(*c.held, c.kept, c.keptPieces)
 		*c.held = (*c.held)[:0]
 		putAnswerBuffer(c.keptPool)
-		c.kept, c.keptPool = nil, nil
+		putPieceList(c.keptPieces)
+		c.kept, c.keptPool, c.keptPieces = nil, nil, nil
 		if err != nil {
 			return 0, err
 		}
 	}
 	switch {
 	case c.lent != nil && sameBytes(p, c.lent):
-		c.kept, c.keptPool, c.lent, c.lentPool = p, c.lentPool, nil, nil
+		c.kept, c.keptPool, c.keptPieces = p, c.lentPool, c.lentPieces
+		c.lent, c.lentPool, c.lentPieces = nil, nil, nil
 		return len(p), nil
 	case len(*c.held)+len(p) <= maxHeld:
 		*c.held = append(*c.held, p...)
 		return len(p), nil
 	}
 	// A long answer leaves in parts of about maxHeld, each in one write.
-	n, err := c.sendHeld(*c.held, p)
+	n, err := c.sendHeld(*c.held, p, nil)
 	*c.held = (*c.held)[:0]
 	return n, err
 }
@@ -374,15 +456,23 @@ func sameBytes(p, b []byte) bool {
 }
 
 // sendHeld (under wmu) sends held and then p in one write (writev on a TCP
-// connection) and returns how many bytes of p were sent. A failure is
+// connection) and returns how many bytes of p were sent; with pieces (p
+// is then pieceMarker's), it sends held and the pieces. A failure is
 // kept: every later write fails with it.
-func (c *limitedConn) sendHeld(held, p []byte) (int, error) {
+func (c *limitedConn) sendHeld(held, p []byte, pieces *[][]byte) (int, error) {
 	if c.werr != nil {
 		return 0, c.werr
 	}
 	var n int64
 	var err error
-	if len(p) == 0 {
+	if pieces != nil {
+		// The list's first place is kept for what was held (lendPieces' callers).
+		(*pieces)[0] = held
+		c.bufs = *pieces
+		n, err = sendBuffers(c.Conn, &c.bufs)
+		c.bufs = nil
+		(*pieces)[0] = nil
+	} else if len(p) == 0 {
 		var m int
 		m, err = c.Conn.Write(held)
 		n = int64(m)

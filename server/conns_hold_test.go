@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -152,7 +153,7 @@ func TestHeldWritesKeepTheirOrderAndTheirError(t *testing.T) {
 		bytes.Repeat([]byte("b"), maxHeld-1), // passes maxHeld with the first
 		bytes.Repeat([]byte("c"), 1<<10),
 	}
-	lc.hold()
+	lc.hold(true)
 	for i, p := range parts {
 		if n, err := lc.Write(p); n != len(p) || err != nil {
 			t.Fatalf("write %d: %d, %v; want %d, nil", i, n, err, len(p))
@@ -173,7 +174,7 @@ func TestHeldWritesKeepTheirOrderAndTheirError(t *testing.T) {
 
 	broken := errors.New("connection reset")
 	lc = &limitedConn{Conn: writeSizes{Conn: server, mu: &mu, writes: &writes, fail: broken}, l: lc.l, addr: "pipe"}
-	lc.hold()
+	lc.hold(true)
 	if _, err := lc.Write([]byte("HTTP/1.1 200 OK\r\n")); err != nil {
 		t.Fatalf("a held write failed: %v", err)
 	}
@@ -205,7 +206,7 @@ func TestLentBodyLeavesAfterTheHeldBytes(t *testing.T) {
 			t.Fatalf("write: %d, %v; want %d, nil", n, err, len(p))
 		}
 	}
-	lc.hold()
+	lc.hold(true)
 	write(head)
 	lc.lend(body, nil)
 	write(body)
@@ -222,7 +223,7 @@ func TestLentBodyLeavesAfterTheHeldBytes(t *testing.T) {
 	writes = writes[:0]
 	mu.Unlock()
 
-	lc.hold()
+	lc.hold(true)
 	write(head)
 	lc.lend(body, nil)
 	write(bytes.Clone(body)) // equal bytes, another array: copied
@@ -238,7 +239,7 @@ func TestLentBodyLeavesAfterTheHeldBytes(t *testing.T) {
 	if lc.lent != nil || lc.kept != nil {
 		t.Error("a lent body outlived its answer")
 	}
-	lc.hold()
+	lc.hold(true)
 	if !lc.lend(body, nil) { // lent, never written (a HEAD answer): forgotten at release
 		t.Fatal("a holding connection declined a loan")
 	}
@@ -247,7 +248,7 @@ func TestLentBodyLeavesAfterTheHeldBytes(t *testing.T) {
 	}
 	pooled := answerBuffers.Get().(*[]byte)
 	*pooled = append((*pooled)[:0], body...)
-	lc.hold()
+	lc.hold(true)
 	write(head)
 	lc.lend(*pooled, pooled)
 	write(*pooled)
@@ -264,5 +265,77 @@ func TestLentBodyLeavesAfterTheHeldBytes(t *testing.T) {
 	want := bytes.Join([][]byte{head, body, head, body, body, tail, head, body}, nil)
 	if !bytes.Equal(<-got, want) {
 		t.Error("the bytes arrived changed or out of order")
+	}
+}
+
+// An answer lent in pieces leaves as its pieces after what was held, in
+// one write, in place of the marker net/http passed; the marker's own
+// bytes never leave: a copy of it, or a write before it, fails the
+// connection, and a connection under TLS or an answer short enough for
+// net/http to copy is declined.
+func TestPiecesLeaveInPlaceOfTheMarker(t *testing.T) {
+	client, server := net.Pipe()
+	defer client.Close()
+	var mu sync.Mutex
+	var writes []int
+	lc := &limitedConn{Conn: writeSizes{Conn: server, mu: &mu, writes: &writes}, l: newLimiter(LimitOptions{}.withDefaults()), addr: "pipe"}
+	got := make(chan []byte)
+	go func() { b, _ := io.ReadAll(client); got <- b }()
+
+	head := []byte("HTTP/1.1 200 OK\r\n\r\n")
+	a, b := bytes.Repeat([]byte("a"), 3<<10), bytes.Repeat([]byte("b"), 3<<10)
+	pieces := func() *[][]byte { p := [][]byte{nil, a, b, a}; return &p }
+	n := 3 * len(a)
+	lc.hold(true)
+	if _, err := lc.Write(head); err != nil {
+		t.Fatal(err)
+	}
+	marker := lc.lendPieces(n, pieces())
+	if marker == nil {
+		t.Fatal("a plain held connection declined an answer in pieces")
+	}
+	if w, err := lc.Write(marker); w != n || err != nil {
+		t.Fatalf("write of the marker: %d, %v", w, err)
+	}
+	if err := lc.release(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if len(writes) != 1 || writes[0] != len(head)+n {
+		t.Errorf("writes %v; want one of %d bytes", writes, len(head)+n)
+	}
+	mu.Unlock()
+
+	for name, p := range map[string]func(m []byte) []byte{
+		"a copy of the marker":     bytes.Clone,
+		"a part of the marker":     func(m []byte) []byte { return m[:len(m)/2] },
+		"other bytes before it":    func([]byte) []byte { return []byte("x") },
+		"the marker without loans": nil,
+	} {
+		c := &limitedConn{Conn: writeSizes{Conn: server, mu: &mu, writes: &writes}, l: lc.l, addr: "pipe"}
+		c.hold(true)
+		m := pieceMarker[:n]
+		if p != nil {
+			m = p(c.lendPieces(n, pieces()))
+		}
+		if _, err := c.Write(m); !errors.Is(err, errMarkerCopied) {
+			t.Errorf("%s: write %v, want %v", name, err, errMarkerCopied)
+		}
+		c.release()
+	}
+	tlsConn := &limitedConn{Conn: server, l: lc.l, addr: "pipe"}
+	tlsConn.hold(false)
+	if tlsConn.lendPieces(n, pieces()) != nil {
+		t.Error("a connection under TLS took an answer in pieces: TLS would encrypt the marker")
+	}
+	tlsConn.release()
+	lc.hold(true)
+	if lc.lendPieces(minPiecesLoan-1, pieces()) != nil {
+		t.Error("an answer net/http copies into its buffers was lent in pieces")
+	}
+	lc.release()
+	server.Close()
+	if want := append(append(append(slices.Clone(head), a...), b...), a...); !bytes.Equal(<-got, want) {
+		t.Error("the bytes arrived changed, or the marker's own bytes left")
 	}
 }

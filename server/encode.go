@@ -59,17 +59,45 @@ func writeObject(c echo.Context, raw []byte) error {
 }
 
 // writeStored is writeObject for a stored object. One held in pieces
-// (cache.Object.Chunked) is joined into an answer buffer, which the
-// connection is lent as the object's bytes would be: net/http's writer
-// takes the body in one slice, and copies pieces shorter than its buffers.
+// (cache.Object.Chunked) is lent to the connection as its pieces
+// (writePieces), which it sends as they are in one write: net/http's
+// writer takes a body in one slice, and joining the pieces into one was
+// a copy of every answer's bytes.
 func writeStored(c echo.Context, o *cache.Object) error {
 	if !o.Chunked() {
 		return writeObject(c, o.Raw())
 	}
 	c.Response().Header()["Content-Type"] = jsonContentType
+	ps := pieceLists.Get().(*[][]byte)
+	*ps = o.Pieces(append((*ps)[:0], nil)) // the first place is the connection's (sendHeld)
+	return writePieces(c.Response(), heldConn(c), o.Len(), ps)
+}
+
+// writePieces answers 200 with the n bytes of (*pieces)[1:], which do not
+// change (a stored object's), lent to lc (nil: none holds the answer)
+// when it takes them (lendPieces), else joined and written. pieces is
+// then the connection's, or returned here.
+func writePieces(w http.ResponseWriter, lc *limitedConn, n int, pieces *[][]byte) error {
+	h := w.Header()
+	if h.Get("Content-Type") == "" {
+		h["Content-Type"] = jsonContentType
+	}
+	h["Content-Length"] = contentLength(n)
+	w.WriteHeader(http.StatusOK)
+	if lc != nil && flushHeaders(w) {
+		if marker := lc.lendPieces(n, pieces); marker != nil {
+			_, err := w.Write(marker)
+			return err
+		}
+	}
 	b := answerBuffers.Get().(*[]byte)
-	*b = o.AppendTo((*b)[:0])
-	return writeLent(c.Response(), heldConn(c), *b, b)
+	for _, p := range (*pieces)[1:] {
+		*b = append(*b, p...)
+	}
+	putPieceList(pieces)
+	_, err := w.Write(*b) // copied or sent before it returns
+	putAnswerBuffer(b)
+	return err
 }
 
 // heldConn is the connection that holds c's answer (limitedConn.hold);

@@ -3,14 +3,19 @@ package server
 import (
 	"bufio"
 	"bytes"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"strconv"
 	"testing"
 
 	"github.com/labstack/echo/v4"
+	"github.com/tidwall/gjson"
 
 	"github.com/kubeindex/kubeindex/cache"
+	"github.com/kubeindex/kubeindex/cache/cachetest"
+	"github.com/kubeindex/kubeindex/ipowner"
 )
 
 // TestObjectsInPiecesAnswerAsStored: a GET and a list of objects the
@@ -88,5 +93,63 @@ func TestKubeListOfObjectsInPieces(t *testing.T) {
 	bw.Flush()
 	if !bytes.Equal(b.Bytes(), want) {
 		t.Fatalf("written\n%.200s\nwant\n%.200s", b.Bytes(), want)
+	}
+}
+
+// TestPiecesThroughARealServer: GETs and address lookups of every pod,
+// many on one keep-alive connection, answer the stored bytes exactly,
+// those held in pieces and longer than net/http's buffers lent to the
+// connection as their pieces (writePieces) included.
+func TestPiecesThroughARealServer(t *testing.T) {
+	f := cachetest.Start(t, cachetest.DefaultSpecs()...)
+	_, addr := serveReal(t, f.Cache, Options{})
+	res, err := f.Cache.List("pods", cache.ListQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1, DisableCompression: true}}
+	defer client.CloseIdleConnections()
+	get := func(path string) ([]byte, http.Header) {
+		t.Helper()
+		resp, err := client.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %v %s: %.200s", path, err, resp.Status, b)
+		}
+		return b, resp.Header
+	}
+	lent := 0
+	for _, o := range res.Items {
+		if o.Chunked() && o.Len() >= minPiecesLoan {
+			lent++
+		}
+		for range 2 { // a connection's loans end with their answers
+			b, h := get("/api/v1/pods/" + o.Key())
+			if want := o.Raw(); !bytes.Equal(b, want) || h.Get("Content-Length") != strconv.Itoa(len(want)) {
+				t.Fatalf("GET %s answered %d bytes, Content-Length %s; want the stored %d", o.Key(), len(b), h.Get("Content-Length"), len(want))
+			}
+		}
+		ip := gjson.GetBytes(o.Raw(), "status.podIP").Str
+		if ip == "" || gjson.GetBytes(o.Raw(), "spec.hostNetwork").Bool() {
+			continue
+		}
+		lookup, err := f.Cache.LookupAddress(ipowner.Query{IP: ip})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := httptest.NewRecorder()
+		if err := writeIPLookup(rec, nil, lookup); err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := get("/api/v1/ip/" + ip); !bytes.Equal(b, rec.Body.Bytes()) {
+			t.Fatalf("GET /api/v1/ip/%s answered\n%.300s\nwant\n%.300s", ip, b, rec.Body.Bytes())
+		}
+	}
+	if lent == 0 {
+		t.Fatal("no pod of the demo is held in pieces and long enough to be lent so")
 	}
 }

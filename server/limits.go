@@ -205,7 +205,7 @@ func (s *Server) limitRequests(c echo.Context, stream bool, next echo.HandlerFun
 		}
 	}
 	if lc := connOf(c.Request()); lc != nil && c.Request().ProtoMajor == 1 {
-		lc.hold()
+		lc.hold(c.Request().TLS == nil)
 		defer sendAnswer(c, lc) // before the deadline is lifted
 	}
 	return next(c)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
@@ -29,8 +28,6 @@ var latencyTargets = []struct {
 // machine at the same moment. The API server's field-selector list, the
 // lookup kubeindex replaces, is timed in the same rounds, as information.
 func (r *runner) lookupLatency(ctx context.Context) error {
-	client := loopbackClient(2) // one keep-alive connection to each server
-	defer client.CloseIdleConnections()
 	// The API server answers JSON here, as kubeindex does.
 	jsonClient, err := kubernetes.NewForConfig(r.c.RESTConfig())
 	if err != nil {
@@ -41,14 +38,17 @@ func (r *runner) lookupLatency(ctx context.Context) error {
 		r.report.Context = append(r.report.Context, fmt.Sprintf("pod JSON from the API server, with managedFields: %d bytes", len(b)))
 	}
 	refs := r.sampleRefs
+	servers := r.servers()
+	client := loopbackClient(len(servers) + 1) // one keep-alive connection to each server
+	defer client.CloseIdleConnections()
 	kinds := []struct {
 		name string
-		url  func(i int) string
+		url  func(base string, i int) string
 	}{
-		{"by-IP", func(i int) string { return r.main.base + "/api/v1/ip/" + refs[i%len(refs)].IP }},
-		{"GET by key", func(i int) string {
+		{"by-IP", func(base string, i int) string { return base + "/api/v1/ip/" + refs[i%len(refs)].IP }},
+		{"GET by key", func(base string, i int) string {
 			ref := refs[i%len(refs)]
-			return r.main.base + "/api/v1/pods/" + ref.Namespace + "/" + ref.Name
+			return base + "/api/v1/pods/" + ref.Namespace + "/" + ref.Name
 		}},
 	}
 	buf := make([]byte, 64<<10)
@@ -56,32 +56,47 @@ func (r *runner) lookupLatency(ctx context.Context) error {
 	for _, kind := range kinds {
 		var urls []string
 		for i := range min(50, len(refs)) {
-			urls = append(urls, kind.url(i))
+			urls = append(urls, kind.url(r.main.base, i))
 		}
 		size, err := bodySize(ctx, client, urls)
 		if err != nil {
 			return err
 		}
 		echoURL := fmt.Sprintf("%s/bytes/%d", r.echoBase, size)
-		// Warm both up: the connections, first-use allocations.
-		echo := func(int) string { return echoURL }
-		if _, _, err := pairedLatencies(ctx, client, 200, kind.url, echo, buf); err != nil {
+		// asked are the servers' URLs for round's i-th request, echo's last.
+		asked := func(round int) []func(i int) string {
+			var out []func(i int) string
+			for _, s := range servers {
+				out = append(out, func(i int) string { return kind.url(s.k.base, i*7+round) })
+			}
+			return append(out, func(int) string { return echoURL })
+		}
+		// Warm them up: the connections, first-use allocations.
+		if _, err := interleavedLatencies(ctx, client, 200, asked(0), buf); err != nil {
 			return err
 		}
-		pairs := make([][][2]float64, len(latencyTargets))
+		pairs := make([][][][2]float64, len(servers)) // by server, by target
+		for s := range pairs {
+			pairs[s] = make([][][2]float64, len(latencyTargets))
+		}
 		for round := range r.o.Rounds {
-			k, e, err := pairedLatencies(ctx, client, r.o.LatencyRequests, func(i int) string { return kind.url(i*7 + round) }, echo, buf)
+			all, err := interleavedLatencies(ctx, client, r.o.LatencyRequests, asked(round), buf)
 			if err != nil {
 				return err
 			}
-			for t, lt := range latencyTargets {
-				pairs[t] = append(pairs[t], [2]float64{ms(percentile(k, lt.q)), ms(percentile(e, lt.q))})
+			e := all[len(servers)]
+			for s, srv := range servers {
+				k := all[s]
+				for t, lt := range latencyTargets {
+					pairs[s][t] = append(pairs[s][t], [2]float64{ms(percentile(k, lt.q)), ms(percentile(e, lt.q))})
+				}
+				r.logf("%s latency round %d: kubeindex p50 %v p99 %v, echo p50 %v p99 %v (%d each, %d-byte bodies)", srv.figureName(kind.name), round,
+					percentile(k, .5), percentile(k, .99), percentile(e, .5), percentile(e, .99), len(k), size)
 			}
-			r.logf("%s latency round %d: kubeindex p50 %v p99 %v, echo p50 %v p99 %v (%d each, %d-byte bodies)", kind.name, round,
-				percentile(k, .5), percentile(k, .99), percentile(e, .5), percentile(e, .99), len(k), size)
 			if kind.name != "by-IP" {
 				continue
 			}
+			k := all[0]
 			a, err := latencies(r.o.APIServerRequests, 30*time.Second, func(i int) error {
 				ref := refs[(i*11+round)%len(refs)]
 				b, err := rest.Get().Resource("pods").Param("fieldSelector", "status.podIP="+ref.IP).
@@ -99,11 +114,13 @@ func (r *runner) lookupLatency(ctx context.Context) error {
 				vsAPI[t] = append(vsAPI[t], [2]float64{ms(percentile(k, lt.q)), ms(percentile(a, lt.q))})
 			}
 		}
-		for t, lt := range latencyTargets {
-			f := pairFigure(kind.name+" latency "+lt.label, "ms", "echo, same body size", lt.target, pairs[t], kOverC, lt.met)
-			f.Note = fmt.Sprintf("sequential over keep-alive loopback HTTP, one client, kubeindex and echo in turn (which goes first alternating), %d requests each per round, %d-byte bodies",
-				r.o.LatencyRequests, size)
-			r.add(f)
+		for s, srv := range servers {
+			for t, lt := range latencyTargets {
+				f := pairFigure(srv.figureName(kind.name+" latency "+lt.label), "ms", "echo, same body size", lt.target, pairs[s][t], kOverC, lt.met)
+				f.Note = fmt.Sprintf("sequential over keep-alive loopback HTTP, one client, kubeindex and echo in turn (the order permuted request by request), %d requests each per round, %d-byte bodies",
+					r.o.LatencyRequests, size)
+				r.add(f)
+			}
 		}
 	}
 	for t, lt := range latencyTargets {
@@ -121,28 +138,9 @@ const information = "(information)"
 // each in turn (which goes first alternating), and returns both sets of
 // durations, sorted. Any answer but 200 is an error.
 func pairedLatencies(ctx context.Context, client *http.Client, count int, a, b func(i int) string, buf []byte) (as, bs []time.Duration, err error) {
-	as = make([]time.Duration, 0, count)
-	bs = make([]time.Duration, 0, count)
-	for i := range count {
-		for turn := range 2 {
-			isA := turn == i%2 // a first on even requests, b first on odd
-			u := b(i)
-			if isA {
-				u = a(i)
-			}
-			t := time.Now()
-			if err := get(ctx, client, u, buf); err != nil {
-				return nil, nil, err
-			}
-			d := time.Since(t)
-			if isA {
-				as = append(as, d)
-			} else {
-				bs = append(bs, d)
-			}
-		}
+	both, err := interleavedLatencies(ctx, client, count, []func(int) string{a, b}, buf)
+	if err != nil {
+		return nil, nil, err
 	}
-	slices.Sort(as)
-	slices.Sort(bs)
-	return as, bs, nil
+	return both[0], both[1], nil
 }

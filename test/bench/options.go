@@ -96,6 +96,12 @@ type Options struct {
 	// without), whose marked heap holds nothing allocated under load;
 	// past it, the median of the GCs under load is used. Default 3m.
 	IdleGCWait time.Duration
+	// Builds are other kubeindex source trees (module roots, "label=dir"
+	// or a dir, labelled by its name): each is built and started on the
+	// seeded pods, and the rate and latency figures ask it in the same
+	// rounds as the main kubeindex and echo, the order of asking permuted,
+	// each with figures of its own (named with the label in brackets).
+	Builds []string
 	// Dir keeps the cluster's state (and seeded pods) between runs; empty
 	// means a fresh temporary directory. The kinformers figure writes the
 	// API server's CPU profiles (N >= 10) to Dir/profiles when it is set.

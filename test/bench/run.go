@@ -39,6 +39,8 @@ type runner struct {
 	informerHeap []float64
 	podJSON      float64
 	echoBase     string // the echo server, for the latency floor
+	// builds are the other kubeindex codes asked beside main (Options.Builds).
+	builds []*otherBuild
 }
 
 func (r *runner) logf(format string, args ...any) {
@@ -79,7 +81,13 @@ func (r *runner) run(ctx context.Context) error {
 		return err
 	}
 	defer os.RemoveAll(r.dir)
+	if r.builds, err = parseBuilds(r.o.Builds); err != nil {
+		return err
+	}
 	if err := r.buildAll(ctx); err != nil {
+		return err
+	}
+	if err := r.buildOthers(ctx); err != nil {
 		return err
 	}
 	steps := []step{
@@ -286,7 +294,8 @@ func (r *runner) runInformer(ctx context.Context, selector string) (wall, cpu ti
 }
 
 // requestRate compares requests/s of GET by key and by IP with the echo
-// server answering bodies of the same size, rounds interleaved.
+// server answering bodies of the same size, rounds interleaved. Each build
+// (Options.Builds) is asked in the same rounds, each against echo.
 func (r *runner) requestRate(ctx context.Context) error {
 	echo, err := startProc("benchecho", r.echoBin, nil, nil)
 	if err != nil {
@@ -299,59 +308,69 @@ func (r *runner) requestRate(ctx context.Context) error {
 	case <-time.After(30 * time.Second):
 		return fmt.Errorf("benchecho not ready: %s", echo.logTail())
 	}
-	client := loopbackClient(r.o.Concurrency)
-	var keyURLs, ipURLs []string
-	for _, ref := range r.sampleRefs {
-		keyURLs = append(keyURLs, r.main.base+"/api/v1/pods/"+ref.Namespace+"/"+ref.Name)
-		ipURLs = append(ipURLs, r.main.base+"/api/v1/ip/"+ref.IP)
+	if err := r.startOthers(ctx); err != nil {
+		return err
 	}
-	for _, kind := range []struct {
-		name string
-		urls []string
-	}{{"GET by key", keyURLs}, {"by-IP lookup", ipURLs}} {
-		size, err := bodySize(ctx, client, kind.urls)
+	servers := r.servers()
+	settle(ctx, servers, time.Minute)
+	client := loopbackClient(r.o.Concurrency)
+	urls := func(base, kind string) []string {
+		var out []string
+		for _, ref := range r.sampleRefs {
+			if kind == "by-IP lookup" {
+				out = append(out, base+"/api/v1/ip/"+ref.IP)
+			} else {
+				out = append(out, base+"/api/v1/pods/"+ref.Namespace+"/"+ref.Name)
+			}
+		}
+		return out
+	}
+	perms := orders(len(servers) + 1) // the servers, then echo
+	for _, kind := range []string{"GET by key", "by-IP lookup"} {
+		size, err := bodySize(ctx, client, urls(r.main.base, kind))
 		if err != nil {
 			return err
 		}
-		if kind.name == "GET by key" {
+		if kind == "GET by key" {
 			r.podJSON = float64(size - 1) // the stored bytes and a newline
 		}
-		echoURLs := []string{fmt.Sprintf("%s/bytes/%d", r.echoBase, size)}
-		// Warm both up: connections, first-use allocations.
-		for _, urls := range [][]string{kind.urls, echoURLs} {
-			if _, err := throughput(ctx, client, urls, r.o.Concurrency, r.o.RoundTime/4); err != nil {
+		asked := make([][]string, 0, len(servers)+1)
+		for _, s := range servers {
+			asked = append(asked, urls(s.k.base, kind))
+		}
+		asked = append(asked, []string{fmt.Sprintf("%s/bytes/%d", r.echoBase, size)})
+		// Warm each up: connections, first-use allocations.
+		for _, u := range asked {
+			if _, err := throughput(ctx, client, u, r.o.Concurrency, r.o.RoundTime/4); err != nil {
 				return err
 			}
 		}
-		var pairs [][2]float64
+		pairs := make([][][2]float64, len(servers))
 		for round := range r.o.Rounds {
-			var k, e float64
-			var gcs int
-			kubeindex := func() (err error) {
-				gcs = len(r.main.gcs())
-				k, err = throughput(ctx, client, kind.urls, r.o.Concurrency, r.o.RoundTime)
-				gcs = len(r.main.gcs()) - gcs
-				return err
-			}
-			echo := func() (err error) {
-				e, err = throughput(ctx, client, echoURLs, r.o.Concurrency, r.o.RoundTime)
-				return err
-			}
-			order := []func() error{kubeindex, echo}
-			if round%2 == 1 {
-				order[0], order[1] = echo, kubeindex // neither server always follows the other
-			}
-			for _, measure := range order {
-				if err := measure(); err != nil {
+			rates := make([]float64, len(asked))
+			gcs := make([]int, len(servers))
+			for _, i := range perms[round%len(perms)] { // no server always follows another
+				if i < len(servers) {
+					gcs[i] = len(servers[i].k.gcs())
+				}
+				if rates[i], err = throughput(ctx, client, asked[i], r.o.Concurrency, r.o.RoundTime); err != nil {
 					return err
 				}
+				if i < len(servers) {
+					gcs[i] = len(servers[i].k.gcs()) - gcs[i]
+				}
 			}
-			r.logf("%s round %d: kubeindex %.0f/s (%d GCs), echo %.0f/s (%d-byte bodies)", kind.name, round, k, gcs, e, size)
-			pairs = append(pairs, [2]float64{k, e})
+			e := rates[len(servers)]
+			for i, s := range servers {
+				r.logf("%s round %d: kubeindex %.0f/s (%d GCs), echo %.0f/s (%d-byte bodies)", s.figureName(kind), round, rates[i], gcs[i], e, size)
+				pairs[i] = append(pairs[i], [2]float64{rates[i], e})
+			}
 		}
-		f := pairFigure(kind.name+" requests/s", "req/s", "echo, same body size", "ratio >= 0.90", pairs, kOverC, func(x float64) bool { return x >= 0.90 })
-		f.Note = fmt.Sprintf("concurrency %d, %v rounds, the servers' order alternating, keep-alive loopback, %d-byte bodies", r.o.Concurrency, r.o.RoundTime, size)
-		r.add(f)
+		for i, s := range servers {
+			f := pairFigure(s.figureName(kind+" requests/s"), "req/s", "echo, same body size", "ratio >= 0.90", pairs[i], kOverC, func(x float64) bool { return x >= 0.90 })
+			f.Note = fmt.Sprintf("concurrency %d, %v rounds, the servers' order permuted round by round, keep-alive loopback, %d-byte bodies", r.o.Concurrency, r.o.RoundTime, size)
+			r.add(f)
+		}
 	}
 	client.CloseIdleConnections()
 	return nil
