@@ -31,12 +31,7 @@ import (
 //
 //	go test -run XXX -bench Questions -benchtime 5x ./cache
 func BenchmarkQuestions(b *testing.B) {
-	n := 100_000
-	if v := os.Getenv("ASK_PODS"); v != "" {
-		if _, err := fmt.Sscan(v, &n); err != nil || n < 100_000 && n < 1000 {
-			b.Fatalf("ASK_PODS=%q: want a number of pods of at least 1000", v)
-		}
-	}
+	n := askPods(b)
 	srv := listServer(b, benchLayoutFixture(b, n))
 	defer srv.Close()
 	c, stop := startSyncedPods(b, &rest.Config{Host: srv.URL, DisableCompression: true},
@@ -249,4 +244,16 @@ func BenchmarkQuestions(b *testing.B) {
 			b.ReportMetric(0, "ns/op")
 		}
 	})
+}
+
+// askPods is the number of pods the question benchmarks cache: ASK_PODS,
+// 100,000 by default, at least 1,000.
+func askPods(b *testing.B) int {
+	n := 100_000
+	if v := os.Getenv("ASK_PODS"); v != "" {
+		if _, err := fmt.Sscan(v, &n); err != nil || n < 1000 {
+			b.Fatalf("ASK_PODS=%q: want a number of pods of at least 1000", v)
+		}
+	}
+	return n
 }

@@ -2,7 +2,6 @@ package cache
 
 import (
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -17,12 +16,7 @@ import (
 //
 //	go test -run XXX -bench Search -benchtime 5x ./cache
 func BenchmarkSearch(b *testing.B) {
-	n := 100_000
-	if v := os.Getenv("ASK_PODS"); v != "" {
-		if _, err := fmt.Sscan(v, &n); err != nil || n < 1000 {
-			b.Fatalf("ASK_PODS=%q: want a number of pods of at least 1000", v)
-		}
-	}
+	n := askPods(b)
 	srv := listServer(b, benchLayoutFixture(b, n))
 	defer srv.Close()
 	c, stop := startSyncedPods(b, &rest.Config{Host: srv.URL, DisableCompression: true},

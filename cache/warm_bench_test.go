@@ -1,8 +1,6 @@
 package cache
 
 import (
-	"fmt"
-	"os"
 	"runtime"
 	"testing"
 	"time"
@@ -22,12 +20,7 @@ import (
 //	ASK_PODS=100000 go test -run XXX -bench FirstSort -benchtime 1x ./cache
 //	ASK_PODS=100000 go test -run XXX -bench FirstSort/ready -benchtime 1x -cpuprofile cpu.out ./cache
 func BenchmarkFirstSort(b *testing.B) {
-	n := 100_000
-	if v := os.Getenv("ASK_PODS"); v != "" {
-		if _, err := fmt.Sscan(v, &n); err != nil || n < 1000 {
-			b.Fatalf("ASK_PODS=%q: want a number of pods of at least 1000", v)
-		}
-	}
+	n := askPods(b)
 	srv := listServer(b, benchLayoutFixture(b, n))
 	defer srv.Close()
 	c, stop := startSyncedPods(b, &rest.Config{Host: srv.URL, DisableCompression: true},
