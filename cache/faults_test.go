@@ -167,6 +167,14 @@ func TestReconnectsSoonAfterAnOutage(t *testing.T) {
 		},
 	}, cache.Spec{Resource: "nodes"})
 
+	// The outage begins once the cache's watch is established: a change
+	// made now reaches the cache through it (the sync ends with the list,
+	// before the watch request may have reached the server).
+	f.Sim.Apply("nodes", []byte(`{"metadata":{"name":"node-before-outage"}}`))
+	cachetest.Eventually(t, "the cache to watch", func() bool {
+		_, _, err := f.Cache.Get("nodes", "", "node-before-outage")
+		return err == nil
+	})
 	failing.Store(8)
 	f.Sim.DropWatches()
 	f.Sim.Apply("nodes", []byte(`{"metadata":{"name":"node-after-outage"}}`))
