@@ -87,6 +87,16 @@ func (o *Object) labels() []byte {
 	return d.Member("labels")
 }
 
+// Metadata returns the value of the object's metadata member (nil: none).
+// The caller must not modify it. Metadata is never held in pieces, so an
+// object held in pieces is not joined to read it.
+func (o *Object) Metadata() []byte {
+	if d := o.doc("metadata"); d.Pieces == nil {
+		return d.Raw
+	}
+	return jsonscan.Member(o.flat(), "metadata") // not held so; whole, as Raw is
+}
+
 // Raw returns the object's JSON. The caller must not modify it. For an
 // object held in pieces (Chunked) it joins them into a new slice: a writer
 // of the whole object writes its Pieces instead (WriteTo, AppendTo).

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kubeindex/kubeindex/internal/jsonscan"
 )
 
 // inline builds without chunks: what Build made before objects were
@@ -51,6 +53,9 @@ func sameObject(t testing.TB, in []byte, o, want *Object) {
 	var scratch []byte
 	if got := o.flatInto(&scratch); !bytes.Equal(got, w) {
 		t.Fatalf("%.80q: flatInto is %q", in, got)
+	}
+	if got, want := o.Metadata(), jsonscan.Member(w, "metadata"); !bytes.Equal(got, want) {
+		t.Fatalf("%.80q: Metadata is %q, want %q", in, got, want)
 	}
 	if o.Len() != len(w) || o.Key() != want.Key() || o.ResourceVersion() != want.ResourceVersion() || o.UID() != want.UID() {
 		t.Fatalf("%.80q: length %d, key %q, rv %q, uid %q; want %d %q %q %q", in, o.Len(), o.Key(), o.ResourceVersion(), o.UID(),

@@ -22,14 +22,19 @@ func BenchmarkHotPaths(b *testing.B) {
 		b.Fatalf("no pod to look up: %v", err)
 	}
 	podIP := gjson.GetBytes(web.Items[0].Raw(), "status.podIP").Str
-	for _, bc := range []struct{ name, target string }{
-		{"ip_pod", "/api/v1/ip/" + podIP},
-		{"ip_hostnetwork", "/api/v1/ip/10.0.0.12"},
-		{"get_pod", "/api/v1/pods/kube-system/kube-proxy-zhstf"},
-		{"list_namespace", "/api/v1/pods?namespace=kube-system"},
+	for _, bc := range []struct{ name, target, accept string }{
+		{"ip_pod", "/api/v1/ip/" + podIP, ""},
+		{"ip_hostnetwork", "/api/v1/ip/10.0.0.12", ""},
+		{"get_pod", "/api/v1/pods/kube-system/kube-proxy-zhstf", ""},
+		{"list_namespace", "/api/v1/pods?namespace=kube-system", ""},
+		// what a metadata-only informer lists: every pod's metadata
+		{"list_metadata", "/k8s/api/v1/pods", "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			req := localRequest(http.MethodGet, bc.target, nil)
+			if bc.accept != "" {
+				req.Header.Set("Accept", bc.accept)
+			}
 			b.ReportAllocs()
 			for b.Loop() {
 				rec := httptest.NewRecorder()

@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubeindex/kubeindex/cache"
-	"github.com/kubeindex/kubeindex/internal/jsonscan"
 )
 
 // Metadata-only reads (Accept: application/json;as=PartialObjectMetadata
@@ -50,17 +49,17 @@ func (m asMetadata) size(o *cache.Object) int {
 	if m.custom {
 		return -1
 	}
-	return len(metadataPrefix) + len(storedMetadata(o.Raw())) + 1
+	return len(metadataPrefix) + len(storedMetadata(o)) + 1
 }
 
 func (m asMetadata) write(bw *bufio.Writer, o *cache.Object) {
-	bw.Write(m.appendTo(bw.AvailableBuffer(), o.Raw()))
+	bw.Write(m.appendTo(bw.AvailableBuffer(), o))
 }
 
-// appendTo appends raw's PartialObjectMetadata to b.
-func (m asMetadata) appendTo(b, raw []byte) []byte {
+// appendTo appends o's PartialObjectMetadata to b.
+func (m asMetadata) appendTo(b []byte, o *cache.Object) []byte {
 	b = append(b, metadataPrefix...)
-	md := storedMetadata(raw)
+	md := storedMetadata(o)
 	if m.custom {
 		var om metav1.ObjectMeta
 		if err := json.Unmarshal(md, &om); err == nil {
@@ -73,17 +72,18 @@ func (m asMetadata) appendTo(b, raw []byte) []byte {
 	return append(b, '}')
 }
 
-// storedMetadata is the value of raw's metadata; {} when it has none.
-func storedMetadata(raw []byte) []byte {
-	if md := jsonscan.Member(raw, "metadata"); md != nil {
+// storedMetadata is the value of o's metadata, read without joining an
+// object held in pieces; {} when it has none.
+func storedMetadata(o *cache.Object) []byte {
+	if md := o.Metadata(); md != nil {
 		return md
 	}
 	return []byte("{}")
 }
 
 // writeKubeMetadata answers a get as PartialObjectMetadata.
-func writeKubeMetadata(c echo.Context, res cache.Resource, raw []byte) error {
-	body := metadataOf(res).appendTo(nil, raw)
+func writeKubeMetadata(c echo.Context, res cache.Resource, o *cache.Object) error {
+	body := metadataOf(res).appendTo(nil, o)
 	c.Response().Header().Set(echo.HeaderContentType, kubeMetadataMediaType)
 	c.Response().WriteHeader(http.StatusOK)
 	_, err := c.Response().Write(body)

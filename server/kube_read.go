@@ -301,7 +301,7 @@ func (s *Server) kubeGet(c echo.Context, t kubeTarget, opts *metainternalversion
 		return writeKubeProtoGet(c.Response(), msgs.envelope(t.res), msg)
 	}
 	if t.asMetadata {
-		return writeKubeMetadata(c, t.res, obj.Raw())
+		return writeKubeMetadata(c, t.res, obj)
 	}
 	return writeStored(c, obj)
 }

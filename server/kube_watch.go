@@ -182,7 +182,7 @@ func (w *kubeWatchWriter) write(m *cache.Message) error {
 				return err
 			}
 		case w.metadata != nil:
-			raw = w.metadata.appendTo(nil, o.Raw())
+			raw = w.metadata.appendTo(nil, o)
 		default:
 			stored = true
 		}
