@@ -18,7 +18,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubeindex/kubeindex/indexers"
-	"github.com/kubeindex/kubeindex/internal/jsonscan"
 	"github.com/kubeindex/kubeindex/internal/text"
 	"github.com/kubeindex/kubeindex/ipowner"
 	"github.com/kubeindex/kubeindex/query"
@@ -393,9 +392,6 @@ func objectIndexFunc(root string, f indexers.DocFunc) toolscache.IndexFunc {
 		if !ok {
 			return nil, nil
 		}
-		if root == "" {
-			return f(jsonscan.Doc{Raw: o.flat()}), nil
-		}
-		return f(o.doc(root)), nil
+		return o.indexValues(root, f), nil
 	}
 }

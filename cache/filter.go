@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kubeindex/kubeindex/indexers"
-	"github.com/kubeindex/kubeindex/internal/jsonscan"
 	"github.com/kubeindex/kubeindex/internal/text"
 )
 
@@ -145,12 +144,7 @@ func (f *filter) setIndex(spec indexers.Spec, norm string) {
 }
 
 // indexValues are o's values of f's index.
-func (f *filter) indexValues(o *Object) []string {
-	if f.root == "" {
-		return f.fn(jsonscan.Doc{Raw: o.flat()})
-	}
-	return f.fn(o.doc(f.root))
-}
+func (f *filter) indexValues(o *Object) []string { return o.indexValues(f.root, f.fn) }
 
 // hasIndexValue reports whether o holds f's index value (true without
 // an index).

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kubeindex/kubeindex/indexers"
 	"github.com/kubeindex/kubeindex/internal/jsonscan"
 )
 
@@ -85,6 +86,16 @@ func (o *Object) doc(key string) jsonscan.Doc {
 func (o *Object) labels() []byte {
 	d := o.doc("metadata")
 	return d.Member("labels")
+}
+
+// indexValues are the values of an index function that reads the
+// top-level member root ("": the whole object; indexers.Spec.Rooted): an
+// object held in pieces is joined only for one that reads it whole.
+func (o *Object) indexValues(root string, f indexers.DocFunc) []string {
+	if root == "" {
+		return f(jsonscan.Doc{Raw: o.flat()})
+	}
+	return f(o.doc(root))
 }
 
 // Metadata returns the value of the object's metadata member (nil: none).
