@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"slices"
 	"time"
 
 	"github.com/kubeindex/kubeindex/query"
@@ -97,25 +98,14 @@ func (k *kept) keepWith(vs []query.Value, add []keptPath) {
 		if nk.columns == nil {
 			return // nothing to keep the paths with
 		}
-		var paths []keptPath
 		if old != nil {
-			paths = old.paths
+			nk.paths = old.paths
 		}
-		n := len(paths)
 		for _, p := range add {
-			if n < maxKeptPaths && !old.holds(p.name) {
-				n++
+			if len(nk.paths) < maxKeptPaths && !old.holds(p.name) {
+				nk.paths = append(slices.Clip(nk.paths), p) // a new array: old's is read meanwhile
 			}
 		}
-		if n > len(paths) {
-			paths = append(make([]keptPath, 0, n), paths...)
-			for _, p := range add {
-				if len(paths) < maxKeptPaths && !old.holds(p.name) {
-					paths = append(paths, p)
-				}
-			}
-		}
-		nk.paths = paths
 		if k.o.columns.CompareAndSwap(old, nk) {
 			return
 		}
