@@ -367,6 +367,10 @@ func (c *limitedConn) lendPieces(n int, pieces *[][]byte) (marker []byte) {
 	return c.lent
 }
 
+// piecesSent counts the answers sent as their pieces (sendHeld), which
+// tests read to know that loans are made, not only declined.
+var piecesSent atomic.Uint64
+
 // errMarkerCopied is the failure of a write of pieceMarker's bytes that
 // is not the loan they stand for: sending them would answer zeros.
 var errMarkerCopied = errors.New("server: an answer lent in pieces was not passed to its connection as lent")
@@ -472,6 +476,7 @@ func (c *limitedConn) sendHeld(held, p []byte, pieces *[][]byte) (int, error) {
 		n, err = sendBuffers(c.Conn, &c.bufs)
 		c.bufs = nil
 		(*pieces)[0] = nil
+		piecesSent.Add(1)
 	} else if len(p) == 0 {
 		var m int
 		m, err = c.Conn.Write(held)

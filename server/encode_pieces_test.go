@@ -122,7 +122,7 @@ func TestPiecesThroughARealServer(t *testing.T) {
 		}
 		return b, resp.Header
 	}
-	lent := 0
+	lent, sent := 0, piecesSent.Load()
 	for _, o := range res.Items {
 		if o.Chunked() && o.Len() >= minPiecesLoan {
 			lent++
@@ -151,5 +151,8 @@ func TestPiecesThroughARealServer(t *testing.T) {
 	}
 	if lent == 0 {
 		t.Fatal("no pod of the demo is held in pieces and long enough to be lent so")
+	}
+	if got := piecesSent.Load() - sent; got < uint64(2*lent) {
+		t.Fatalf("%d answers sent as their pieces; want the %d GETs of the %d pods held in pieces and long enough", got, 2*lent, lent)
 	}
 }
