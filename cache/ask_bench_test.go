@@ -32,11 +32,7 @@ import (
 //	go test -run XXX -bench Questions -benchtime 5x ./cache
 func BenchmarkQuestions(b *testing.B) {
 	n := askPods(b)
-	srv := listServer(b, benchLayoutFixture(b, n))
-	defer srv.Close()
-	c, stop := startSyncedPods(b, &rest.Config{Host: srv.URL, DisableCompression: true},
-		Spec{Resource: "pods", Indexes: benchIndexes()}, Options{LazyColumns: true}, n)
-	defer stop()
+	c := layoutPods(b, n, Options{LazyColumns: true})
 	sc := query.NewSchema(table.ForResource(schema.GroupResource{Resource: "pods"}))
 	now := time.Now()
 	ask := func(filter, sort string, offset int) *Ask {
@@ -244,6 +240,17 @@ func BenchmarkQuestions(b *testing.B) {
 			b.ReportMetric(0, "ns/op")
 		}
 	})
+}
+
+// layoutPods is a synced cache of n pods in make bench's layout, with
+// the bench's indexes, stopped when b ends.
+func layoutPods(b *testing.B, n int, opts Options) *Cache {
+	srv := listServer(b, benchLayoutFixture(b, n))
+	b.Cleanup(srv.Close)
+	c, stop := startSyncedPods(b, &rest.Config{Host: srv.URL, DisableCompression: true},
+		Spec{Resource: "pods", Indexes: benchIndexes()}, opts, n)
+	b.Cleanup(stop) // before the server closes
+	return c
 }
 
 // askPods is the number of pods the question benchmarks cache: ASK_PODS,

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"testing"
 	"time"
-
-	"k8s.io/client-go/rest"
 )
 
 // BenchmarkSearch searches a cache of ASK_PODS pods (100,000 by default)
@@ -17,11 +15,7 @@ import (
 //	go test -run XXX -bench Search -benchtime 5x ./cache
 func BenchmarkSearch(b *testing.B) {
 	n := askPods(b)
-	srv := listServer(b, benchLayoutFixture(b, n))
-	defer srv.Close()
-	c, stop := startSyncedPods(b, &rest.Config{Host: srv.URL, DisableCompression: true},
-		Spec{Resource: "pods", Indexes: benchIndexes()}, Options{}, n)
-	defer stop()
+	c := layoutPods(b, n, Options{})
 	// The layout gives every pod one UID, and the owner table knows an
 	// object by its UID: the last pod listed is the one it holds.
 	last := fmt.Sprintf("10.%d.%d.%d", 64+(n-1)>>16, (n-1)>>8&255, (n-1)&255)

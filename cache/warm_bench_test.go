@@ -4,8 +4,6 @@ import (
 	"runtime"
 	"testing"
 	"time"
-
-	"k8s.io/client-go/rest"
 )
 
 // BenchmarkFirstSort is the path from "ready" to "every standing index
@@ -21,11 +19,7 @@ import (
 //	ASK_PODS=100000 go test -run XXX -bench FirstSort/ready -benchtime 1x -cpuprofile cpu.out ./cache
 func BenchmarkFirstSort(b *testing.B) {
 	n := askPods(b)
-	srv := listServer(b, benchLayoutFixture(b, n))
-	defer srv.Close()
-	c, stop := startSyncedPods(b, &rest.Config{Host: srv.URL, DisableCompression: true},
-		Spec{Resource: "pods", Indexes: benchIndexes()}, Options{LazyColumns: true}, n)
-	defer stop()
+	c := layoutPods(b, n, Options{LazyColumns: true})
 	sorts, err := podSorts(DefaultPodSortIndexes)
 	if err != nil {
 		b.Fatal(err)

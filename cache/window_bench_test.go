@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/rest"
 
 	"github.com/kubeindex/kubeindex/internal/table"
 	"github.com/kubeindex/kubeindex/query"
@@ -52,11 +51,7 @@ func BenchmarkWindows(b *testing.B) {
 		return def
 	}
 	n, windows, rate, seconds := env("WINDOW_PODS", 100_000), env("WINDOWS", 1000), env("WINDOW_UPDATES", 100), env("WINDOW_SECONDS", 10)
-	srv := listServer(b, benchLayoutFixture(b, n))
-	defer srv.Close()
-	c, stop := startSyncedPods(b, &rest.Config{Host: srv.URL, DisableCompression: true},
-		Spec{Resource: "pods", Indexes: benchIndexes()}, Options{}, n)
-	defer stop()
+	c := layoutPods(b, n, Options{})
 	r := c.byName["pods"]
 	sc := query.NewSchema(table.ForResource(schema.GroupResource{Resource: "pods"}))
 	sort, _ := sc.ParseSort("-restarts")
