@@ -96,13 +96,6 @@ func (a *asking) match(e orderEntry) bool {
 	return a.flt.Match(&a.rec)
 }
 
-// record is the entry's object as a question reads it (a.rec).
-func (a *asking) record(o *Object) *query.Record {
-	a.kept = kept{o: o, sc: a.sc, now: a.now}
-	a.sc.Fill(&a.rec, o.namespace, o.name, o.recordRaw(), a.now, &a.kept)
-	return &a.rec
-}
-
 // answerOrdered answers a first page, or a page after another process's
 // token, by walking the ordered index of q's sort: no sort, and a page
 // costs the same whatever its offset. ok is false when the question is
