@@ -78,13 +78,7 @@ func writeStored(c echo.Context, o *cache.Object) error {
 // when it takes them (lendPieces), else joined and written. pieces is
 // then the connection's, or returned here.
 func writePieces(w http.ResponseWriter, lc *limitedConn, n int, pieces *[][]byte) error {
-	h := w.Header()
-	if h.Get("Content-Type") == "" {
-		h["Content-Type"] = jsonContentType
-	}
-	h["Content-Length"] = contentLength(n)
-	w.WriteHeader(http.StatusOK)
-	if lc != nil && flushHeaders(w) {
+	if startLent(w, lc, n) {
 		if marker := lc.lendPieces(n, pieces); marker != nil {
 			_, err := w.Write(marker)
 			return err
@@ -114,18 +108,26 @@ func heldConn(c echo.Context) *limitedConn {
 // writeObject). pooled, if not nil, is body's answer buffer, which lc then
 // owns; unless lc took it, it is returned once written.
 func writeLent(w http.ResponseWriter, lc *limitedConn, body []byte, pooled *[]byte) error {
-	h := w.Header()
-	if h.Get("Content-Type") == "" {
-		h["Content-Type"] = jsonContentType
-	}
-	h["Content-Length"] = contentLength(len(body))
-	w.WriteHeader(http.StatusOK)
-	if lc != nil && flushHeaders(w) && lc.lend(body, pooled) {
+	if startLent(w, lc, len(body)) && lc.lend(body, pooled) {
 		pooled = nil // the connection's now
 	}
 	_, err := w.Write(body)
 	putAnswerBuffer(pooled)
 	return err
+}
+
+// startLent answers 200 with a body of n bytes (JSON unless a
+// Content-Type is set), and reports whether lc (nil: none holds the
+// answer) may be lent the body: its headers have left net/http's
+// buffers (flushHeaders).
+func startLent(w http.ResponseWriter, lc *limitedConn, n int) bool {
+	h := w.Header()
+	if h.Get("Content-Type") == "" {
+		h["Content-Type"] = jsonContentType
+	}
+	h["Content-Length"] = contentLength(n)
+	w.WriteHeader(http.StatusOK)
+	return lc != nil && flushHeaders(w)
 }
 
 // flushHeaders sends the headers of an answer whose length is set (so it
