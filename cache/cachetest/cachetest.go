@@ -107,7 +107,11 @@ func NewWith(t testing.TB, conf Config, specs ...cache.Spec) *Fixture {
 	return &Fixture{Sim: sim, Cache: c}
 }
 
-// Start builds, starts and waits for the cache to sync; cleanup stops it.
+// Start builds, starts and waits for the cache to sync and for every
+// watch to be open; cleanup stops it. A sync ends with the list, before
+// the watch that follows it may have reached the server: a test that
+// breaks the connection, or reads the freshness headers, starts from a
+// cache that watches.
 func Start(t testing.TB, specs ...cache.Spec) *Fixture {
 	t.Helper()
 	return StartWith(t, Config{}, specs...)
@@ -132,6 +136,7 @@ func StartWith(t testing.TB, conf Config, specs ...cache.Spec) *Fixture {
 	if !f.Cache.WaitForSync(syncCtx) {
 		t.Fatal("cache did not sync")
 	}
+	Eventually(t, "every watch to be open", func() bool { return f.Cache.Freshness().WatchConnected })
 	return f
 }
 
