@@ -90,8 +90,13 @@ func TestAPIServerOutage(t *testing.T) {
 
 	kept, gone := seeded.Pods[0], seeded.Pods[1]
 	keptPath := podsR.kiPath(kept.Namespace, kept.Name)
-	eventually(t, converge, "kubeindex to match the API server before the outage", func() error {
+	// Its watches open too: a sync ends with the list, before the watch
+	// that follows it may have reached the API server.
+	eventually(t, converge, "kubeindex to match the API server and watch it before the outage", func() error {
 		if err := sameList(ctx, k, api, podsR, "", nil, nil); err != nil {
+			return err
+		}
+		if err := readyzSays(k, false); err != nil {
 			return err
 		}
 		return sameCounts(ctx, k, api, defaultResources)
