@@ -35,7 +35,10 @@ func TestHarness(t *testing.T) {
 	rep.Print(&table)
 	t.Log("\n" + table.String())
 	want := []string{"initial sync CPU", "initial sync wall", "GET by key requests/s", "by-IP lookup requests/s",
+		"GET by key CPU per request", "by-IP lookup CPU per request",
+		"GET by key requests/s vs echo of one body", "by-IP lookup requests/s vs echo of one body",
 		"by-IP latency p50", "by-IP latency p99", "GET by key latency p50", "GET by key latency p99",
+		"by-IP latency p50 vs echo of one body", "GET by key latency p50 vs echo of one body",
 		"by-IP latency p50 vs API server", "by-IP latency p99 vs API server", "live heap per pod", "live heap per pod vs informer",
 		"memory per idle WebSocket", "stream fan-out frames/s", "stream event-to-client p99", "index upkeep CPU per event",
 		"API server CPU, 1 informers (list)", "API server CPU, 10 informers (list)", "API server CPU, 100 informers (list)",
@@ -78,11 +81,17 @@ func TestHarness(t *testing.T) {
 			t.Errorf("figure %q: ratio not computable: %+v", name, f)
 		}
 	}
-	// The latency figures are paired with the bare handler, the API
-	// server's list staying as information.
-	for _, name := range []string{"by-IP latency p50", "GET by key latency p99"} {
-		if f := got[name]; f != nil && f.Against != "echo, same body size" {
-			t.Errorf("figure %q compared with %q, want the echo server", name, f.Against)
+	// The request figures are paired with the bare handler answering as
+	// many distinct bodies as kubeindex's objects, the API server's list
+	// and echo's one body staying as information.
+	for _, name := range []string{"by-IP latency p50", "GET by key latency p99", "GET by key requests/s", "by-IP lookup requests/s"} {
+		if f := got[name]; f != nil && f.Against != echoSame {
+			t.Errorf("figure %q compared with %q, want the echo server's set", name, f.Against)
+		}
+	}
+	for _, name := range []string{"GET by key requests/s vs echo of one body", "by-IP latency p50 vs echo of one body", "GET by key CPU per request"} {
+		if f := got[name]; f != nil && f.Target != information {
+			t.Errorf("figure %q has a target: %+v", name, f)
 		}
 	}
 	if f := got["by-IP latency p50 vs API server"]; f != nil && f.Target != information {

@@ -63,13 +63,16 @@ func (r *runner) lookupLatency(ctx context.Context) error {
 			return err
 		}
 		echoURL := fmt.Sprintf("%s/bytes/%d", r.echoBase, size)
-		// asked are the servers' URLs for round's i-th request, echo's last.
+		// asked are the servers' URLs for round's i-th request, then
+		// echo's: a body of its set in the servers' turn (requestRate),
+		// and its one body.
 		asked := func(round int) []func(i int) string {
 			var out []func(i int) string
 			for _, s := range servers {
 				out = append(out, func(i int) string { return kind.url(s.k.base, i*7+round) })
 			}
-			return append(out, func(int) string { return echoURL })
+			return append(out, func(i int) string { return r.echoSetURL(size, (i*7+round)%len(refs)) },
+				func(int) string { return echoURL })
 		}
 		// Warm them up: the connections, first-use allocations.
 		if _, err := interleavedLatencies(ctx, client, 200, asked(0), buf); err != nil {
@@ -79,19 +82,21 @@ func (r *runner) lookupLatency(ctx context.Context) error {
 		for s := range pairs {
 			pairs[s] = make([][][2]float64, len(latencyTargets))
 		}
+		onePairs := make([][][2]float64, len(servers)) // p50 against echo's one body
 		for round := range r.o.Rounds {
 			all, err := interleavedLatencies(ctx, client, r.o.LatencyRequests, asked(round), buf)
 			if err != nil {
 				return err
 			}
-			e := all[len(servers)]
+			e, one := all[len(servers)], all[len(servers)+1]
 			for s, srv := range servers {
 				k := all[s]
 				for t, lt := range latencyTargets {
 					pairs[s][t] = append(pairs[s][t], [2]float64{ms(percentile(k, lt.q)), ms(percentile(e, lt.q))})
 				}
-				r.logf("%s latency round %d: kubeindex p50 %v p99 %v, echo p50 %v p99 %v (%d each, %d-byte bodies)", srv.figureName(kind.name), round,
-					percentile(k, .5), percentile(k, .99), percentile(e, .5), percentile(e, .99), len(k), size)
+				onePairs[s] = append(onePairs[s], [2]float64{ms(percentile(k, .5)), ms(percentile(one, .5))})
+				r.logf("%s latency round %d: kubeindex p50 %v p99 %v, echo p50 %v p99 %v, echo of one body p50 %v p99 %v (%d each, %d-byte bodies)", srv.figureName(kind.name), round,
+					percentile(k, .5), percentile(k, .99), percentile(e, .5), percentile(e, .99), percentile(one, .5), percentile(one, .99), len(k), size)
 			}
 			if kind.name != "by-IP" {
 				continue
@@ -116,11 +121,14 @@ func (r *runner) lookupLatency(ctx context.Context) error {
 		}
 		for s, srv := range servers {
 			for t, lt := range latencyTargets {
-				f := pairFigure(srv.figureName(kind.name+" latency "+lt.label), "ms", "echo, same body size", lt.target, pairs[s][t], kOverC, lt.met)
-				f.Note = fmt.Sprintf("sequential over keep-alive loopback HTTP, one client, kubeindex and echo in turn (the order permuted request by request), %d requests each per round, %d-byte bodies",
+				f := pairFigure(srv.figureName(kind.name+" latency "+lt.label), "ms", echoSame, lt.target, pairs[s][t], kOverC, lt.met)
+				f.Note = fmt.Sprintf("sequential over keep-alive loopback HTTP, one client, kubeindex and echo in turn (the order permuted request by request), %d requests each per round, %d-byte bodies, echo's as many distinct as kubeindex's objects",
 					r.o.LatencyRequests, size)
 				r.add(f)
 			}
+			g := pairFigure(srv.figureName(kind.name+" latency p50 vs echo of one body"), "ms", echoOne, information, onePairs[s], kOverC, func(float64) bool { return true })
+			g.Note = "the same rounds; echo answering one body, which stays in the CPU's caches (the comparison before echo answered a set)"
+			r.add(g)
 		}
 	}
 	for t, lt := range latencyTargets {

@@ -25,9 +25,9 @@ func loopbackClient(conns int) *http.Client {
 }
 
 // throughput sends GETs for the URLs (in turn) from `workers` goroutines
-// for d, and returns completed requests per second. Any answer but 200 is
-// an error: a fast 404 must not pass for a fast lookup.
-func throughput(ctx context.Context, client *http.Client, urls []string, workers int, d time.Duration) (float64, error) {
+// for d, and returns completed requests per second and their count. Any
+// answer but 200 is an error: a fast 404 must not pass for a fast lookup.
+func throughput(ctx context.Context, client *http.Client, urls []string, workers int, d time.Duration) (float64, int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var n atomic.Int64
@@ -53,9 +53,9 @@ func throughput(ctx context.Context, client *http.Client, urls []string, workers
 	}
 	wg.Wait()
 	if firstErr != nil {
-		return 0, firstErr
+		return 0, 0, firstErr
 	}
-	return float64(n.Load()) / time.Since(begin).Seconds(), nil
+	return float64(n.Load()) / time.Since(begin).Seconds(), n.Load(), nil
 }
 
 // get does one GET and reads the body through buf.

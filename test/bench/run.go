@@ -296,6 +296,11 @@ func (r *runner) runInformer(ctx context.Context, selector string) (wall, cpu ti
 // requestRate compares requests/s of GET by key and by IP with the echo
 // server answering bodies of the same size, rounds interleaved. Each build
 // (Options.Builds) is asked in the same rounds, each against echo.
+//
+// Echo answers as many distinct bodies as kubeindex answers objects, in
+// the same turn (echoSet): one body asked again and again stays in the
+// CPU's caches, which a thousand stored objects do not. Echo answering
+// one body is asked in the same rounds too, as information.
 func (r *runner) requestRate(ctx context.Context) error {
 	echo, err := startProc("benchecho", r.echoBin, nil, nil)
 	if err != nil {
@@ -325,7 +330,14 @@ func (r *runner) requestRate(ctx context.Context) error {
 		}
 		return out
 	}
-	perms := orders(len(servers) + 1) // the servers, then echo
+	// Asked in turn: the servers, echo's set, echo's one body.
+	set, one := len(servers), len(servers)+1
+	perms := orders(len(servers) + 2)
+	pids := make([]int, 0, len(servers)+2)
+	for _, s := range servers {
+		pids = append(pids, s.k.cmd.Process.Pid)
+	}
+	pids = append(pids, echo.cmd.Process.Pid, echo.cmd.Process.Pid)
 	for _, kind := range []string{"GET by key", "by-IP lookup"} {
 		size, err := bodySize(ctx, client, urls(r.main.base, kind))
 		if err != nil {
@@ -334,46 +346,80 @@ func (r *runner) requestRate(ctx context.Context) error {
 		if kind == "GET by key" {
 			r.podJSON = float64(size - 1) // the stored bytes and a newline
 		}
-		asked := make([][]string, 0, len(servers)+1)
+		asked := make([][]string, 0, len(servers)+2)
 		for _, s := range servers {
 			asked = append(asked, urls(s.k.base, kind))
 		}
-		asked = append(asked, []string{fmt.Sprintf("%s/bytes/%d", r.echoBase, size)})
+		var setURLs []string
+		for k := range r.sampleRefs {
+			setURLs = append(setURLs, r.echoSetURL(size, k))
+		}
+		asked = append(asked, setURLs, []string{fmt.Sprintf("%s/bytes/%d", r.echoBase, size)})
 		// Warm each up: connections, first-use allocations.
 		for _, u := range asked {
-			if _, err := throughput(ctx, client, u, r.o.Concurrency, r.o.RoundTime/4); err != nil {
+			if _, _, err := throughput(ctx, client, u, r.o.Concurrency, r.o.RoundTime/4); err != nil {
 				return err
 			}
 		}
 		pairs := make([][][2]float64, len(servers))
+		onePairs := make([][][2]float64, len(servers))
+		cpuPairs := make([][][2]float64, len(servers)) // server CPU per request, µs
 		for round := range r.o.Rounds {
 			rates := make([]float64, len(asked))
+			cpus := make([]roundCPU, len(asked))
 			gcs := make([]int, len(servers))
 			for _, i := range perms[round%len(perms)] { // no server always follows another
 				if i < len(servers) {
 					gcs[i] = len(servers[i].k.gcs())
 				}
-				if rates[i], err = throughput(ctx, client, asked[i], r.o.Concurrency, r.o.RoundTime); err != nil {
+				before := takeCPU(pids[i])
+				var n int64
+				if rates[i], n, err = throughput(ctx, client, asked[i], r.o.Concurrency, r.o.RoundTime); err != nil {
 					return err
 				}
+				cpus[i] = before.perRequest(takeCPU(pids[i]), n)
 				if i < len(servers) {
 					gcs[i] = len(servers[i].k.gcs()) - gcs[i]
 				}
 			}
-			e := rates[len(servers)]
+			e, ec := rates[set], cpus[set]
 			for i, s := range servers {
-				r.logf("%s round %d: kubeindex %.0f/s (%d GCs), echo %.0f/s (%d-byte bodies)", s.figureName(kind), round, rates[i], gcs[i], e, size)
+				c := cpus[i]
+				r.logf("%s round %d: kubeindex %.0f/s (%d GCs), echo %.0f/s (%d bodies of %d bytes), echo of one body %.0f/s; CPU per request µs, server / client / machine: kubeindex %.1f / %.1f / %.1f, echo %.1f / %.1f / %.1f, echo of one body %.1f / %.1f / %.1f",
+					s.figureName(kind), round, rates[i], gcs[i], e, len(setURLs), size, rates[one],
+					usOrNaN(c.server), usOrNaN(c.client), usOrNaN(c.machine), usOrNaN(ec.server), usOrNaN(ec.client), usOrNaN(ec.machine),
+					usOrNaN(cpus[one].server), usOrNaN(cpus[one].client), usOrNaN(cpus[one].machine))
 				pairs[i] = append(pairs[i], [2]float64{rates[i], e})
+				onePairs[i] = append(onePairs[i], [2]float64{rates[i], rates[one]})
+				cpuPairs[i] = append(cpuPairs[i], [2]float64{usOrNaN(c.server), usOrNaN(ec.server)})
 			}
 		}
 		for i, s := range servers {
-			f := pairFigure(s.figureName(kind+" requests/s"), "req/s", "echo, same body size", "ratio >= 0.90", pairs[i], kOverC, func(x float64) bool { return x >= 0.90 })
-			f.Note = fmt.Sprintf("concurrency %d, %v rounds, the servers' order permuted round by round, keep-alive loopback, %d-byte bodies", r.o.Concurrency, r.o.RoundTime, size)
+			f := pairFigure(s.figureName(kind+" requests/s"), "req/s", echoSame, "ratio >= 0.90", pairs[i], kOverC, func(x float64) bool { return x >= 0.90 })
+			f.Note = fmt.Sprintf("concurrency %d, %v rounds, the servers' order permuted round by round, keep-alive loopback, %d-byte bodies, echo's %d distinct as kubeindex's %d objects",
+				r.o.Concurrency, r.o.RoundTime, size, len(setURLs), len(r.sampleRefs))
 			r.add(f)
+			g := pairFigure(s.figureName(kind+" CPU per request"), "µs", echoSame, information, cpuPairs[i], kOverC, func(float64) bool { return true })
+			g.Note = "the server process's CPU clock over each requests/s round above, per request answered: what load moves less than the rate"
+			r.add(g)
+			h := pairFigure(s.figureName(kind+" requests/s vs echo of one body"), "req/s", echoOne, information, onePairs[i], kOverC, func(float64) bool { return true })
+			h.Note = "the same rounds; echo answering one body, which stays in the CPU's caches (the comparison before echo answered a set)"
+			r.add(h)
 		}
 	}
 	client.CloseIdleConnections()
 	return nil
+}
+
+// What the request figures compare kubeindex with.
+const (
+	echoSame = "echo, same body size and count"
+	echoOne  = "echo, one body of the same size"
+)
+
+// echoSetURL is echo's k-th distinct body of size bytes (see requestRate).
+func (r *runner) echoSetURL(size, k int) string {
+	return fmt.Sprintf("%s/bytes/%d/%d", r.echoBase, size, k)
 }
 
 // heap compares kubeindex's live heap per pod with the pods' JSON and with
@@ -464,7 +510,7 @@ func collectGarbage(ctx context.Context, k *kubeindex, n int) error {
 	defer client.CloseIdleConnections()
 	deadline := time.Now().Add(3 * time.Minute)
 	for len(k.gcs()) < n && time.Now().Before(deadline) {
-		if _, err := throughput(ctx, client, []string{k.base + "/metrics"}, 4, 500*time.Millisecond); err != nil {
+		if _, _, err := throughput(ctx, client, []string{k.base + "/metrics"}, 4, 500*time.Millisecond); err != nil {
 			return err
 		}
 	}
