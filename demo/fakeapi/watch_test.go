@@ -240,10 +240,14 @@ func rvNum(t *testing.T, rv string) uint64 {
 	return n
 }
 
-// waitWatchers waits until the cluster has n open watches.
+// waitWatchers waits until the cluster has n open watches. A client-go
+// reflector whose list-and-watch ended (a 410 relists) waits its backoff
+// first: 0.8 s, doubled after each ending within two minutes and
+// jittered up to twice that, so a few drops in a row can hold one
+// watcher back more than ten seconds on a loaded machine.
 func waitWatchers(t *testing.T, c *testCluster, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(40 * time.Second)
 	for {
 		c.mu.Lock()
 		got := len(c.watchers)
