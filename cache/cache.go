@@ -378,7 +378,10 @@ func (sh *shard) eventHandler(now func() time.Time, b *broker, ord *orders) tool
 }
 
 func namespaceIndexFunc(obj any) ([]string, error) {
-	if o, ok := obj.(*Object); ok {
+	switch o := obj.(type) {
+	case *Object:
+		return []string{o.namespace}, nil
+	case *inList:
 		return []string{o.namespace}, nil
 	}
 	return nil, nil
@@ -388,10 +391,12 @@ func namespaceIndexFunc(obj any) ([]string, error) {
 // indexers.Spec.Rooted), or on the whole object when root is "".
 func objectIndexFunc(root string, f indexers.DocFunc) toolscache.IndexFunc {
 	return func(obj any) ([]string, error) {
-		o, ok := obj.(*Object)
-		if !ok {
-			return nil, nil
+		switch o := obj.(type) {
+		case *Object:
+			return o.indexValues(root, f), nil
+		case *inList:
+			return o.indexValues(root, f), nil
 		}
-		return o.indexValues(root, f), nil
+		return nil, nil
 	}
 }

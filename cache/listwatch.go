@@ -180,16 +180,18 @@ func (lw *listWatch) decodeItems(s *jsonStream, list *objectList) error {
 		if err != nil || !more {
 			return err
 		}
-		var obj *Object
+		var obj inList
 		err = s.parse(func(b []byte) (n int, err error) {
-			obj, n, err = lw.shape.build(b)
+			obj.Object, n, err = lw.shape.build(b, &obj.input)
+			if err == nil {
+				lw.index.prepare(&obj) // while b, which obj reads, is valid
+			}
 			return n, err
 		})
 		if err != nil {
 			return fmt.Errorf("%s list item %d: %w", lw.res.Plural, len(list.Items), err)
 		}
-		lw.index.prepare(obj)
-		list.Items = append(list.Items, obj)
+		list.Items = append(list.Items, obj.Object)
 	}
 }
 
