@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubeindex/kubeindex/cache"
+	"github.com/kubeindex/kubeindex/cmd/kubeindex/internal/startheap"
 	"github.com/kubeindex/kubeindex/demo"
 	"github.com/kubeindex/kubeindex/ipowner"
 	"github.com/kubeindex/kubeindex/server"
@@ -28,11 +29,14 @@ import (
 // cache, HTTP. Everything is validated before anything starts; then it
 // serves until ctx is cancelled.
 func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
-	// First, so that the collector's first cycle, which the floor's own
-	// allocation starts, is the only one before the cache has synced.
+	// The heap's goal is held up from package initialization until the
+	// cache has synced (startheap), unless the container's memory limit
+	// is too small for it.
 	limit := setMemoryLimit(getenv, os.ReadFile)
-	releaseStartHeap := holdStartHeap(getenv, limit)
-	defer releaseStartHeap()
+	if startheap.Small(limit) {
+		startheap.Release()
+	}
+	defer startheap.Release()
 	cfg, err := parseConfig(args, getenv, stderr)
 	if err != nil {
 		return err
@@ -45,7 +49,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		log.Info("GOMEMLIMIT set from the container's memory limit", "bytes", limit)
 	}
 	if cfg.fleet() {
-		releaseStartHeap() // a fleet has no one moment of sync
+		startheap.Release() // a fleet has no one moment of sync
 		return runFleet(ctx, cfg, getenv, log)
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -96,7 +100,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		func(ctx context.Context) error { return srv.Serve(ctx, ln) },
 		func(ctx context.Context) error {
 			return logSync(ctx, c, log, func() {
-				releaseStartHeap()
+				startheap.Release()
 				if err := notifyReady(getenv); err != nil {
 					log.Warn("readiness not notified", "err", err)
 				}
