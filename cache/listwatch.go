@@ -107,6 +107,10 @@ func (lw *listWatch) listOnce(ctx context.Context, u string) (runtime.Object, bo
 		return nil, false, fmt.Errorf("reading %s list: %w", lw.res.Plural, err)
 	}
 	lw.conn.heard()
+	// What follows the list is the body's end (the last chunk's marker):
+	// read, it lets the transport keep the connection for the watch that
+	// follows rather than close it for a body left unread.
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 	return list, false, nil
 }
 

@@ -68,7 +68,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return err
 	}
-	resources, kubeVersion, upstream, err := resolve(restCfg, cfg)
+	// Discovery shares the cache's client, and so its connection.
+	cacheOpts := cfg.cacheOptions(log, cfg.IPHistoryDir)
+	if cacheOpts.HTTPClient, err = cache.HTTPClient(restCfg, cacheOpts); err != nil {
+		return err
+	}
+	resources, kubeVersion, upstream, err := resolve(restCfg, cacheOpts.HTTPClient, cfg)
 	if err != nil {
 		return err
 	}
@@ -85,7 +90,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	cfg.Security.warn(log, cfg.Listen)
 	authOpts.Namespaces = cfg.Security.namespaceFinder(ctx, restCfg, log)
-	c, err := cache.New(restCfg, resources, cfg.cacheOptions(log, cfg.IPHistoryDir))
+	c, err := cache.New(restCfg, resources, cacheOpts)
 	if err != nil {
 		return err
 	}
@@ -142,9 +147,15 @@ func clusterConfig(cfg *Config, getenv func(string) string) (*rest.Config, error
 // the Kubernetes API's /version repeats (nil when it would not say: only
 // /version needs it, not worth refusing to start), and the client of its
 // root the Kubernetes API's /openapi reads the API server's documents
-// with.
-func resolve(rc *rest.Config, cfg *Config) ([]cache.Configured, *version.Info, rest.Interface, error) {
-	dc, err := discovery.NewDiscoveryClientForConfig(rc)
+// with. It asks through hc (nil: a client of its own).
+func resolve(rc *rest.Config, hc *http.Client, cfg *Config) ([]cache.Configured, *version.Info, rest.Interface, error) {
+	var dc *discovery.DiscoveryClient
+	var err error
+	if hc != nil {
+		dc, err = discovery.NewDiscoveryClientForConfigAndClient(rc, hc)
+	} else {
+		dc, err = discovery.NewDiscoveryClientForConfig(rc)
+	}
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("discovery client: %w", err)
 	}
