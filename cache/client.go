@@ -30,12 +30,14 @@ type apiClient struct {
 	compress bool
 }
 
-func newAPIClient(cfg *rest.Config) (*apiClient, error) {
-	cfg = rest.CopyConfig(cfg)
-	cfg.Dial = bufferedDial(cfg.Dial)
-	hc, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("building HTTP client: %w", err)
+// newAPIClient reads the API server at cfg with hc, or, when hc is nil,
+// with apiHTTPClient's for cfg.
+func newAPIClient(cfg *rest.Config, hc *http.Client) (*apiClient, error) {
+	if hc == nil {
+		var err error
+		if hc, err = apiHTTPClient(cfg); err != nil {
+			return nil, err
+		}
 	}
 	base, _, err := rest.DefaultServerUrlFor(cfg)
 	if err != nil {
@@ -46,6 +48,18 @@ func newAPIClient(cfg *rest.Config) (*apiClient, error) {
 		ua = "kubeindex"
 	}
 	return &apiClient{http: hc, base: base, userAgent: ua, compress: !cfg.DisableCompression}, nil
+}
+
+// apiHTTPClient is client-go's HTTP client for cfg with each connection
+// read through a buffer (bufferedDial).
+func apiHTTPClient(cfg *rest.Config) (*http.Client, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Dial = bufferedDial(cfg.Dial)
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building HTTP client: %w", err)
+	}
+	return hc, nil
 }
 
 // collectionURL returns the URL of a resource collection, optionally within

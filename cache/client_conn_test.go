@@ -138,7 +138,7 @@ func TestListReadIsPacedWatchIsNot(t *testing.T) {
 		fmt.Fprintf(w, `,%s]}`, pod("b"))
 	}))
 	defer srv.Close()
-	client, err := newAPIClient(&rest.Config{Host: srv.URL})
+	client, err := newAPIClient(&rest.Config{Host: srv.URL}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +191,7 @@ func TestSmallListIsNotPaced(t *testing.T) {
 		fmt.Fprint(w, `]}`)
 	}))
 	defer srv.Close()
-	client, err := newAPIClient(&rest.Config{Host: srv.URL})
+	client, err := newAPIClient(&rest.Config{Host: srv.URL}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

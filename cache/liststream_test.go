@@ -177,7 +177,7 @@ func TestLargeListsAreStreamed(t *testing.T) {
 		w.Write(body)
 	}))
 	defer srv.Close()
-	client, err := newAPIClient(&rest.Config{Host: srv.URL})
+	client, err := newAPIClient(&rest.Config{Host: srv.URL}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -107,6 +107,10 @@ func (lw *listWatch) listOnce(ctx context.Context, u string) (runtime.Object, bo
 		return nil, false, fmt.Errorf("reading %s list: %w", lw.res.Plural, err)
 	}
 	lw.conn.heard()
+	// What follows the list is the body's end (the last chunk's marker):
+	// read, it lets the transport keep the connection for the watch that
+	// follows rather than close it for a body left unread.
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 	return list, false, nil
 }
 
@@ -180,16 +184,18 @@ func (lw *listWatch) decodeItems(s *jsonStream, list *objectList) error {
 		if err != nil || !more {
 			return err
 		}
-		var obj *Object
+		var obj inList
 		err = s.parse(func(b []byte) (n int, err error) {
-			obj, n, err = lw.shape.build(b)
+			obj.Object, n, err = lw.shape.build(b, &obj.input)
+			if err == nil {
+				lw.index.prepare(&obj) // while b, which obj reads, is valid
+			}
 			return n, err
 		})
 		if err != nil {
 			return fmt.Errorf("%s list item %d: %w", lw.res.Plural, len(list.Items), err)
 		}
-		lw.index.prepare(obj)
-		list.Items = append(list.Items, obj)
+		list.Items = append(list.Items, obj.Object)
 	}
 }
 

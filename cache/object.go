@@ -170,7 +170,7 @@ type Shape struct {
 
 // Build turns API-server JSON into an immutable Object; see NewObject.
 func (s Shape) Build(raw []byte) (*Object, error) {
-	o, n, err := s.build(raw)
+	o, n, err := s.build(raw, nil)
 	if err == jsonscan.ErrShort {
 		return nil, errNotObject
 	}
@@ -184,8 +184,10 @@ func (s Shape) Build(raw []byte) (*Object, error) {
 // it with the number of bytes it took, or jsonscan.ErrShort if b ends
 // before the object does. It walks the object once (scan), writes the
 // stored bytes (assemble), records where the sections landed in them
-// (placeSections) and applies the redactions (redact).
-func (s Shape) build(b []byte) (*Object, int, error) {
+// (placeSections) and applies the redactions (redact). When input is not
+// nil, it receives the object's spec and status as b holds them (see
+// inList), where they are the object's own: always, but for redactions.
+func (s Shape) build(b []byte, input *[3]jsonscan.Doc) (*Object, int, error) {
 	o := &Object{}
 	var sc scanned
 	if err := o.scan(b, &sc); err != nil {
@@ -206,7 +208,49 @@ func (s Shape) build(b []byte) (*Object, int, error) {
 	if err := o.redact(s.Drop); err != nil {
 		return nil, 0, err
 	}
+	if input != nil && len(s.Drop) == 0 {
+		for i := 1; i < len(sectionNames); i++ { // metadata's input holds managedFields
+			if sec := sc.sections[i]; sec.to != 0 {
+				input[i] = jsonscan.Doc{Raw: b[sec.from:sec.to]}
+				if o.walked[i] {
+					input[i].Keys, input[i].Spans = knownMembers[i], o.known[i].spans()
+				}
+			}
+		}
+	}
 	return o, sc.end, nil
+}
+
+// inList is an object as a list response is read: with its spec and
+// status as the response holds them, valid only until the response's
+// next bytes are read. Index functions given one (valueIndexes.prepare)
+// read those sections there, where they are whole, rather than from the
+// object stored, which keeps parts of a pod's spec as shared chunks
+// (object_chunks.go): a member that spans a chunk and the object's own
+// bytes (a pod's containers, around its token volume's name) is read in
+// place instead of joined into a new slice. The bytes are the same
+// (TestInListValues).
+type inList struct {
+	*Object
+	input [3]jsonscan.Doc // by sectionNames; Raw nil: read the object's own
+}
+
+// doc is Object.doc, from the input where it has the section.
+func (l *inList) doc(key string) jsonscan.Doc {
+	for i, name := range sectionNames {
+		if name == key && l.input[i].Raw != nil {
+			return l.input[i]
+		}
+	}
+	return l.Object.doc(key)
+}
+
+// indexValues is Object.indexValues, reading sections through doc.
+func (l *inList) indexValues(root string, f indexers.DocFunc) []string {
+	if root == "" {
+		return l.Object.indexValues(root, f)
+	}
+	return f(l.doc(root))
 }
 
 // scanned is what scan found in the input: where the object is, whether

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/kubeindex/kubeindex/indexers"
@@ -89,6 +90,10 @@ type Options struct {
 	// to the API server"); over HTTP/1.1 each watch holds its own
 	// connection instead.
 	HTTP2 bool
+	// HTTPClient is the client to read the API server with; nil: New
+	// builds HTTPClient's. Given, it must be HTTPClient's for the same
+	// rest.Config and options.
+	HTTPClient *http.Client
 	// Streams bounds the event history kept for resuming streams and sets
 	// the bookmark interval, for every resource. The zero value takes
 	// StreamOptions' defaults.

@@ -29,6 +29,8 @@ import (
 // same handler keeps, after these. Reads are safe for concurrent use
 // with the handler.
 type valueIndexes struct {
+	// funcs take an *Object, or an *inList (prepare): namespaceIndexFunc
+	// and objectIndexFunc's.
 	funcs toolscache.Indexers
 	// stored is the object the handler last handed on under a namespace
 	// and name, nil if none; the handler calls set and remove before it
@@ -78,22 +80,24 @@ func newValueIndexes(funcs toolscache.Indexers, stored func(namespace, name stri
 	return ix
 }
 
-// prepare makes o's values of every index for its reindex to take (see
-// prepared). Index functions are pure, so the values are those the
-// handler would make. Safe for concurrent use with everything else.
-func (ix *valueIndexes) prepare(o *Object) {
-	if ix == nil || o == nil || len(ix.names) == 0 {
+// prepare makes the object's values of every index for its reindex to
+// take (see prepared), reading it as the list holds it (inList). Index
+// functions are pure and the bytes they read the same, so the values are
+// those the handler would make. Safe for concurrent use with everything
+// else.
+func (ix *valueIndexes) prepare(l *inList) {
+	if ix == nil || l == nil || l.Object == nil || len(ix.names) == 0 {
 		return
 	}
 	vs := make([][]string, len(ix.names))
 	for i, name := range ix.names {
-		vs[i] = ix.values(ix.funcs[name], o)
+		vs[i] = ix.distinct(ix.funcs[name](l))
 	}
 	ix.preparedMu.Lock()
 	if ix.prepared == nil {
 		ix.prepared = map[*Object][][]string{}
 	}
-	ix.prepared[o] = vs
+	ix.prepared[l.Object] = vs
 	ix.preparedMu.Unlock()
 }
 
@@ -193,7 +197,11 @@ func (ix *valueIndexes) values(f toolscache.IndexFunc, o *Object) []string {
 	if o == nil {
 		return nil
 	}
-	vs, err := f(o)
+	return ix.distinct(f(o))
+}
+
+// distinct are an index function's values, each once (none on an error).
+func (ix *valueIndexes) distinct(vs []string, err error) []string {
 	if err != nil {
 		return nil
 	}

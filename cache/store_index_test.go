@@ -62,7 +62,7 @@ func testValueIndexesAgreeWithClientGo(t *testing.T) {
 		o := pod("")
 		switch r.IntN(8) {
 		case 0, 1, 2, 3: // values made ahead, as a list's are while it is read
-			ix.prepare(o)
+			ix.prepare(&inList{Object: o})
 		case 4: // a new list began: what was made ahead and not taken is dropped
 			ix.forgetPrepared()
 		}
@@ -130,7 +130,7 @@ func TestValueIndexesTakePrepared(t *testing.T) {
 		}
 	}
 	p1, p2 := pod("p1"), pod("p2")
-	ix.prepare(p1)
+	ix.prepare(&inList{Object: p1})
 	ix.set(p1)
 	indexed(p1)
 	if calls != 1 {
@@ -139,7 +139,7 @@ func TestValueIndexesTakePrepared(t *testing.T) {
 	if left := len(ix.prepared); left != 0 {
 		t.Errorf("%d prepared values left after set, want 0", left)
 	}
-	ix.prepare(p2)
+	ix.prepare(&inList{Object: p2})
 	ix.forgetPrepared()
 	ix.set(p2)
 	indexed(p1, p2)

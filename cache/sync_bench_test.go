@@ -101,7 +101,7 @@ func BenchmarkInitialSync(b *testing.B) {
 	for _, compress := range []bool{true, false} {
 		cfg := &rest.Config{Host: srv.URL, DisableCompression: !compress}
 		b.Run(fmt.Sprintf("decode/gzip=%t", compress), func(b *testing.B) {
-			client, err := newAPIClient(cfg)
+			client, err := newAPIClient(cfg, nil)
 			if err != nil {
 				b.Fatal(err)
 			}

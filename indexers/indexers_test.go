@@ -94,6 +94,10 @@ func TestValidate(t *testing.T) {
 		{Spec{Name: "x", Type: "ipaddr"}, `unknown type "ipaddr"`},
 		{Spec{Name: "x", Type: PodIP, Path: "a"}, "takes neither"},
 		{Spec{Name: "x", Label: "bad key!"}, "label key"},
+		{Spec{Name: "x", Label: "example.com/A_b.c"}, ""},
+		{Spec{Name: "x", Label: "a..b/name"}, "label key"}, // the prefix is no DNS subdomain
+		{Spec{Name: "x", Label: "example.com/"}, "label key"},
+		{Spec{Name: "x", Label: strings.Repeat("n", 64)}, "label key"},
 		{Spec{Name: "x", Path: "spec..image"}, "empty component"},
 		{Spec{Name: "x", Path: "spec.containers."}, "empty component"},
 		{Spec{Name: "x", Path: ".spec"}, "empty component"},

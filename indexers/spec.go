@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Type names a kind of index.
@@ -51,10 +53,6 @@ type Spec struct {
 // nameRE keeps index names usable in URLs and query strings unescaped.
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
 
-// labelKeyRE is a simplified Kubernetes qualified name: optional DNS prefix
-// and a name of at most 63 characters.
-var labelKeyRE = regexp.MustCompile(`^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`)
-
 // Normalized returns the spec with Type inferred from its fields.
 func (s Spec) Normalized() Spec {
 	if s.Type == "" {
@@ -81,7 +79,7 @@ func (s Spec) Validate() error {
 			errs = append(errs, fmt.Errorf("type %s takes neither label nor path", s.Type))
 		}
 	case Label:
-		if !labelKeyRE.MatchString(s.Label) {
+		if len(validation.IsQualifiedName(s.Label)) > 0 { // the API server's rule for label keys
 			errs = append(errs, fmt.Errorf("label key %q is not a valid Kubernetes label key", s.Label))
 		}
 		if s.Path != "" {

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubeindex/kubeindex/cache"
+	"github.com/kubeindex/kubeindex/cmd/kubeindex/internal/startheap"
 	"github.com/kubeindex/kubeindex/demo"
 	"github.com/kubeindex/kubeindex/ipowner"
 	"github.com/kubeindex/kubeindex/server"
@@ -28,11 +29,14 @@ import (
 // cache, HTTP. Everything is validated before anything starts; then it
 // serves until ctx is cancelled.
 func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
-	// First, so that the collector's first cycle, which the floor's own
-	// allocation starts, is the only one before the cache has synced.
+	// The heap's goal is held up from package initialization until the
+	// cache has synced (startheap), unless the container's memory limit
+	// is too small for it.
 	limit := setMemoryLimit(getenv, os.ReadFile)
-	releaseStartHeap := holdStartHeap(getenv, limit)
-	defer releaseStartHeap()
+	if startheap.Small(limit) {
+		startheap.Release()
+	}
+	defer startheap.Release()
 	cfg, err := parseConfig(args, getenv, stderr)
 	if err != nil {
 		return err
@@ -45,7 +49,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		log.Info("GOMEMLIMIT set from the container's memory limit", "bytes", limit)
 	}
 	if cfg.fleet() {
-		releaseStartHeap() // a fleet has no one moment of sync
+		startheap.Release() // a fleet has no one moment of sync
 		return runFleet(ctx, cfg, getenv, log)
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -64,7 +68,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return err
 	}
-	resources, kubeVersion, upstream, err := resolve(restCfg, cfg)
+	// Discovery shares the cache's client, and so its connection.
+	cacheOpts := cfg.cacheOptions(log, cfg.IPHistoryDir)
+	if cacheOpts.HTTPClient, err = cache.HTTPClient(restCfg, cacheOpts); err != nil {
+		return err
+	}
+	resources, kubeVersion, upstream, err := resolve(restCfg, cacheOpts.HTTPClient, cfg)
 	if err != nil {
 		return err
 	}
@@ -81,7 +90,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	cfg.Security.warn(log, cfg.Listen)
 	authOpts.Namespaces = cfg.Security.namespaceFinder(ctx, restCfg, log)
-	c, err := cache.New(restCfg, resources, cfg.cacheOptions(log, cfg.IPHistoryDir))
+	c, err := cache.New(restCfg, resources, cacheOpts)
 	if err != nil {
 		return err
 	}
@@ -96,7 +105,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		func(ctx context.Context) error { return srv.Serve(ctx, ln) },
 		func(ctx context.Context) error {
 			return logSync(ctx, c, log, func() {
-				releaseStartHeap()
+				startheap.Release()
 				if err := notifyReady(getenv); err != nil {
 					log.Warn("readiness not notified", "err", err)
 				}
@@ -138,9 +147,15 @@ func clusterConfig(cfg *Config, getenv func(string) string) (*rest.Config, error
 // the Kubernetes API's /version repeats (nil when it would not say: only
 // /version needs it, not worth refusing to start), and the client of its
 // root the Kubernetes API's /openapi reads the API server's documents
-// with.
-func resolve(rc *rest.Config, cfg *Config) ([]cache.Configured, *version.Info, rest.Interface, error) {
-	dc, err := discovery.NewDiscoveryClientForConfig(rc)
+// with. It asks through hc (nil: a client of its own).
+func resolve(rc *rest.Config, hc *http.Client, cfg *Config) ([]cache.Configured, *version.Info, rest.Interface, error) {
+	var dc *discovery.DiscoveryClient
+	var err error
+	if hc != nil {
+		dc, err = discovery.NewDiscoveryClientForConfigAndClient(rc, hc)
+	} else {
+		dc, err = discovery.NewDiscoveryClientForConfig(rc)
+	}
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("discovery client: %w", err)
 	}

@@ -143,7 +143,7 @@ func (m member) connect(base server.Options, identity server.AuthOptions, log *s
 		if probe.Timeout == 0 {
 			probe.Timeout = discoveryTimeout
 		}
-		resources, kubeVersion, upstream, err := resolve(probe, m.cfg)
+		resources, kubeVersion, upstream, err := resolve(probe, nil, m.cfg)
 		if err != nil {
 			return fleet.Parts{}, err
 		}
