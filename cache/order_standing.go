@@ -22,10 +22,11 @@ import (
 // than waiting for a build over every pod. They are built after the
 // sync (never during it: the initial sync pays nothing for them), by the
 // column warmer right after it has kept the pods' column values, which
-// the indexes read: all together, in one walk over the pods and a sort
-// each, on every processor. A question over a standing sort of columns
-// asked before they are first built joins the warmer's pass and waits
-// for them (awaitStanding) instead of rendering every row itself. The
+// the indexes read: those a question waits for first, then the rest
+// together, in one walk over the pods and a sort each, on every
+// processor. A question over a standing sort of columns asked before
+// they are first built joins the warmer's pass and waits for its own
+// index (awaitStanding) instead of rendering every row itself. The
 // handler keeps them as it keeps every index; they are never dropped
 // (neither idle nor least recently used), and not counted in maxOrders.
 // A descending sort reads its key's index backwards (order_reverse.go),
