@@ -22,10 +22,11 @@ import (
 // than waiting for a build over every pod. They are built after the
 // sync (never during it: the initial sync pays nothing for them), by the
 // column warmer right after it has kept the pods' column values, which
-// the indexes read: all together, in one walk over the pods and a sort
-// each, on every processor. A question over a standing sort of columns
-// asked before they are first built joins the warmer's pass and waits
-// for them (awaitStanding) instead of rendering every row itself. The
+// the indexes read: those a question waits for first, then the rest
+// together, in one walk over the pods and a sort each, on every
+// processor. A question over a standing sort of columns asked before
+// they are first built joins the warmer's pass and waits for its own
+// index (awaitStanding) instead of rendering every row itself. The
 // handler keeps them as it keeps every index; they are never dropped
 // (neither idle nor least recently used), and not counted in maxOrders.
 // A descending sort reads its key's index backwards (order_reverse.go),
@@ -83,33 +84,47 @@ func (c *Cache) standing(r *resourceCache) [][]query.SortKey {
 	return c.podSorts
 }
 
-// stand builds r's standing indexes that do not exist yet, together, on
-// the caller's goroutine (the column warmer's) and as many more as there
-// are processors: one listing of the objects, each object's values read
-// once for all of them, one sort each (buildTogether). false when ctx
-// ended before they were joined.
+// stand builds r's standing indexes that do not exist yet, on the
+// caller's goroutine (the column warmer's) and as many more as there
+// are processors: those a question waits for first (awaitStanding), then
+// the rest together, from one listing of the objects, each object's
+// values read once for all of them, one sort each (buildTogether).
+// false when ctx ended before they were joined.
 func (c *Cache) stand(ctx context.Context, r *resourceCache, sc *query.Schema) bool {
 	if !c.stepAside(ctx) {
 		return false
 	}
 	start := time.Now()
 	var ixs []*order
+	var texts []string
 	for _, keys := range c.standing(r) {
 		ck, text, _ := canonicalSort(keys)
 		if ix, found := r.orders.joinAs(ck, text, nil, sc, true); !found {
-			ixs = append(ixs, ix)
+			ixs, texts = append(ixs, ix), append(texts, text)
 		}
 	}
+	w := r.orders.standing.Load()
+	w.allJoined() // a question waiting now waits for its own index's build
 	if len(ixs) == 0 {
 		return true
 	}
 	if c.warmHook != nil {
 		c.warmHook("build")
 	}
-	objs := r.objects() // after the indexes joined the set: see build
-	buildTogether(ixs, objs, runtime.GOMAXPROCS(0))
+	first, rest := w.wantedFirst(ixs, texts)
+	n := 0
+	for _, group := range [][]*order{first, rest} {
+		if len(group) > 0 {
+			objs := r.objects() // after the indexes joined the set: see build
+			buildTogether(group, objs, runtime.GOMAXPROCS(0))
+			n = len(objs)
+			if c.warmHook != nil {
+				c.warmHook("built")
+			}
+		}
+	}
 	c.opts.Logger.Debug("standing ordered indexes built", "resource", r.res.Name, "indexes", len(ixs),
-		"objects", len(objs), "took", time.Since(start).Round(time.Millisecond))
+		"first", len(first), "objects", n, "took", time.Since(start).Round(time.Millisecond))
 	return true
 }
 
@@ -126,6 +141,45 @@ type standingWait struct {
 	once    sync.Once
 	waiting atomic.Int32
 	pass    atomic.Pointer[warmPass] // the warmer's pass under way, to join
+	// joined is closed once every standing index is in the set (being
+	// built or built): a question then waits for its own index only.
+	joined     chan struct{}
+	joinedOnce sync.Once
+	// wanted are the texts questions wait for, as bits of texts: their
+	// indexes are built before the others.
+	wanted atomic.Uint64
+}
+
+// allJoined lets the questions waiting for the standing indexes wait for
+// their own index instead (w may be nil).
+func (w *standingWait) allJoined() {
+	if w != nil {
+		w.joinedOnce.Do(func() { close(w.joined) })
+	}
+}
+
+// wantedFirst splits ixs (of these texts, in their order) into those a
+// question waits for and the rest (w may be nil).
+func (w *standingWait) wantedFirst(ixs []*order, texts []string) (first, rest []*order) {
+	var wanted uint64
+	if w != nil {
+		wanted = w.wanted.Load()
+	}
+	for i, ix := range ixs {
+		if at := slices.Index(w.textsOrNil(), texts[i]); at >= 0 && wanted&(1<<at) != 0 {
+			first = append(first, ix)
+		} else {
+			rest = append(rest, ix)
+		}
+	}
+	return first, rest
+}
+
+func (w *standingWait) textsOrNil() []string {
+	if w == nil {
+		return nil
+	}
+	return w.texts
 }
 
 // joinable offers the warmer's pass under way (nil: none) to the
@@ -159,36 +213,44 @@ func (os *orders) expectStanding(texts []string) {
 	if len(texts) == 0 {
 		return
 	}
-	os.standing.Store(&standingWait{texts: texts, done: make(chan struct{})})
+	os.standing.Store(&standingWait{texts: texts[:min(len(texts), 64)], done: make(chan struct{}), joined: make(chan struct{})})
 }
 
 // standingDone lets the questions waiting for the standing indexes go on.
 func (os *orders) standingDone() {
 	if w := os.standing.Load(); w != nil {
+		w.allJoined()
 		w.once.Do(func() { close(w.done) })
 	}
 }
 
 // awaitStanding waits, when the sort of this text holding no keys is a
-// standing one the warmer has yet to build, until it is built, rendering
-// rows of the warmer's pass meanwhile (the question holds a slot for the
-// work, and does its share of it instead of all of it).
+// standing one the warmer has yet to build, until its index is in the
+// set (the caller then waits for its build: index), rendering rows of
+// the warmer's pass meanwhile (the question holds a slot for the work,
+// and does its share of it instead of all of it); the warmer builds the
+// indexes questions wait for before the others (stand).
 func (os *orders) awaitStanding(text string, held []query.Key) {
 	w := os.standing.Load()
-	if w == nil || len(held) > 0 || !slices.Contains(w.texts, text) {
+	if w == nil || len(held) > 0 {
+		return
+	}
+	at := slices.Index(w.texts, text)
+	if at < 0 {
 		return
 	}
 	select {
-	case <-w.done:
+	case <-w.joined:
 		return
 	default:
 	}
 	w.waiting.Add(1)
 	defer w.waiting.Add(-1)
+	w.wanted.Or(1 << at)
 	if p := w.pass.Load(); p != nil {
 		p.help() // the rows the build reads, rendered with the warmer
 	}
-	<-w.done
+	<-w.joined
 }
 
 // waitingForStanding is the number of questions waiting for r's

@@ -43,9 +43,10 @@ func watchingServer(t *testing.T, list []byte) (srv *httptest.Server, send func(
 // standing column asked the moment the pods are ready, while the column
 // warmer has yet to build the standing indexes, waits for the warmer's
 // index instead of building its own (the namespace/name order, which
-// renders nothing, does not wait); and pods changed while the warmer
-// renders their rows, and while the standing indexes are built, are in
-// that first answer as they are now.
+// renders nothing, does not wait), which the warmer builds before the
+// other standing ones; and pods changed while the warmer renders their
+// rows, and while the standing indexes are built, are in that first
+// answer as they are now.
 func TestAFirstSortWaitsForTheStandingIndexAndMissesNoChange(t *testing.T) {
 	const pods = 2000
 	srv, send := watchingServer(t, benchLayoutFixture(t, pods))
@@ -60,6 +61,10 @@ func TestAFirstSortWaitsForTheStandingIndexAndMissesNoChange(t *testing.T) {
 	answer := make(chan ListResult, 1)
 	var once sync.Once
 	changed := map[string]string{} // by stage: the pod changed there
+	builtFirst := false
+	_, rtext, _ := canonicalSort(keys)
+	_, ntext, _ := canonicalSort(nil)
+	restartsID, nameID := orderID(rtext, nil, sc), orderID(ntext, nil, sc)
 	// change gives a pod many restarts through the watch, and returns
 	// once the handler has applied it.
 	change := func(stage string, i, restarts int) {
@@ -112,10 +117,24 @@ func TestAFirstSortWaitsForTheStandingIndexAndMissesNoChange(t *testing.T) {
 			change("warm", 10, 9000)
 		case stage == "build" && changed["build"] == "":
 			change("build", 20, 9001)
+		case stage == "built" && !builtFirst:
+			builtFirst = true
+			for _, ix := range c.byName["pods"].orders.live() {
+				select {
+				case <-ix.ready:
+					if ix.id != restartsID && ix.id != nameID {
+						t.Errorf("index %q was built with the one a question waits for", ix.id)
+					}
+				default:
+					if ix.id == restartsID {
+						t.Error("the index a question waits for is not built first")
+					}
+				}
+			}
 		}
 	}
 	_, stop := startSyncedPodsWith(t, &rest.Config{Host: srv.URL, DisableCompression: true}, Spec{Resource: "pods"},
-		Options{PodSortIndexes: []string{"restarts"}}, pods, func(cc *Cache) { c, cc.warmHook = cc, hook })
+		Options{PodSortIndexes: []string{"status", "restarts"}}, pods, func(cc *Cache) { c, cc.warmHook = cc, hook })
 	defer stop()
 	var res ListResult
 	select {
@@ -143,8 +162,11 @@ func TestAFirstSortWaitsForTheStandingIndexAndMissesNoChange(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	if n := len(r.orders.live()); n != 2 {
-		t.Errorf("%d indexes; expect the two standing ones", n)
+	if n := len(r.orders.live()); n != 3 {
+		t.Errorf("%d indexes; expect the three standing ones", n)
+	}
+	if !builtFirst {
+		t.Error("the standing indexes were not built in two groups")
 	}
 	if !bytes.Contains(res.Items[0].Raw(), []byte(`"restartCount":9001`)) {
 		t.Errorf("the first pod is not its version changed during the build")

@@ -13,6 +13,9 @@ import (
 type printer[T any] struct {
 	columns []metav1.TableColumnDefinition
 	cells   func(obj *T, now time.Time) ([]any, []metav1.TableRowCondition)
+	// scan, when set, fills a zero T from the JSON as decode does, or
+	// reports false and leaves the JSON to decode (pods_scan.go).
+	scan func(raw []byte, obj *T) bool
 }
 
 var _ Convertor = printer[struct{}]{}
@@ -20,6 +23,13 @@ var _ Convertor = printer[struct{}]{}
 func (p printer[T]) ColumnDefinitions() []metav1.TableColumnDefinition { return p.columns }
 
 func (p printer[T]) Row(raw []byte, now time.Time) (metav1.TableRow, error) {
+	if p.scan != nil {
+		var obj T
+		if p.scan(raw, &obj) {
+			cells, conds := p.cells(&obj, now)
+			return metav1.TableRow{Cells: cells, Conditions: conds}, nil
+		}
+	}
 	return p.row(raw, now, decode[T])
 }
 

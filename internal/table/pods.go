@@ -28,7 +28,7 @@ func podPrinter() Convertor {
 		{Name: "Node", Type: "string", Priority: 1, Description: corev1.PodSpec{}.SwaggerDoc()["nodeName"]},
 		{Name: "Nominated Node", Type: "string", Priority: 1, Description: corev1.PodStatus{}.SwaggerDoc()["nominatedNodeName"]},
 		{Name: "Readiness Gates", Type: "string", Priority: 1, Description: corev1.PodSpec{}.SwaggerDoc()["readinessGates"]},
-	}, cells: podCells}
+	}, cells: podCells, scan: scanPod}
 }
 
 // podView is the part of a v1 Pod the printer reads, under the same JSON

@@ -1,0 +1,355 @@
+package table
+
+import (
+	"encoding/binary"
+	"math/bits"
+)
+
+// A strict, allocation-free reader of JSON text for the hand-written
+// decoders of printers' views (pods_scan.go). It accepts exactly what
+// encoding/json accepts as syntax (RFC 8259: literals and numbers spelled
+// out, strings without control characters and with valid escapes, any
+// byte of 0x80 and above inside strings), so that a document it reads
+// whole is one sigs.k8s.io/json would not refuse as syntax. Anything
+// else, and anything it does not decode itself (a string it reads with an
+// escape or a byte outside ASCII), makes it give up: the caller then
+// decodes the document with decode, the reference.
+
+// maxScanDepth bounds nesting: deeper documents are left to decode.
+const maxScanDepth = 64
+
+// plainInString are the bytes a string's body is read past without a
+// second look: not a quote, a backslash, a control character or, for the
+// strings the views read, a byte outside ASCII.
+var plainInString = func() (t [256]byte) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = 1
+	}
+	t['"'], t['\\'] = 0, 0
+	for c := 0x80; c < 0x100; c++ {
+		t[c] = 2 // allowed in a skipped string, not in one read
+	}
+	return t
+}()
+
+// scanner reads b from i on; a method that returns false leaves it at
+// no particular place, and the document is decoded by decode instead.
+type scanner struct {
+	b    []byte
+	i    int
+	open [maxScanDepth]byte // skip's brackets
+}
+
+func (s *scanner) ws() {
+	if s.i < len(s.b) && s.b[s.i] > ' ' { // compact JSON: mostly none
+		return
+	}
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// peek is the byte at the next value, after white space; 0 at the end.
+func (s *scanner) peek() byte {
+	s.ws()
+	if s.i < len(s.b) {
+		return s.b[s.i]
+	}
+	return 0
+}
+
+// skip passes over one value, checking its syntax; depth is the
+// nesting it is at. It keeps the brackets it is inside in an array
+// rather than recurring: most of a pod is passed over.
+func (s *scanner) skip(depth int) bool {
+	open := &s.open
+	n := 0
+	for {
+		// A value.
+		switch s.peek() {
+		case '"':
+			if _, ok := s.rawString(false); !ok {
+				return false
+			}
+		case '{', '[':
+			c := s.b[s.i]
+			s.i++
+			if s.peek() == c+2 { // '{'+2 == '}', '['+2 == ']'
+				s.i++
+				break
+			}
+			if depth+n >= maxScanDepth {
+				return false
+			}
+			open[n] = c
+			n++
+			if c == '{' && !s.name() {
+				return false
+			}
+			continue
+		case 't':
+			if !s.literal("true") {
+				return false
+			}
+		case 'f':
+			if !s.literal("false") {
+				return false
+			}
+		case 'n':
+			if !s.literal("null") {
+				return false
+			}
+		default:
+			if _, ok := s.number(); !ok {
+				return false
+			}
+		}
+		// After it: the ends of the arrays and objects it ends, then a
+		// comma and the next element or member.
+		for {
+			if n == 0 {
+				return true
+			}
+			c := s.peek()
+			if c == open[n-1]+2 {
+				s.i++
+				n--
+				continue
+			}
+			if c != ',' {
+				return false
+			}
+			s.i++
+			if open[n-1] == '{' && !s.name() {
+				return false
+			}
+			break
+		}
+	}
+}
+
+// name passes over a member's name and its colon.
+func (s *scanner) name() bool {
+	if s.peek() != '"' {
+		return false
+	}
+	if _, ok := s.rawString(false); !ok {
+		return false
+	}
+	if s.peek() != ':' {
+		return false
+	}
+	s.i++
+	return true
+}
+
+func (s *scanner) literal(lit string) bool {
+	if len(s.b)-s.i < len(lit) || string(s.b[s.i:s.i+len(lit)]) != lit {
+		return false
+	}
+	s.i += len(lit)
+	return true
+}
+
+// null reads a null, if the next value is one.
+func (s *scanner) null() bool {
+	return s.peek() == 'n' && s.literal("null")
+}
+
+// number passes over a number as JSON spells it and returns its text.
+func (s *scanner) number() ([]byte, bool) {
+	b, start, i := s.b, s.i, s.i
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	default:
+		return nil, false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if i >= len(b) || b[i] < '0' || b[i] > '9' {
+			return nil, false
+		}
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i >= len(b) || b[i] < '0' || b[i] > '9' {
+			return nil, false
+		}
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	}
+	s.i = i
+	return b[start:i], true
+}
+
+// rawString passes over the string at s.i and returns its body. With
+// plain, it gives up on an escape or a byte outside ASCII (a string the
+// view reads: decode turns those into what it would have to reproduce);
+// without, it checks them as encoding/json does and goes on.
+func (s *scanner) rawString(plain bool) ([]byte, bool) {
+	b := s.b
+	if s.i >= len(b) || b[s.i] != '"' {
+		return nil, false
+	}
+	start := s.i + 1
+	i := start
+	for {
+		for i+8 <= len(b) {
+			m := stopsIn(binary.LittleEndian.Uint64(b[i : i+8]))
+			if m != 0 {
+				i += bits.TrailingZeros64(m) / 8
+				break
+			}
+			i += 8
+		}
+		for i < len(b) && plainInString[b[i]] == 1 {
+			i++
+		}
+		if i >= len(b) {
+			return nil, false
+		}
+		switch c := b[i]; {
+		case c == '"':
+			s.i = i + 1
+			return b[start:i], true
+		case plain || c < 0x20:
+			return nil, false
+		case c >= 0x80:
+			i++
+		default: // a backslash
+			if i+1 >= len(b) {
+				return nil, false
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(b) || !hex4(b[i+2:i+6]) {
+					return nil, false
+				}
+				i += 6
+			default:
+				return nil, false
+			}
+		}
+	}
+}
+
+// Eight bytes of a string at a time, as a uint64 whose lowest byte comes
+// first (as jsonscan's words.go): each mask has the high bit of a byte
+// set for each byte it selects.
+const (
+	lows   = 0x0101010101010101
+	highs  = 0x8080808080808080
+	sevens = 0x7f7f7f7f7f7f7f7f
+)
+
+// zeros selects the bytes of v that are zero, exactly.
+func zeros(v uint64) uint64 { return ^((v&sevens + sevens) | v | sevens) }
+
+// stopsIn selects the bytes of w a string's body is not read past at
+// once (plainInString): a quote, a backslash, a control character (its
+// three high bits clear), or a byte of 0x80 and above.
+func stopsIn(w uint64) uint64 {
+	return zeros(w^(lows*'"')) | zeros(w^(lows*'\\')) | zeros(w&(lows*0xe0)) | w&highs
+}
+
+func hex4(h []byte) bool {
+	for _, c := range h {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// object reads an object's members, calling member with the scanner at
+// each value and the member's name (its raw body: a name with an escape
+// is given up on, as it could spell one the view reads); member must
+// read the value.
+func (s *scanner) object(member func(s *scanner, name []byte) bool) bool {
+	if s.peek() != '{' {
+		return false
+	}
+	s.i++
+	if s.peek() == '}' {
+		s.i++
+		return true
+	}
+	for {
+		if s.peek() != '"' {
+			return false
+		}
+		name, ok := s.rawString(true)
+		if !ok || s.peek() != ':' {
+			return false
+		}
+		s.i++
+		if !member(s, name) {
+			return false
+		}
+		switch s.peek() {
+		case ',':
+			s.i++
+		case '}':
+			s.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// array reads an array, calling elem with the scanner at each element;
+// elem must read it.
+func (s *scanner) array(elem func(s *scanner) bool) bool {
+	if s.peek() != '[' {
+		return false
+	}
+	s.i++
+	if s.peek() == ']' {
+		s.i++
+		return true
+	}
+	for {
+		s.ws()
+		if !elem(s) {
+			return false
+		}
+		switch s.peek() {
+		case ',':
+			s.i++
+		case ']':
+			s.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// end reports whether nothing but white space is left.
+func (s *scanner) end() bool {
+	s.ws()
+	return s.i == len(s.b)
+}
