@@ -46,6 +46,9 @@ func sortedTogether(ixs []*order, objs []*Object, parts int) [][]orderEntry {
 				for i, ix := range ixs {
 					e := ix.entry(o)
 					for v := range e.vs {
+						if ix.refers {
+							break // the object's kept values: shared already (warm.go), and never written
+						}
 						e.vs[v] = sameText(e.vs[v], &seen[i][v])
 					}
 					es[i][j] = e

@@ -218,6 +218,11 @@ func (s *Schema) Key(name string) (Key, error) {
 // row (the costly part of evaluating a key; see Record).
 func (k Key) NeedsCells() bool { return k.kind == columnKey }
 
+// Column is the place of a column key's values among the schema's
+// column values (Schema.ColumnValues, Kept.Columns); false for any
+// other key.
+func (k Key) Column() (int, bool) { return k.col, k.kind == columnKey }
+
 // Record is one object as queries read it: its JSON and, computed on
 // first use and kept, its Table cells. A Record is used by one goroutine.
 type Record struct {

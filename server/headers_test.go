@@ -155,6 +155,13 @@ func TestMetricsByRoute(t *testing.T) {
 	if strings.Contains(metrics, `route="/healthz"`) {
 		t.Error("a route never asked for has series")
 	}
+	// What a harness waits for before it reads a settled heap.
+	for _, want := range []string{`kubeindex_ordered_indexes{kind="asked",resource="pods"} `,
+		`kubeindex_ordered_indexes{kind="standing",resource="pods"} `, `kubeindex_standing_indexes_pending{resource="pods"} `} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
 }
 
 // The members of the owners of a lookup of now, as encoding/json encoded

@@ -123,6 +123,12 @@ var (
 	descResyncs = prometheus.NewDesc("kubeindex_stream_resyncs_total",
 		"Subscriptions ended with RESYNC_REQUIRED because they fell too far behind (their queue overflowed).", []string{"resource"}, nil)
 
+	descOrdered = prometheus.NewDesc("kubeindex_ordered_indexes",
+		"Ordered indexes built and kept per resource: asked (built by a question) or standing (built after the sync).", []string{"resource", "kind"}, nil)
+	descStandingPending = prometheus.NewDesc("kubeindex_standing_indexes_pending",
+		"Standing ordered indexes the column warmer has yet to build (after its first pass over the resource): 0 once the cache has settled after its sync.",
+		[]string{"resource"}, nil)
+
 	descIPAddresses = prometheus.NewDesc("kubeindex_ip_history_addresses", "Addresses the IP ownership history holds intervals for.", nil, nil)
 	descIPIntervals = prometheus.NewDesc("kubeindex_ip_history_intervals", "Ownership intervals the IP history holds (open and closed).", nil, nil)
 	descIPOpen      = prometheus.NewDesc("kubeindex_ip_history_open_intervals", "Ownership intervals still open: addresses held now.", nil, nil)
@@ -134,7 +140,7 @@ var (
 func (cc *cacheCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descObjects, descSynced, descConnected, descStale, descRestarts, descSince, descEvents,
 		descIPAddresses, descIPIntervals, descIPOpen, descIPEvicted, descIPSince, descIPWriteErr,
-		descSubscribers, descQueuedEvents, descQueuedBytes, descResyncs} {
+		descSubscribers, descQueuedEvents, descQueuedBytes, descResyncs, descOrdered, descStandingPending} {
 		ch <- d
 	}
 }
@@ -159,6 +165,11 @@ func (cc *cacheCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descQueuedEvents, prometheus.GaugeValue, float64(st.QueuedEvents), st.Resource)
 		ch <- prometheus.MustNewConstMetric(descQueuedBytes, prometheus.GaugeValue, float64(st.QueuedBytes), st.Resource)
 		ch <- prometheus.MustNewConstMetric(descResyncs, prometheus.CounterValue, float64(st.Dropped), st.Resource)
+	}
+	for _, st := range cc.r.OrderStats() {
+		ch <- prometheus.MustNewConstMetric(descOrdered, prometheus.GaugeValue, float64(st.Asked), st.Resource, "asked")
+		ch <- prometheus.MustNewConstMetric(descOrdered, prometheus.GaugeValue, float64(st.Standing), st.Resource, "standing")
+		ch <- prometheus.MustNewConstMetric(descStandingPending, prometheus.GaugeValue, float64(st.StandingPending), st.Resource)
 	}
 	if h, ok := cc.r.IPHistoryStats(); ok {
 		ch <- prometheus.MustNewConstMetric(descIPAddresses, prometheus.GaugeValue, float64(h.Addresses))

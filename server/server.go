@@ -54,6 +54,8 @@ type Reader interface {
 	Window(resource string, q cache.WindowQuery, notify chan<- struct{}) (*cache.Window, error)
 	// StreamStats describes each resource's stream broker, for metrics.
 	StreamStats() []cache.StreamStats
+	// OrderStats describes each resource's ordered indexes, for metrics.
+	OrderStats() []cache.OrderStats
 	// Resolve, Namespaces, NamespacesOf and IPResources serve
 	// authorization (see cache.Cache.Resolve).
 	Resolve(resource string) (cache.Resource, error)

@@ -51,7 +51,7 @@ func TestHarness(t *testing.T) {
 		"live heap per pod at N against N/3", "by-IP latency p50 at N against N/3", "by-IP latency p99 at N against N/3",
 		"initial sync wall per pod at N against N/3", "initial sync CPU per pod at N against N/3",
 		"live heap per pod after the questions", "question memory per pod vs SQLite",
-		"ordered index memory per pod", "live heap per pod with the pod columns indexed",
+		"ordered index memory per pod", "live heap per pod with the pod columns indexed", "live heap per pod settled",
 		"question page 1 (running by restarts) vs API server list", "question page 1 (running by restarts) bytes vs API server list",
 		"typed informer sync client CPU, protobuf", "kubeindex CPU serving 10 protobuf informers", "kubeindex CPU serving the first protobuf informer",
 		"largest share of the objects, 10 shards", "largest share of the events, 10 shards", "API server pod watches, 10 shards open"}

@@ -45,8 +45,8 @@ type kubeindex struct {
 
 // startKubeindex runs the binary on pods matching the label selector and
 // the field selector (none if empty) with the given indexes (YAML list
-// items), tracing its GCs.
-func startKubeindex(bin, dir, kubeconfig, name, selector, fieldSelector, indexes string) (*kubeindex, error) {
+// items) and flags, tracing its GCs.
+func startKubeindex(bin, dir, kubeconfig, name, selector, fieldSelector, indexes string, flags ...string) (*kubeindex, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -56,12 +56,12 @@ func startKubeindex(bin, dir, kubeconfig, name, selector, fieldSelector, indexes
 		cfg += fmt.Sprintf("  fieldSelector: %q\n", fieldSelector)
 	}
 	cfg += fmt.Sprintf("  indexes:%s\n", indexes)
-	return startKubeindexConfig(bin, dir, kubeconfig, name, cfg, addr)
+	return startKubeindexConfig(bin, dir, kubeconfig, name, cfg, addr, flags...)
 }
 
 // startKubeindexConfig runs the binary with the configuration file cfg
-// (YAML), listening on addr, tracing its GCs.
-func startKubeindexConfig(bin, dir, kubeconfig, name, cfg, addr string) (*kubeindex, error) {
+// (YAML) and flags, listening on addr, tracing its GCs.
+func startKubeindexConfig(bin, dir, kubeconfig, name, cfg, addr string, flags ...string) (*kubeindex, error) {
 	path := filepath.Join(dir, name+".yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		return nil, err
@@ -72,7 +72,7 @@ func startKubeindexConfig(bin, dir, kubeconfig, name, cfg, addr string) (*kubein
 	if err != nil {
 		return nil, err
 	}
-	p, err := startProc(name, bin, []string{"--kubeconfig", kubeconfig, "--config", path, "--listen", addr, "--log-level", "warn"},
+	p, err := startProc(name, bin, append([]string{"--kubeconfig", kubeconfig, "--config", path, "--listen", addr, "--log-level", "warn"}, flags...),
 		// The fan-out opens all its sockets from one address: lift the
 		// per-client stream limit above it (the environment, unlike a
 		// flag, is harmless to a build that does not know it).

@@ -74,25 +74,35 @@ func questionURL(base, query string, offset int) string {
 	return fmt.Sprintf("%s/api/v1/pods?%s&limit=%d&offset=%d", base, query, questionLimit, offset)
 }
 
-// askQuestions compares kubeindex's answers to questions with an in-memory
-// SQLite's (steve's schema, loaded with the same pods' Table rows), both
-// behind HTTP in a process of their own and asked by the same client, one
-// request to each in turn, over the questions' own cluster
-// (questionSource); then the same page as a dashboard gets it from the API
-// server (list every pod, filter and sort in the client) beside the seeded
-// cluster's kubeindex; then the memory the questions and an index per pod
-// column cost.
+// askQuestions reads the heaps of the questions' cluster (questionheap.go:
+// a kubeindex with --lazy-columns, the default one settled, with an
+// ordered index per pod column); then compares kubeindex's answers to
+// questions with an in-memory SQLite's (steve's schema, loaded with the
+// same pods' Table rows), both behind HTTP in a process of their own and
+// asked by the same client, one request to each in turn; then the same
+// page as a dashboard gets it from the API server (list every pod, filter
+// and sort in the client) beside the seeded cluster's kubeindex; then the
+// heap after the questions.
 func (r *runner) askQuestions(ctx context.Context) error {
-	base, err := r.emptyHeap(ctx)
+	var h questionHeaps
+	var err error
+	if h.base, err = r.emptyHeap(ctx); err != nil {
+		return err
+	}
+	src, feed, n, lazy, err := r.questionSource(ctx)
 	if err != nil {
 		return err
 	}
-	src, feed, n, err := r.questionSource(ctx)
-	if err != nil {
+	h.lazy = lazy
+	if h.settled, err = currentHeap(ctx, src); err != nil {
 		return err
 	}
-	heapBefore, err := currentHeap(ctx, src)
-	if err != nil {
+	client := loopbackClient(2) // one keep-alive connection to each
+	defer client.CloseIdleConnections()
+	// A question's first answer builds its ordered index: every pod's
+	// Table row rendered, a minute at 100,000 pods on a loaded machine.
+	client.Timeout = 10 * time.Minute
+	if err := r.columnIndexHeap(ctx, client, src, &h); err != nil {
 		return err
 	}
 	sq, err := startProc("benchsqlite", r.sqliteBin, []string{"-source", src.base}, nil)
@@ -110,11 +120,6 @@ func (r *runner) askQuestions(ctx context.Context) error {
 	case <-time.After(30 * time.Minute):
 		return fmt.Errorf("benchsqlite not loaded in 30m: %s", sq.logTail())
 	}
-	client := loopbackClient(2) // one keep-alive connection to each
-	defer client.CloseIdleConnections()
-	// A question's first answer builds its ordered index: every pod's
-	// Table row rendered, a minute at 100,000 pods on a loaded machine.
-	client.Timeout = 10 * time.Minute
 	var st sqliteStats
 	if err := getJSON(ctx, client, sqliteBase+"/stats", &st); err != nil {
 		return err
@@ -227,24 +232,18 @@ func (r *runner) askQuestions(ctx context.Context) error {
 		return err
 	}
 
-	heapAfter, err := currentHeap(ctx, src)
-	if err != nil {
+	if h.after, err = currentHeap(ctx, src); err != nil {
 		return err
 	}
+	r.addHeapFigures(h, n)
 	nf := float64(n)
-	before, after := (heapBefore-base)*(1<<20)/nf, (heapAfter-base)*(1<<20)/nf
-	f := &Figure{Name: "live heap per pod after the questions", Unit: "B", Kubeindex: after, Comparison: before,
-		Against: "the same kubeindex before them", Ratio: safeDiv(after, before), Target: information, Met: true,
-		Note: fmt.Sprintf("%d pods; kubeindex live heap %.0f MB before, %.0f MB after, an empty kubeindex %.0f MB (GODEBUG=gctrace=1, 1 MB resolution); "+
-			"after: what the questions keep (the answers kept for their walks, at most 256 for 5 minutes; kept column values; their ordered indexes)", n, heapBefore, heapAfter, base)}
-	r.add(f)
+	after := (h.after - h.base) * (1 << 20) / nf
 	rssPerPod := float64(st.RSSAfter-st.RSSBefore) / nf
-	f = &Figure{Name: "question memory per pod vs SQLite", Unit: "B", Kubeindex: after, Comparison: rssPerPod,
+	r.add(&Figure{Name: "question memory per pod vs SQLite", Unit: "B", Kubeindex: after, Comparison: rssPerPod,
 		Against: "SQLite process RSS growth over the load", Ratio: safeDiv(after, rssPerPod), Target: information, Met: true,
 		Note: fmt.Sprintf("kubeindex: live heap per pod after the questions (all of it: objects, indexes, kept columns); SQLite: %.0f B per pod of database pages (objects, fields, 9 indexes), Go heap %.0f MB, loaded from kubeindex's Table in %.1f s",
-			float64(st.DBBytes)/nf, float64(st.GoHeap)/(1<<20), st.LoadSeconds)}
-	r.add(f)
-	return r.columnIndexMemory(ctx, client, src, n, base, heapBefore, heapAfter)
+			float64(st.DBBytes)/nf, float64(st.GoHeap)/(1<<20), st.LoadSeconds)})
+	return nil
 }
 
 // sqliteAgainst names the comparison of the question figures.
