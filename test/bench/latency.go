@@ -64,39 +64,52 @@ func (r *runner) lookupLatency(ctx context.Context) error {
 		}
 		echoURL := fmt.Sprintf("%s/bytes/%d", r.echoBase, size)
 		// asked are the servers' URLs for round's i-th request, then
-		// echo's: a body of its set in the servers' turn (requestRate),
-		// and its one body.
+		// echo's: a body of its set in the servers' turn (requestRate).
 		asked := func(round int) []func(i int) string {
 			var out []func(i int) string
 			for _, s := range servers {
 				out = append(out, func(i int) string { return kind.url(s.k.base, i*7+round) })
 			}
-			return append(out, func(i int) string { return r.echoSetURL(size, (i*7+round)%len(refs)) },
-				func(int) string { return echoURL })
+			return append(out, func(i int) string { return r.echoSetURL(size, (i*7+round)%len(refs)) })
+		}
+		// askedOne are the main kubeindex's and echo's one body, asked in
+		// rounds of their own: a third server between two of a target
+		// round's requests raised both sides' p50 and kubeindex's more.
+		askedOne := func(round int) []func(i int) string {
+			return []func(i int) string{func(i int) string { return kind.url(r.main.base, i*7+round) }, func(int) string { return echoURL }}
 		}
 		// Warm them up: the connections, first-use allocations.
 		if _, err := interleavedLatencies(ctx, client, 200, asked(0), buf); err != nil {
+			return err
+		}
+		if _, err := interleavedLatencies(ctx, client, 200, askedOne(0), buf); err != nil {
 			return err
 		}
 		pairs := make([][][][2]float64, len(servers)) // by server, by target
 		for s := range pairs {
 			pairs[s] = make([][][2]float64, len(latencyTargets))
 		}
-		onePairs := make([][][2]float64, len(servers)) // p50 against echo's one body
+		var onePairs [][2]float64 // the main kubeindex's p50 against echo's one body
 		for round := range r.o.Rounds {
 			all, err := interleavedLatencies(ctx, client, r.o.LatencyRequests, asked(round), buf)
 			if err != nil {
 				return err
 			}
-			e, one := all[len(servers)], all[len(servers)+1]
+			byOne, err := interleavedLatencies(ctx, client, r.o.LatencyRequests, askedOne(round), buf)
+			if err != nil {
+				return err
+			}
+			e, mainByOne, one := all[len(servers)], byOne[0], byOne[1]
+			onePairs = append(onePairs, [2]float64{ms(percentile(mainByOne, .5)), ms(percentile(one, .5))})
+			r.logf("%s latency round %d, beside echo of one body: kubeindex p50 %v, echo of one body p50 %v p99 %v", kind.name, round,
+				percentile(mainByOne, .5), percentile(one, .5), percentile(one, .99))
 			for s, srv := range servers {
 				k := all[s]
 				for t, lt := range latencyTargets {
 					pairs[s][t] = append(pairs[s][t], [2]float64{ms(percentile(k, lt.q)), ms(percentile(e, lt.q))})
 				}
-				onePairs[s] = append(onePairs[s], [2]float64{ms(percentile(k, .5)), ms(percentile(one, .5))})
-				r.logf("%s latency round %d: kubeindex p50 %v p99 %v, echo p50 %v p99 %v, echo of one body p50 %v p99 %v (%d each, %d-byte bodies)", srv.figureName(kind.name), round,
-					percentile(k, .5), percentile(k, .99), percentile(e, .5), percentile(e, .99), percentile(one, .5), percentile(one, .99), len(k), size)
+				r.logf("%s latency round %d: kubeindex p50 %v p99 %v, echo p50 %v p99 %v (%d each, %d-byte bodies)", srv.figureName(kind.name), round,
+					percentile(k, .5), percentile(k, .99), percentile(e, .5), percentile(e, .99), len(k), size)
 			}
 			if kind.name != "by-IP" {
 				continue
@@ -126,10 +139,10 @@ func (r *runner) lookupLatency(ctx context.Context) error {
 					r.o.LatencyRequests, size)
 				r.add(f)
 			}
-			g := pairFigure(srv.figureName(kind.name+" latency p50 vs echo of one body"), "ms", echoOne, information, onePairs[s], kOverC, func(float64) bool { return true })
-			g.Note = "the same rounds; echo answering one body, which stays in the CPU's caches (the comparison before echo answered a set)"
-			r.add(g)
 		}
+		g := pairFigure(kind.name+" latency p50 vs echo of one body", "ms", echoOne, information, onePairs, kOverC, func(float64) bool { return true })
+		g.Note = "rounds of their own, the main kubeindex and echo answering one body, which stays in the CPU's caches (the comparison before echo answered a set)"
+		r.add(g)
 	}
 	for t, lt := range latencyTargets {
 		f := pairFigure("by-IP latency "+lt.label+" vs API server", "ms", "API server fieldSelector list, rv=0", information, vsAPI[t], cOverK, func(float64) bool { return true })
