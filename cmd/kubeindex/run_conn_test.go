@@ -25,7 +25,28 @@ import (
 // parallel and may open a second connection then, which the list may
 // take; every connection accepted before discovery's last request
 // (/version) counts as discovery's.
+//
+// The list may start while discovery's last answer is still being read
+// (about 1 start in 16 under -race), and then takes a connection of its
+// own: a start is tried up to three times, and one that shares passes. A
+// cache that never shares fails every time.
 func TestRunSharesConnection(t *testing.T) {
+	var why []string
+	for range 3 {
+		shared, detail := startSharesConnection(t)
+		if shared {
+			return
+		}
+		why = append(why, detail)
+	}
+	t.Errorf("in three starts the cache asked for pods over a connection of its own: %v", why)
+}
+
+// startSharesConnection starts kubeindex once against the demo's API
+// server over TLS and reports whether the pods list and watch came over
+// a connection discovery opened, and if not, which.
+func startSharesConnection(t *testing.T) (bool, string) {
+	t.Helper()
 	sim, err := demo.New(demo.Options{Seed: 1, Pods: 20})
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +115,8 @@ current-context: c
 	}
 	for _, from := range cacheFrom {
 		if !discovery[from] {
-			t.Errorf("the cache asked for pods over a connection of its own (%s), not one of discovery's %v", from, discovery)
+			return false, fmt.Sprintf("%s, not one of discovery's %v", from, discovery)
 		}
 	}
+	return true, ""
 }
