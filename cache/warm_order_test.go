@@ -158,6 +158,13 @@ func TestAFirstSortWaitsForTheStandingIndexAndMissesNoChange(t *testing.T) {
 		if !ix.standing {
 			t.Errorf("index %q is not standing: the question built its own", ix.id)
 		}
+		// The answer came once its own index was built; the others may
+		// still be building.
+		select {
+		case <-ix.ready:
+		case <-time.After(time.Minute):
+			t.Fatalf("index %q not built a minute after the first answer", ix.id)
+		}
 		if err := ix.check(r.objects()); err != nil {
 			t.Error(err)
 		}
