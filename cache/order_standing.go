@@ -103,15 +103,14 @@ func (c *Cache) stand(ctx context.Context, r *resourceCache, sc *query.Schema) b
 			ixs, texts = append(ixs, ix), append(texts, text)
 		}
 	}
-	w := r.orders.standing.Load()
-	w.allJoined() // a question waiting now waits for its own index's build
+	r.orders.standingDone() // a question waiting now waits for its own index's build
 	if len(ixs) == 0 {
 		return true
 	}
 	if c.warmHook != nil {
 		c.warmHook("build")
 	}
-	first, rest := w.wantedFirst(ixs, texts)
+	first, rest := r.orders.standing.Load().wantedFirst(ixs, texts)
 	n := 0
 	for _, group := range [][]*order{first, rest} {
 		if len(group) > 0 {
@@ -136,50 +135,34 @@ func (c *Cache) stand(ctx context.Context, r *resourceCache, sc *query.Schema) b
 // builds. The questions waiting are counted, so that the warmer does not
 // step aside for them (stepAside).
 type standingWait struct {
-	texts   []string      // the standing sorts, canonical (canonicalSort)
-	done    chan struct{} // closed once they are built, or the warmer stopped
-	once    sync.Once
+	texts   []string // the standing sorts, canonical (canonicalSort)
 	waiting atomic.Int32
 	pass    atomic.Pointer[warmPass] // the warmer's pass under way, to join
 	// joined is closed once every standing index is in the set (being
-	// built or built): a question then waits for its own index only.
-	joined     chan struct{}
-	joinedOnce sync.Once
+	// built or built), or the warmer stopped: a question then waits for
+	// its own index only.
+	joined chan struct{}
+	once   sync.Once
 	// wanted are the texts questions wait for, as bits of texts: their
 	// indexes are built before the others.
 	wanted atomic.Uint64
 }
 
-// allJoined lets the questions waiting for the standing indexes wait for
-// their own index instead (w may be nil).
-func (w *standingWait) allJoined() {
-	if w != nil {
-		w.joinedOnce.Do(func() { close(w.joined) })
-	}
-}
-
 // wantedFirst splits ixs (of these texts, in their order) into those a
-// question waits for and the rest (w may be nil).
+// question waits for and the rest (w may be nil: none waits).
 func (w *standingWait) wantedFirst(ixs []*order, texts []string) (first, rest []*order) {
-	var wanted uint64
-	if w != nil {
-		wanted = w.wanted.Load()
+	if w == nil {
+		return nil, ixs
 	}
+	wanted := w.wanted.Load()
 	for i, ix := range ixs {
-		if at := slices.Index(w.textsOrNil(), texts[i]); at >= 0 && wanted&(1<<at) != 0 {
+		if at := slices.Index(w.texts, texts[i]); at >= 0 && wanted&(1<<at) != 0 {
 			first = append(first, ix)
 		} else {
 			rest = append(rest, ix)
 		}
 	}
 	return first, rest
-}
-
-func (w *standingWait) textsOrNil() []string {
-	if w == nil {
-		return nil
-	}
-	return w.texts
 }
 
 // joinable offers the warmer's pass under way (nil: none) to the
@@ -213,14 +196,15 @@ func (os *orders) expectStanding(texts []string) {
 	if len(texts) == 0 {
 		return
 	}
-	os.standing.Store(&standingWait{texts: texts[:min(len(texts), 64)], done: make(chan struct{}), joined: make(chan struct{})})
+	os.standing.Store(&standingWait{texts: texts[:min(len(texts), 64)], joined: make(chan struct{})})
 }
 
-// standingDone lets the questions waiting for the standing indexes go on.
+// standingDone lets the questions waiting for the standing indexes wait
+// for their own index's build instead: every standing index is in the
+// set, or the warmer stopped.
 func (os *orders) standingDone() {
 	if w := os.standing.Load(); w != nil {
-		w.allJoined()
-		w.once.Do(func() { close(w.done) })
+		w.once.Do(func() { close(w.joined) })
 	}
 }
 
