@@ -45,11 +45,10 @@ func sortedTogether(ixs []*order, objs []*Object, parts int) [][]orderEntry {
 			for j, o := range objs[lo:hi] {
 				for i, ix := range ixs {
 					e := ix.entry(o)
-					for v := range e.vs {
-						if ix.refers {
-							break // the object's kept values: shared already (warm.go), and never written
+					if !ix.refers { // else the object's kept values: shared already (warm.go), and never written
+						for v := range e.vs {
+							e.vs[v] = sameText(e.vs[v], &seen[i][v])
 						}
-						e.vs[v] = sameText(e.vs[v], &seen[i][v])
 					}
 					es[i][j] = e
 				}
