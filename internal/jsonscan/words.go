@@ -16,8 +16,12 @@ func wordAt(b []byte, i int) uint64 { return binary.LittleEndian.Uint64(b[i : i+
 
 // bytesEqual selects the bytes of w equal to c. Exact: no borrow crosses
 // from one byte to the next.
-func bytesEqual(w uint64, c byte) uint64 {
-	v := w ^ (lows * uint64(c))
+func bytesEqual(w uint64, c byte) uint64 { return ZeroBytes(w ^ (lows * uint64(c))) }
+
+// ZeroBytes selects the bytes of v (a word as wordAt reads one: its
+// lowest byte first) that are zero, exactly, with the high bit (0x80) of
+// each such byte and no other bit.
+func ZeroBytes(v uint64) uint64 {
 	// A byte's low seven bits plus 0x7f carry into its high bit unless
 	// they are all zero; with the byte's own high bit, that is every
 	// byte but zero.

@@ -3,6 +3,8 @@ package table
 import (
 	"encoding/binary"
 	"math/bits"
+
+	"github.com/kubeindex/kubeindex/internal/jsonscan"
 )
 
 // A strict, allocation-free reader of JSON text for the hand-written
@@ -255,23 +257,14 @@ func (s *scanner) rawString(plain bool) ([]byte, bool) {
 	}
 }
 
-// Eight bytes of a string at a time, as a uint64 whose lowest byte comes
-// first (as jsonscan's words.go): each mask has the high bit of a byte
-// set for each byte it selects.
-const (
-	lows   = 0x0101010101010101
-	highs  = 0x8080808080808080
-	sevens = 0x7f7f7f7f7f7f7f7f
-)
-
-// zeros selects the bytes of v that are zero, exactly.
-func zeros(v uint64) uint64 { return ^((v&sevens + sevens) | v | sevens) }
-
-// stopsIn selects the bytes of w a string's body is not read past at
-// once (plainInString): a quote, a backslash, a control character (its
-// three high bits clear), or a byte of 0x80 and above.
+// stopsIn selects the bytes of w, eight bytes of a string read as a
+// word whose lowest byte comes first, that a string's body is not read
+// past at once (plainInString): a quote, a backslash, a control
+// character (its three high bits clear), or a byte of 0x80 and above;
+// each by the high bit of its byte (jsonscan.ZeroBytes).
 func stopsIn(w uint64) uint64 {
-	return zeros(w^(lows*'"')) | zeros(w^(lows*'\\')) | zeros(w&(lows*0xe0)) | w&highs
+	const lows, highs = 0x0101010101010101, 0x8080808080808080
+	return jsonscan.ZeroBytes(w^(lows*'"')) | jsonscan.ZeroBytes(w^(lows*'\\')) | jsonscan.ZeroBytes(w&(lows*0xe0)) | w&highs
 }
 
 func hex4(h []byte) bool {
