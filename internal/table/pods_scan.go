@@ -108,16 +108,19 @@ func (s *scanner) time(dst *metav1.Time) bool {
 	return err == nil
 }
 
-// timePtr reads a *metav1.Time: null is nil.
-func (s *scanner) timePtr(dst **metav1.Time) bool {
+// ptr reads a pointer member: null is nil, anything else a new value
+// that read reads.
+func ptr[T any](s *scanner, dst **T, read func(v *T) bool) bool {
 	if s.null() {
 		*dst = nil
 		return true
 	}
-	t := new(metav1.Time)
-	*dst = t
-	return s.time(t)
+	*dst = new(T)
+	return read(*dst)
 }
+
+// timePtr reads a *metav1.Time: null is nil.
+func (s *scanner) timePtr(dst **metav1.Time) bool { return ptr(s, dst, s.time) }
 
 // list reads an array into *dst, each element with elem (null: nil; an
 // empty array: empty, not nil, as both decoders leave it).
@@ -174,16 +177,7 @@ func scanPodSpec(s *scanner, v *podView) bool {
 						case "name":
 							return once(&seen, 1) && s.text(&e.Name)
 						case "restartPolicy":
-							if !once(&seen, 2) {
-								return false
-							}
-							if s.null() {
-								e.RestartPolicy = nil
-								return true
-							}
-							p := new(corev1.ContainerRestartPolicy)
-							e.RestartPolicy = p
-							return s.text((*string)(p))
+							return once(&seen, 2) && ptr(s, &e.RestartPolicy, func(p *corev1.ContainerRestartPolicy) bool { return s.text((*string)(p)) })
 						}
 						return s.skip(4)
 					})
@@ -276,23 +270,16 @@ func scanContainerStatus(s *scanner, c *containerStatusView) bool {
 						if string(name) != "terminated" {
 							return s.skip(5)
 						}
-						if !once(&seen, 1) {
-							return false
-						}
-						lt := &c.LastTerminationState
-						if s.null() {
-							lt.Terminated = nil
-							return true
-						}
-						lt.Terminated = &struct {
-							FinishedAt metav1.Time `json:"finishedAt"`
-						}{}
 						var seenT uint8
-						return s.object(func(s *scanner, name []byte) bool {
-							if string(name) == "finishedAt" {
-								return once(&seenT, 1) && s.time(&lt.Terminated.FinishedAt)
-							}
-							return s.skip(6)
+						return once(&seen, 1) && ptr(s, &c.LastTerminationState.Terminated, func(t *struct {
+							FinishedAt metav1.Time `json:"finishedAt"`
+						}) bool {
+							return s.object(func(s *scanner, name []byte) bool {
+								if string(name) == "finishedAt" {
+									return once(&seenT, 1) && s.time(&t.FinishedAt)
+								}
+								return s.skip(6)
+							})
 						})
 					})
 				})
@@ -301,15 +288,7 @@ func scanContainerStatus(s *scanner, c *containerStatusView) bool {
 			case "restartCount":
 				return once(&seen, 16) && s.int32(&c.RestartCount)
 			case "started":
-				if !once(&seen, 32) {
-					return false
-				}
-				if s.null() {
-					c.Started = nil
-					return true
-				}
-				c.Started = new(bool)
-				return s.bool(c.Started)
+				return once(&seen, 32) && ptr(s, &c.Started, s.bool)
 			}
 			return s.skip(4)
 		})
@@ -324,71 +303,50 @@ func scanContainerState(s *scanner, st *corev1.ContainerState) bool {
 		return s.object(func(s *scanner, name []byte) bool {
 			switch string(name) {
 			case "waiting":
-				if !once(&seen, 1) {
-					return false
-				}
-				if s.null() {
-					st.Waiting = nil
-					return true
-				}
-				w := &corev1.ContainerStateWaiting{}
-				st.Waiting = w
 				var seenW uint8
-				return s.object(func(s *scanner, name []byte) bool {
-					switch string(name) {
-					case "reason":
-						return once(&seenW, 1) && s.text(&w.Reason)
-					case "message":
-						return once(&seenW, 2) && s.text(&w.Message)
-					}
-					return s.skip(6)
+				return once(&seen, 1) && ptr(s, &st.Waiting, func(w *corev1.ContainerStateWaiting) bool {
+					return s.object(func(s *scanner, name []byte) bool {
+						switch string(name) {
+						case "reason":
+							return once(&seenW, 1) && s.text(&w.Reason)
+						case "message":
+							return once(&seenW, 2) && s.text(&w.Message)
+						}
+						return s.skip(6)
+					})
 				})
 			case "running":
-				if !once(&seen, 2) {
-					return false
-				}
-				if s.null() {
-					st.Running = nil
-					return true
-				}
-				r := &corev1.ContainerStateRunning{}
-				st.Running = r
 				var seenR uint8
-				return s.object(func(s *scanner, name []byte) bool {
-					if string(name) == "startedAt" {
-						return once(&seenR, 1) && s.time(&r.StartedAt)
-					}
-					return s.skip(6)
+				return once(&seen, 2) && ptr(s, &st.Running, func(r *corev1.ContainerStateRunning) bool {
+					return s.object(func(s *scanner, name []byte) bool {
+						if string(name) == "startedAt" {
+							return once(&seenR, 1) && s.time(&r.StartedAt)
+						}
+						return s.skip(6)
+					})
 				})
 			case "terminated":
-				if !once(&seen, 4) {
-					return false
-				}
-				if s.null() {
-					st.Terminated = nil
-					return true
-				}
-				t := &corev1.ContainerStateTerminated{}
-				st.Terminated = t
 				var seenT uint8
-				return s.object(func(s *scanner, name []byte) bool {
-					switch string(name) {
-					case "exitCode":
-						return once(&seenT, 1) && s.int32(&t.ExitCode)
-					case "signal":
-						return once(&seenT, 2) && s.int32(&t.Signal)
-					case "reason":
-						return once(&seenT, 4) && s.text(&t.Reason)
-					case "message":
-						return once(&seenT, 8) && s.text(&t.Message)
-					case "startedAt":
-						return once(&seenT, 16) && s.time(&t.StartedAt)
-					case "finishedAt":
-						return once(&seenT, 32) && s.time(&t.FinishedAt)
-					case "containerID":
-						return once(&seenT, 64) && s.text(&t.ContainerID)
-					}
-					return s.skip(6)
+				return once(&seen, 4) && ptr(s, &st.Terminated, func(t *corev1.ContainerStateTerminated) bool {
+					return s.object(func(s *scanner, name []byte) bool {
+						switch string(name) {
+						case "exitCode":
+							return once(&seenT, 1) && s.int32(&t.ExitCode)
+						case "signal":
+							return once(&seenT, 2) && s.int32(&t.Signal)
+						case "reason":
+							return once(&seenT, 4) && s.text(&t.Reason)
+						case "message":
+							return once(&seenT, 8) && s.text(&t.Message)
+						case "startedAt":
+							return once(&seenT, 16) && s.time(&t.StartedAt)
+						case "finishedAt":
+							return once(&seenT, 32) && s.time(&t.FinishedAt)
+						case "containerID":
+							return once(&seenT, 64) && s.text(&t.ContainerID)
+						}
+						return s.skip(6)
+					})
 				})
 			}
 			return s.skip(5)
