@@ -95,9 +95,9 @@ func TestValidate(t *testing.T) {
 		{Spec{Name: "x", Type: PodIP, Path: "a"}, "takes neither"},
 		{Spec{Name: "x", Label: "bad key!"}, "label key"},
 		{Spec{Name: "x", Label: "example.com/A_b.c"}, ""},
-		{Spec{Name: "x", Label: "a..b/name"}, "label key"}, // the prefix is no DNS subdomain
+		{Spec{Name: "x", Label: "a..b/name"}, "prefix part a lowercase RFC 1123 subdomain"}, // the API server's reason, given
 		{Spec{Name: "x", Label: "example.com/"}, "label key"},
-		{Spec{Name: "x", Label: strings.Repeat("n", 64)}, "label key"},
+		{Spec{Name: "x", Label: strings.Repeat("n", 64)}, "name part must be no more than 63 bytes"},
 		{Spec{Name: "x", Path: "spec..image"}, "empty component"},
 		{Spec{Name: "x", Path: "spec.containers."}, "empty component"},
 		{Spec{Name: "x", Path: ".spec"}, "empty component"},

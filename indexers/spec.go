@@ -79,8 +79,8 @@ func (s Spec) Validate() error {
 			errs = append(errs, fmt.Errorf("type %s takes neither label nor path", s.Type))
 		}
 	case Label:
-		if len(validation.IsQualifiedName(s.Label)) > 0 { // the API server's rule for label keys
-			errs = append(errs, fmt.Errorf("label key %q is not a valid Kubernetes label key", s.Label))
+		if why := validation.IsQualifiedName(s.Label); len(why) > 0 { // the API server's rule for label keys
+			errs = append(errs, fmt.Errorf("label key %q is not a valid Kubernetes label key: %s", s.Label, strings.Join(why, "; ")))
 		}
 		if s.Path != "" {
 			errs = append(errs, errors.New("type label takes no path"))
