@@ -342,6 +342,22 @@ func (r *Object) Skip() (int, error) {
 	return r.i, nil
 }
 
+// SkipDropped is Skip for a value the caller will not keep: an object or
+// array is passed over by Dropped, which does not check that each closing
+// bracket is of its opening one's kind.
+func (r *Object) SkipDropped() (int, error) {
+	v := r.b[r.ValAt:]
+	if len(v) == 0 || v[0] != '{' && v[0] != '[' {
+		return r.Skip()
+	}
+	n, err := Dropped(v)
+	if err != nil {
+		return 0, err
+	}
+	r.i = r.ValAt + n
+	return r.i, nil
+}
+
 // done records that the caller read the current value up to valEnd.
 func (r *Object) Done(valEnd int) { r.i = valEnd }
 
