@@ -138,3 +138,44 @@ func BenchmarkDropped(b *testing.B) {
 		})
 	}
 }
+
+// TestSkipDropped: an object's members passed over with SkipDropped end
+// where Skip ends them, whatever their kind (managedFields may be null).
+func TestSkipDropped(t *testing.T) {
+	doc := []byte(`{"a":null,"b":[{"f:x":{}},"]"],"c":"x\"}","d":{"e":[1,{}]},"f":12,"g":[]}`)
+	skip, dropped := mustOpen(t, doc), mustOpen(t, doc)
+	for {
+		more, err := skip.Next()
+		more2, err2 := dropped.Next()
+		if err != nil || err2 != nil || more != more2 {
+			t.Fatalf("Next: %v, %v; %v, %v", more, err, more2, err2)
+		}
+		if !more {
+			break
+		}
+		want, err := skip.Skip()
+		got, err2 := dropped.SkipDropped()
+		if err != nil || err2 != nil || got != want {
+			t.Fatalf("member %s: SkipDropped %d, %v; Skip %d, %v", skip.Key, got, err2, want, err)
+		}
+	}
+	if dropped.End() != len(doc) {
+		t.Fatalf("ended at %d of %d", dropped.End(), len(doc))
+	}
+	r := mustOpen(t, []byte(`{"a":[`))
+	if _, err := r.Next(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.SkipDropped(); err != ErrShort {
+		t.Fatalf("SkipDropped of a cut array: %v; want ErrShort", err)
+	}
+}
+
+func mustOpen(t *testing.T, b []byte) Object {
+	t.Helper()
+	r, err := OpenObject(b, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
