@@ -4,7 +4,8 @@
 // and evaluates its indexes with it. It checks structure (strings closed,
 // brackets balanced and matched, members separated by commas, keys followed
 // by colons) but not the spelling of numbers and literals, which it never
-// interprets.
+// interprets; Dropped, for a value whose bytes are never kept, does not
+// match the kinds of brackets either.
 package jsonscan
 
 import (
