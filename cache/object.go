@@ -667,17 +667,21 @@ func (o *Object) readMetadata(b []byte, at int, cuts *spans, known *[4]span) (en
 		case "uid":
 			slot = 3
 		}
-		valEnd, err := r.Skip()
-		if err != nil {
-			return 0, err
-		}
-		if string(r.Key) == "managedFields" {
+		if string(r.Key) == "managedFields" { // half of a pod's bytes, never kept: brackets counted, not matched (jsonscan.Dropped)
+			valEnd, err := r.SkipDropped()
+			if err != nil {
+				return 0, err
+			}
 			c, err := memberSpan(b, r.KeyAt, valEnd, keptEnd)
 			if err != nil {
 				return 0, err
 			}
 			cuts.add(c)
 			continue
+		}
+		valEnd, err := r.Skip()
+		if err != nil {
+			return 0, err
 		}
 		keptEnd = valEnd
 		if v := b[r.ValAt:valEnd]; slot >= 0 && v[0] == '"' { // null or not a string: as absent

@@ -4,7 +4,8 @@
 // and evaluates its indexes with it. It checks structure (strings closed,
 // brackets balanced and matched, members separated by commas, keys followed
 // by colons) but not the spelling of numbers and literals, which it never
-// interprets.
+// interprets; Dropped, for a value whose bytes are never kept, does not
+// match the kinds of brackets either.
 package jsonscan
 
 import (
@@ -335,6 +336,22 @@ func (r *Object) Next() (bool, error) {
 // skip passes over the current member's value and returns where it ends.
 func (r *Object) Skip() (int, error) {
 	n, err := Value(r.b[r.ValAt:])
+	if err != nil {
+		return 0, err
+	}
+	r.i = r.ValAt + n
+	return r.i, nil
+}
+
+// SkipDropped is Skip for a value the caller will not keep: an object or
+// array is passed over by Dropped, which does not check that each closing
+// bracket is of its opening one's kind.
+func (r *Object) SkipDropped() (int, error) {
+	v := r.b[r.ValAt:]
+	if len(v) == 0 || v[0] != '{' && v[0] != '[' {
+		return r.Skip()
+	}
+	n, err := Dropped(v)
 	if err != nil {
 		return 0, err
 	}
