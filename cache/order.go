@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/tidwall/btree"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -45,14 +46,33 @@ const (
 // key holding no keys (order.refers: the standing ones, a sort by a
 // column) shares its entry's one value with the object's kept values
 // instead of copying it (the age's and the name's are among the kept
-// column values when there are any); otherwise a build lays every entry's values out in one
-// array, in the index's order, so that a walk reads memory in sequence,
-// and texts read from the JSON are interned (interned). Values an entry
-// holds are never written.
+// column values when there are any); otherwise a build lays every
+// entry's values out in one array, in the index's order, so that a walk
+// reads memory in sequence, and texts read from the JSON are interned
+// (interned). Values an entry holds are never written.
+//
+// An entry is three words, not four: its values are a pointer to the
+// first and their number, without a slice's capacity, which no entry
+// uses (an index holds an entry per object: 8 B per object per index,
+// BenchmarkHeapPerPod). Its values are made into a slice only by vals,
+// of its own number, so a reader can neither read past them nor append
+// into the values next to them; a continue token's values are checked
+// to be as many as its sort's keys before an entry is made of them
+// (checkAsked).
 type orderEntry struct {
-	o  *Object
-	vs []query.Value
+	o *Object
+	v *query.Value // the first of its n values (nil when none)
+	n int
 }
+
+// entryOf is the entry of o holding vs (which it never writes).
+func entryOf(o *Object, vs []query.Value) orderEntry {
+	return orderEntry{o: o, v: unsafe.SliceData(vs), n: len(vs)}
+}
+
+// vals are the entry's values, a slice whose capacity is their number;
+// the caller does not write them.
+func (e orderEntry) vals() []query.Value { return unsafe.Slice(e.v, e.n) }
 
 // orders are one resource's ordered indexes.
 type orders struct {
@@ -127,7 +147,7 @@ func holdable(keys []query.Key, sc *query.Schema) bool {
 
 // compareSorted orders entries as query.CompareSorted orders objects.
 func (ix *order) compareSorted(a, b orderEntry) int {
-	return query.CompareSorted(ix.keys, a.vs, b.vs, a.o.namespace, a.o.name, b.o.namespace, b.o.name)
+	return query.CompareSorted(ix.keys, a.vals(), b.vals(), a.o.namespace, a.o.name, b.o.namespace, b.o.name)
 }
 
 func (ix *order) less(a, b orderEntry) bool { return ix.compare(a, b) < 0 }
@@ -138,7 +158,7 @@ func (ix *order) less(a, b orderEntry) bool { return ix.compare(a, b) < 0 }
 func (ix *order) entry(o *Object) orderEntry {
 	k := kept{o: o, sc: ix.schema, now: ix.now()}
 	if ix.refers {
-		return orderEntry{o: o, vs: ix.referred(&k)}
+		return entryOf(o, ix.referred(&k))
 	}
 	var r query.Record
 	ix.schema.Fill(&r, o.namespace, o.name, o.recordRaw(), k.now, &k)
@@ -155,10 +175,10 @@ func (ix *order) entry(o *Object) orderEntry {
 		case 1:
 			vs = append(vs, interned(hk, hv[0]))
 		default: // several: a question reads the object
-			return orderEntry{o: o, vs: vs[:len(ix.keys):len(ix.keys)]}
+			return entryOf(o, vs[:len(ix.keys):len(ix.keys)])
 		}
 	}
-	return orderEntry{o: o, vs: vs}
+	return entryOf(o, vs)
 }
 
 // referable reports whether an index of this sort holding these keys
@@ -379,8 +399,8 @@ func (ix *order) finish(entries []orderEntry) {
 		w := ix.width()
 		slab := make([]query.Value, 0, len(entries)*w)
 		for i, e := range entries {
-			slab = append(slab, e.vs...)
-			entries[i].vs = slab[len(slab)-len(e.vs) : len(slab) : len(slab)]
+			slab = append(slab, e.vals()...)
+			entries[i] = entryOf(e.o, slab[len(slab)-e.n:])
 		}
 	}
 	tree := btree.NewBTreeGOptions(ix.less, btree.Options{NoLocks: true})

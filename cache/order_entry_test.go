@@ -55,7 +55,7 @@ func TestAColumnIndexSharesKeptValues(t *testing.T) {
 		}
 	}
 	shared := func(e orderEntry, kept []query.Value) bool {
-		return len(e.vs) == 1 && len(kept) > 0 && unsafe.SliceData(e.vs) == unsafe.SliceData(kept)
+		return len(e.vals()) == 1 && len(kept) > 0 && unsafe.SliceData(e.vals()) == unsafe.SliceData(kept)
 	}
 	restarts.tree.Scan(func(e orderEntry) bool {
 		if kv := e.o.columns.Load(); kv == nil || !shared(e, kv.columns[col:]) {
@@ -71,7 +71,7 @@ func TestAColumnIndexSharesKeptValues(t *testing.T) {
 		return true
 	})
 	filtered.tree.Scan(func(e orderEntry) bool {
-		if kv := e.o.columns.Load(); kv != nil && unsafe.SliceData(e.vs) == unsafe.SliceData(kv.columns[col:]) {
+		if kv := e.o.columns.Load(); kv != nil && unsafe.SliceData(e.vals()) == unsafe.SliceData(kv.columns[col:]) {
 			t.Fatalf("restarts holding status: %s's entry shares its object's values", e.o.Key())
 		}
 		return true
@@ -121,8 +121,8 @@ func TestAgeAndNameIndexesShareTheKeptColumns(t *testing.T) {
 	early := index("namespace") // a copy of each namespace (namespace is no column)
 	lazyNames := index("name")
 	lazyNames.tree.Scan(func(e orderEntry) bool {
-		if s, _ := e.vs[0].AsText(); len(e.vs) != 1 || s != e.o.name || e.o.columns.Load() != nil {
-			t.Fatalf("name, no column value kept: %s's entry is %v", e.o.Key(), e.vs)
+		if s, _ := e.vals()[0].AsText(); len(e.vals()) != 1 || s != e.o.name || e.o.columns.Load() != nil {
+			t.Fatalf("name, no column value kept: %s's entry is %v", e.o.Key(), e.vals())
 		}
 		return true
 	})
@@ -148,7 +148,7 @@ func TestAgeAndNameIndexesShareTheKeptColumns(t *testing.T) {
 	}
 	names.tree.Scan(func(e orderEntry) bool {
 		kv := e.o.columns.Load()
-		if kv == nil || len(e.vs) != 1 || unsafe.SliceData(e.vs) != unsafe.SliceData(kv.columns) {
+		if kv == nil || len(e.vals()) != 1 || unsafe.SliceData(e.vals()) != unsafe.SliceData(kv.columns) {
 			t.Fatalf("name: %s's entry holds a copy of its value", e.o.Key())
 		}
 		return true
@@ -156,11 +156,11 @@ func TestAgeAndNameIndexesShareTheKeptColumns(t *testing.T) {
 	n := 0
 	age.tree.Scan(func(e orderEntry) bool {
 		kv := e.o.columns.Load()
-		if kv == nil || len(kv.paths) > 0 || len(e.vs) != 1 || unsafe.SliceData(e.vs) != unsafe.SliceData(kv.columns[col:]) {
+		if kv == nil || len(kv.paths) > 0 || len(e.vals()) != 1 || unsafe.SliceData(e.vals()) != unsafe.SliceData(kv.columns[col:]) {
 			t.Fatalf("age: %s's entry holds a copy of its value (paths kept %d)", e.o.Key(), len(kv.paths))
 		}
-		if want := ageKey.ReadJSON(e.o.Raw()); len(want) != 1 || query.Compare(e.vs[0], want[0]) != 0 {
-			t.Fatalf("age: %s's entry is %v, its JSON's age %v", e.o.Key(), e.vs, want)
+		if want := ageKey.ReadJSON(e.o.Raw()); len(want) != 1 || query.Compare(e.vals()[0], want[0]) != 0 {
+			t.Fatalf("age: %s's entry is %v, its JSON's age %v", e.o.Key(), e.vals(), want)
 		}
 		n++
 		return true
@@ -183,15 +183,36 @@ func TestAgeAndNameIndexesShareTheKeptColumns(t *testing.T) {
 	}
 }
 
+// TestAnEntryIsThreeWords: an ordered index's entry is its object, a
+// pointer to its values and their number, and gives back exactly its
+// values: none past them, none to append into.
+func TestAnEntryIsThreeWords(t *testing.T) {
+	if got, want := unsafe.Sizeof(orderEntry{}), 3*unsafe.Sizeof(uintptr(0)); got != want {
+		t.Errorf("an entry takes %d bytes, want %d", got, want)
+	}
+	slab := []query.Value{query.Num(1), query.Text("a"), query.Num(3), query.Missing()}
+	for _, r := range [][2]int{{0, 0}, {0, 2}, {1, 3}, {3, 4}} {
+		lo, hi := r[0], r[1]
+		e := entryOf(&Object{}, slab[lo:hi])
+		got := e.vals()
+		if len(got) != hi-lo || cap(got) != hi-lo || !slices.Equal(got, slab[lo:hi]) {
+			t.Errorf("the entry of slab[%d:%d] gives %v (cap %d)", lo, hi, got, cap(got))
+		}
+	}
+	if vs := entryOf(&Object{}, nil).vals(); len(vs) != 0 {
+		t.Errorf("an entry of no values gives %v", vs)
+	}
+}
+
 // TestLoadKeepsEveryEntryInOrder: load gives the tree the entries it was
 // given, in their order, whatever their number.
 func TestLoadKeepsEveryEntryInOrder(t *testing.T) {
 	for _, n := range []int{0, 1, 2, 3, 63, 64, 127, 1000, 4097} {
 		entries := make([]orderEntry, n)
 		for i := range entries {
-			entries[i] = orderEntry{o: &Object{name: string(rune('a' + i%26))}, vs: []query.Value{query.Num(float64(i))}}
+			entries[i] = entryOf(&Object{name: string(rune('a' + i%26))}, []query.Value{query.Num(float64(i))})
 		}
-		tree := btree.NewBTreeGOptions(func(a, b orderEntry) bool { return query.Compare(a.vs[0], b.vs[0]) < 0 }, btree.Options{NoLocks: true})
+		tree := btree.NewBTreeGOptions(func(a, b orderEntry) bool { return query.Compare(a.vals()[0], b.vals()[0]) < 0 }, btree.Options{NoLocks: true})
 		load(tree, entries)
 		got := tree.Items()
 		if !slices.EqualFunc(got, entries, func(a, b orderEntry) bool { return a.o == b.o }) {
