@@ -62,6 +62,15 @@ func (k *kept) Columns() []query.Value {
 	return k.keep(vs)
 }
 
+// kept are the object's column values kept under k.sc, nil when there
+// are none (they are not made).
+func (k *kept) kept() []query.Value {
+	if kv := k.o.columns.Load(); kv != nil && kv.fingerprint == k.sc.Fingerprint() {
+		return kv.columns
+	}
+	return nil
+}
+
 // keep stores vs, the object's column values under a Timeless schema, on
 // the object, and returns what it keeps: vs, or the values another
 // reader kept first.
@@ -127,8 +136,18 @@ func (kv *keptValues) holds(name string) bool {
 	return false
 }
 
-// Read returns a path or age key's values, kept after the first read.
+// Read returns a path or age key's values, kept after the first read;
+// an age's are the kept column values' own when the object has them
+// (query.Schema.KeptColumn), shared rather than kept twice.
 func (k *kept) Read(key query.Key) []query.Value {
+	if i, ok := k.sc.KeptColumn(key); ok {
+		if cols := k.kept(); i < len(cols) {
+			if cols[i].IsMissing() {
+				return nil // as the JSON read: no value
+			}
+			return cols[i : i+1 : i+1]
+		}
+	}
 	name := key.KeptName()
 	old := k.o.columns.Load()
 	var vs []query.Value

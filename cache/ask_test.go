@@ -2,6 +2,7 @@ package cache_test
 
 import (
 	"cmp"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -444,11 +445,39 @@ func TestContinueTokensKeepTheirQuestion(t *testing.T) {
 		{"a sorted token on a plain list", cache.ListQuery{Continue: sorted.Continue}},
 		{"a sorted token under another sort", cache.ListQuery{Continue: sorted.Continue, Ask: &cache.Ask{Schema: sc, SortText: ""}}},
 		{"an offset with a token", cache.ListQuery{Continue: sorted.Continue, Ask: &cache.Ask{Schema: sc, Sort: byName, SortText: "name", Offset: 1}}},
+		// another process's token (no walk), its sort's values forged: an
+		// ordered index compares as many values as its sort has
+		{"a token without its sort value", cache.ListQuery{Continue: forgeValues(t, sorted.Continue), Ask: &cache.Ask{Schema: sc, Sort: byName, SortText: "name"}}},
+		{"a token with two sort values", cache.ListQuery{Continue: forgeValues(t, sorted.Continue, "a", "b"), Ask: &cache.Ask{Schema: sc, Sort: byName, SortText: "name"}}},
 	} {
 		if _, err := f.Cache.List("pods", tc.q); err == nil || !strings.Contains(err.Error(), "continue token") && !strings.Contains(err.Error(), "offset") {
 			t.Errorf("%s: %v; expect a refusal", tc.name, err)
 		}
 	}
+}
+
+// forgeValues is tok without its walk (as another process reads it),
+// carrying these sort values instead of its own.
+func forgeValues(t *testing.T, tok string, values ...string) string {
+	t.Helper()
+	raw, err := base64.RawURLEncoding.DecodeString(tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m["v"]; !ok {
+		t.Fatalf("token %s carries no sort values", raw)
+	}
+	delete(m, "w")
+	m["v"] = values
+	if len(values) == 0 {
+		delete(m, "v")
+	}
+	raw, _ = json.Marshal(m)
+	return base64.RawURLEncoding.EncodeToString(raw)
 }
 
 // TestAWalkIsOneMoment: once a question's first page is answered, its

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/tidwall/btree"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -41,17 +42,37 @@ const (
 // orderEntry is one object in an ordered index: its sort values and then,
 // when each has at most one value for it, the values of the index's held
 // keys (order.held), which a question's filter and counts read from here
-// rather than from the object. An index of one column or path key
-// holding no keys (order.refers: the standing ones, a sort by a column)
-// shares its entry's one value with the object's kept values instead of
-// copying it; otherwise a build lays every entry's values out in one
-// array, in the index's order, so that a walk reads memory in sequence,
-// and texts read from the JSON are interned (interned). Values an entry
-// holds are never written.
+// rather than from the object. An index of one column, path, age or name
+// key holding no keys (order.refers: the standing ones, a sort by a
+// column) shares its entry's one value with the object's kept values
+// instead of copying it (the age's and the name's are among the kept
+// column values when there are any); otherwise a build lays every
+// entry's values out in one array, in the index's order, so that a walk
+// reads memory in sequence, and texts read from the JSON are interned
+// (interned). Values an entry holds are never written.
+//
+// An entry is three words, not four: its values are a pointer to the
+// first and their number, without a slice's capacity, which no entry
+// uses (an index holds an entry per object: 8 B per object per index,
+// BenchmarkHeapPerPod). Its values are made into a slice only by vals,
+// of its own number, so a reader can neither read past them nor append
+// into the values next to them; a continue token's values are checked
+// to be as many as its sort's keys before an entry is made of them
+// (checkAsked).
 type orderEntry struct {
-	o  *Object
-	vs []query.Value
+	o *Object
+	v *query.Value // the first of its n values (nil when none)
+	n int
 }
+
+// entryOf is the entry of o holding vs (which it never writes).
+func entryOf(o *Object, vs []query.Value) orderEntry {
+	return orderEntry{o: o, v: unsafe.SliceData(vs), n: len(vs)}
+}
+
+// vals are the entry's values, a slice whose capacity is their number;
+// the caller does not write them.
+func (e orderEntry) vals() []query.Value { return unsafe.Slice(e.v, e.n) }
 
 // orders are one resource's ordered indexes.
 type orders struct {
@@ -126,7 +147,7 @@ func holdable(keys []query.Key, sc *query.Schema) bool {
 
 // compareSorted orders entries as query.CompareSorted orders objects.
 func (ix *order) compareSorted(a, b orderEntry) int {
-	return query.CompareSorted(ix.keys, a.vs, b.vs, a.o.namespace, a.o.name, b.o.namespace, b.o.name)
+	return query.CompareSorted(ix.keys, a.vals(), b.vals(), a.o.namespace, a.o.name, b.o.namespace, b.o.name)
 }
 
 func (ix *order) less(a, b orderEntry) bool { return ix.compare(a, b) < 0 }
@@ -137,7 +158,7 @@ func (ix *order) less(a, b orderEntry) bool { return ix.compare(a, b) < 0 }
 func (ix *order) entry(o *Object) orderEntry {
 	k := kept{o: o, sc: ix.schema, now: ix.now()}
 	if ix.refers {
-		return orderEntry{o: o, vs: ix.referred(&k)}
+		return entryOf(o, ix.referred(&k))
 	}
 	var r query.Record
 	ix.schema.Fill(&r, o.namespace, o.name, o.recordRaw(), k.now, &k)
@@ -154,22 +175,24 @@ func (ix *order) entry(o *Object) orderEntry {
 		case 1:
 			vs = append(vs, interned(hk, hv[0]))
 		default: // several: a question reads the object
-			return orderEntry{o: o, vs: vs[:len(ix.keys):len(ix.keys)]}
+			return entryOf(o, vs[:len(ix.keys):len(ix.keys)])
 		}
 	}
-	return orderEntry{o: o, vs: vs}
+	return entryOf(o, vs)
 }
 
 // referable reports whether an index of this sort holding these keys
 // can share its entries' values with their objects' kept values: one
 // column key (of a Timeless schema, or it would not be indexable: its
-// values are kept) or one path or age key, and nothing held.
-func referable(keys []query.SortKey, held []query.Key) bool {
+// values are kept), one path or age key, or the name key where the
+// schema's Name column holds it, and nothing held.
+func referable(keys []query.SortKey, held []query.Key, sc *query.Schema) bool {
 	if len(keys) != 1 || len(held) > 0 {
 		return false
 	}
 	_, column := keys[0].Key.Column()
-	return column || keys[0].Key.ReadsJSON()
+	_, inColumn := sc.KeptColumn(keys[0].Key)
+	return column || inColumn || keys[0].Key.ReadsJSON()
 }
 
 // noValue is the value of an entry whose object has none for its key,
@@ -177,10 +200,12 @@ func referable(keys []query.SortKey, held []query.Key) bool {
 var noValue = []query.Value{query.Missing()}
 
 // referred is the first value of the index's one sort key as k's object
-// keeps it (its kept column values, or its kept path values; read and
-// kept now if they are not yet), a slice of one value that the entry
-// shares rather than copies. Kept values are immutable, so an old
-// version's entry is found again exactly.
+// keeps it (its kept column values, or its kept path values, an age's
+// among the columns when they are kept; read and kept now if they are
+// not yet; the name's Name column value, when kept), a slice of one
+// value that the entry shares rather than copies. Kept values are
+// immutable, and an entry is found by its value (equal whether shared or
+// not), so an old version's entry is found again exactly.
 func (ix *order) referred(k *kept) []query.Value {
 	key := ix.keys[0].Key
 	if i, ok := key.Column(); ok {
@@ -189,10 +214,22 @@ func (ix *order) referred(k *kept) []query.Value {
 		}
 		return noValue
 	}
-	if vs := k.Read(key); len(vs) > 0 {
-		return vs[:1:1]
+	if key.ReadsJSON() {
+		if vs := k.Read(key); len(vs) > 0 {
+			return vs[:1:1]
+		}
+		return noValue
 	}
-	return noValue
+	// The name: its Name column's kept value when there is one (never
+	// made here: a sort by name renders no row) and it is the name.
+	if i, ok := ix.schema.KeptColumn(key); ok {
+		if cols := k.kept(); i < len(cols) {
+			if s, _ := cols[i].AsText(); s == k.o.name {
+				return cols[i : i+1 : i+1]
+			}
+		}
+	}
+	return []query.Value{query.Text(k.o.name)}
 }
 
 // interned is v as an entry holds it: interned when it was read from
@@ -268,7 +305,7 @@ func (os *orders) joinAs(keys []query.SortKey, text string, held []query.Key, sc
 			return ix, true
 		}
 	}
-	ix = &order{id: id, keys: keys, held: held, refers: referable(keys, held), schema: sc, now: os.now, ready: make(chan struct{}), building: true, standing: standing}
+	ix = &order{id: id, keys: keys, held: held, refers: referable(keys, held, sc), schema: sc, now: os.now, ready: make(chan struct{}), building: true, standing: standing}
 	ix.compare = ix.compareSorted
 	ix.used.Store(now)
 	set = append(os.idle(set, now), ix)
@@ -362,8 +399,8 @@ func (ix *order) finish(entries []orderEntry) {
 		w := ix.width()
 		slab := make([]query.Value, 0, len(entries)*w)
 		for i, e := range entries {
-			slab = append(slab, e.vs...)
-			entries[i].vs = slab[len(slab)-len(e.vs) : len(slab) : len(slab)]
+			slab = append(slab, e.vals()...)
+			entries[i] = entryOf(e.o, slab[len(slab)-e.n:])
 		}
 	}
 	tree := btree.NewBTreeGOptions(ix.less, btree.Options{NoLocks: true})

@@ -85,9 +85,9 @@ func (a *asking) match(e orderEntry) bool {
 	if len(a.flt) == 0 {
 		return true
 	}
-	if len(e.vs) == a.width {
+	if len(e.vals()) == a.width {
 		for i, at := range a.at {
-			a.row[i] = e.vs[at]
+			a.row[i] = e.vals()[at]
 		}
 		return a.comp.MatchRow(a.row)
 	}
@@ -172,7 +172,7 @@ func pivotEntry(tok continueToken) orderEntry {
 	if !ok {
 		ns, name = "", tok.After
 	}
-	return orderEntry{o: &Object{namespace: ns, name: name}, vs: tok.Values}
+	return entryOf(&Object{namespace: ns, name: name}, tok.Values)
 }
 
 // orderedPage is a page of entries, more matches following it, with a
@@ -181,13 +181,13 @@ func pivotEntry(tok continueToken) orderEntry {
 func orderedPage(res ListResult, page []orderEntry, nsort, more, pos int, sort, walk string) ListResult {
 	res.Items, res.Values = make([]*Object, len(page)), make([][]query.Value, len(page))
 	for i, e := range page {
-		res.Items[i], res.Values[i] = e.o, e.vs[:nsort:nsort]
+		res.Items[i], res.Values[i] = e.o, e.vals()[:nsort:nsort]
 	}
 	if more > 0 && len(page) > 0 {
 		last := page[len(page)-1]
 		res.Remaining = more
 		res.Continue = encodeToken(continueToken{Resource: res.Resource.Name, After: last.o.Key(), Asked: true, Sort: sort,
-			Values: last.vs[:nsort], Walk: walk, Pos: pos})
+			Values: last.vals()[:nsort], Walk: walk, Pos: pos})
 	}
 	res.walk, res.pos = walk, pos
 	return res

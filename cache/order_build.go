@@ -46,8 +46,9 @@ func sortedTogether(ixs []*order, objs []*Object, parts int) [][]orderEntry {
 				for i, ix := range ixs {
 					e := ix.entry(o)
 					if !ix.refers { // else the object's kept values: shared already (warm.go), and never written
-						for v := range e.vs {
-							e.vs[v] = sameText(e.vs[v], &seen[i][v])
+						vs := e.vals() // the entry's own, not shared yet
+						for v := range vs {
+							vs[v] = sameText(vs[v], &seen[i][v])
 						}
 					}
 					es[i][j] = e

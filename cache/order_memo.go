@@ -202,7 +202,7 @@ func (p *pass) learn(mv moved) bool {
 func (p *pass) shift(e orderEntry, by int) int {
 	p.total += by
 	if p.counter != nil {
-		p.counter.AddRows(e.vs[:p.grouped], by)
+		p.counter.AddRows(e.vals()[:p.grouped], by)
 		p.groups = nil
 		return 0
 	}
@@ -312,7 +312,7 @@ func (ix *order) countPass(key string, ask *asking, groupBy []query.Key) (int, [
 		if !ask.match(e) {
 			return true
 		}
-		if g := e.vs[:p.grouped]; n > 0 && slices.Equal(g, run) {
+		if g := e.vals()[:p.grouped]; n > 0 && slices.Equal(g, run) {
 			n++
 		} else {
 			if n > 0 {

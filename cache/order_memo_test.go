@@ -125,7 +125,7 @@ func TestPassesAgreeWithAFreshPass(t *testing.T) {
 		wantGroups := map[string]int{}
 		byGroup.snapshot().Scan(func(e orderEntry) bool {
 			if cask.match(e) {
-				wantGroups[fmt.Sprint(e.vs[:2])]++
+				wantGroups[fmt.Sprint(e.vals()[:2])]++
 			}
 			return true
 		})

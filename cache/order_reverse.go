@@ -43,7 +43,7 @@ func (w ordering) compare(a, b orderEntry) int {
 	if !w.reverse {
 		return w.ix.compare(a, b)
 	}
-	return query.CompareSorted(w.keys, a.vs, b.vs, a.o.namespace, a.o.name, b.o.namespace, b.o.name)
+	return query.CompareSorted(w.keys, a.vals(), b.vals(), a.o.namespace, a.o.name, b.o.namespace, b.o.name)
 }
 
 func (w ordering) less(a, b orderEntry) bool { return w.compare(a, b) < 0 }
@@ -70,14 +70,14 @@ func (w ordering) scan(snap *btree.BTreeG[orderEntry], from *orderEntry, visit f
 		}
 		return
 	}
-	missing := orderEntry{o: lowest, vs: []query.Value{query.Missing()}}
-	if from == nil || !from.vs[0].IsMissing() {
+	missing := entryOf(lowest, []query.Value{query.Missing()})
+	if from == nil || !from.vals()[0].IsMissing() {
 		top := missing // the entries with a value are below it
 		if from != nil {
 			if !w.run(snap, *from, visit) {
 				return
 			}
-			top = orderEntry{o: lowest, vs: from.vs[:1]}
+			top = entryOf(lowest, from.vals()[:1])
 		}
 		if !w.backwards(snap, top, visit) {
 			return
@@ -92,7 +92,7 @@ func (w ordering) scan(snap *btree.BTreeG[orderEntry], from *orderEntry, visit f
 func (w ordering) run(snap *btree.BTreeG[orderEntry], from orderEntry, visit func(orderEntry) bool) bool {
 	more := true
 	snap.Ascend(from, func(e orderEntry) bool {
-		if query.Compare(e.vs[0], from.vs[0]) != 0 {
+		if query.Compare(e.vals()[0], from.vals()[0]) != 0 {
 			return false
 		}
 		more = visit(e)
@@ -118,7 +118,7 @@ func (w ordering) backwards(snap *btree.BTreeG[orderEntry], top orderEntry, visi
 		held = held[:0]
 		stopped, long := false, false
 		snap.Descend(top, func(e orderEntry) bool {
-			if len(held) > 0 && query.Compare(e.vs[0], held[0].vs[0]) != 0 {
+			if len(held) > 0 && query.Compare(e.vals()[0], held[0].vals()[0]) != 0 {
 				if !forwards() {
 					stopped = true
 					return false
@@ -139,7 +139,7 @@ func (w ordering) backwards(snap *btree.BTreeG[orderEntry], top orderEntry, visi
 			return forwards() // the first run
 		}
 		// A long run: forwards from its lowest place, then below it.
-		top = orderEntry{o: lowest, vs: held[0].vs[:1]}
+		top = entryOf(lowest, held[0].vals()[:1])
 		if !w.run(snap, top, visit) {
 			return false
 		}

@@ -35,7 +35,7 @@ func (ix *order) check(objs []*Object) error {
 			return fmt.Errorf("index %q: %d entries; expect %d (missing %s)", sort, len(got), len(want), want[i].o.Key())
 		case i >= len(want):
 			return fmt.Errorf("index %q: %d entries; expect %d (extra %s)", sort, len(got), len(want), got[i].o.Key())
-		case got[i].o != want[i].o || !slices.Equal(got[i].vs, want[i].vs):
+		case got[i].o != want[i].o || !slices.Equal(got[i].vals(), want[i].vals()):
 			return fmt.Errorf("index %q at %d: %s@%s; expect %s@%s", sort, i,
 				got[i].o.Key(), got[i].o.ResourceVersion(), want[i].o.Key(), want[i].o.ResourceVersion())
 		}
@@ -58,11 +58,12 @@ func (ix *order) checkReversed(got []orderEntry) error {
 	w := ordering{ix: ix, reverse: true, keys: keys}
 	want := slices.Clone(got)
 	slices.SortFunc(want, func(a, b orderEntry) int {
-		return query.CompareSorted(keys, a.vs, b.vs, a.o.namespace, a.o.name, b.o.namespace, b.o.name)
+		return query.CompareSorted(keys, a.vals(), b.vals(), a.o.namespace, a.o.name, b.o.namespace, b.o.name)
 	})
-	froms := []*orderEntry{nil, {o: &Object{name: "~"}, vs: []query.Value{query.Missing()}}}
+	tilde := entryOf(&Object{name: "~"}, []query.Value{query.Missing()})
+	froms := []*orderEntry{nil, &tilde}
 	for i := 0; i < len(want); i += 1 + len(want)/5 {
-		between := orderEntry{o: lowest, vs: want[i].vs[:1]}
+		between := entryOf(lowest, want[i].vals()[:1])
 		froms = append(froms, &want[i], &between)
 	}
 	for _, from := range froms {
@@ -99,7 +100,7 @@ func (ix *order) checkPasses() error {
 			if p.ask.match(e) {
 				total++
 				if p.counter != nil {
-					groups[fmt.Sprint(e.vs[:p.grouped])]++
+					groups[fmt.Sprint(e.vals()[:p.grouped])]++
 				}
 			}
 		}
@@ -283,7 +284,7 @@ func TestOrderCheckCatchesBreakage(t *testing.T) {
 		}
 		ix, _ := m.os.join(keys, "-restarts", nil, sc)
 		ix.compare = func(a, b orderEntry) int { // ascending, not descending
-			return query.CompareSorted([]query.SortKey{{Key: keys[0].Key}}, a.vs, b.vs, a.o.namespace, a.o.name, b.o.namespace, b.o.name)
+			return query.CompareSorted([]query.SortKey{{Key: keys[0].Key}}, a.vals(), b.vals(), a.o.namespace, a.o.name, b.o.namespace, b.o.name)
 		}
 		ix.build(m.objects())
 		for range 20 {

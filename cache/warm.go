@@ -182,9 +182,14 @@ func (p *warmPass) help() {
 
 // warmWorker renders batches of objects on one goroutine: their column
 // values under sc, and the values of paths, kept on each object that
-// lacks them.
+// lacks them; an age is not kept apart, its value being among the column
+// values (query.Schema.KeptColumn).
 func (c *Cache) warmWorker(sc *query.Schema, paths []query.Key) func([]*Object) {
 	fp := sc.Fingerprint()
+	paths = slices.DeleteFunc(slices.Clone(paths), func(p query.Key) bool {
+		_, ok := sc.KeptColumn(p)
+		return ok
+	})
 	k := kept{sc: sc}
 	var seen []map[string]string // by column
 	var scratch []byte           // an object with chunks, joined (what is kept is copied)

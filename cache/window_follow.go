@@ -105,7 +105,7 @@ func (v *view) followedPage(fz *followed, offset, limit int) []*vrow {
 	for i, e := range entries {
 		r := v.known[e.o]
 		if r == nil {
-			r = &vrow{o: e.o, key: e.o.Key(), vs: e.vs[:n:n]}
+			r = &vrow{o: e.o, key: e.o.Key(), vs: e.vals()[:n:n]}
 		}
 		out[i] = r
 	}

@@ -44,3 +44,25 @@ func (k Key) ReadJSON(raw []byte) []Value { return k.readJSON(raw, nil) }
 // whenever they are read (every key but a column of a schema that is not
 // Timeless): only such values may be kept, or held in an ordered index.
 func (k Key) Timeless(s *Schema) bool { return k.kind != columnKey || s.timeless }
+
+// KeptColumn is the place among the schema's column values
+// (ColumnValues) of the key's one value when it is there. An age key's
+// is the Age column's, which ColumnValues reads from
+// metadata.creationTimestamp as the age key does (Missing where the age
+// key has no value), so a Kept that keeps the column values answers Read
+// for the age from them instead of keeping a copy. The name key's is the
+// Name column's (the first, which Key reads as the name key) as the
+// resource's printer prints it: the object's name for every built-in
+// printer, which a caller sharing it checks. false for every other key,
+// and for a schema without such a column.
+func (s *Schema) KeptColumn(k Key) (int, bool) {
+	switch {
+	case k.kind == ageKey && s.age >= 0:
+		return s.age, true
+	case k.kind == nameKey:
+		if c, ok := s.columns["name"]; ok && c.index == 0 {
+			return 0, true
+		}
+	}
+	return 0, false
+}

@@ -27,6 +27,10 @@ type Schema struct {
 	// timeless: no column's value depends on the moment it is read (ages
 	// are read from creationTimestamp, not from the printed cell).
 	timeless bool
+	// age is the place of the Age column among the column values, -1
+	// when there is none: ColumnValues reads it as the age key does
+	// (KeptColumn).
+	age int
 	// across: the key ClusterKey is the cluster (AcrossClusters).
 	across bool
 }
@@ -69,12 +73,15 @@ func (t keyType) String() string {
 
 // NewSchema describes the keys of a resource whose Table conv renders.
 func NewSchema(conv table.Convertor) *Schema {
-	s := &Schema{conv: conv, columns: map[string]column{}, timeless: true}
+	s := &Schema{conv: conv, columns: map[string]column{}, timeless: true, age: -1}
 	var fp strings.Builder
 	for i, def := range conv.ColumnDefinitions() {
 		typ := columnType(def)
 		s.types = append(s.types, typ)
 		s.timeless = s.timeless && typ != durationType
+		if typ == ageType && s.age < 0 {
+			s.age = i
+		}
 		fmt.Fprintf(&fp, "%q:%d,", def.Name, typ)
 		name := ColumnKey(def.Name)
 		if _, dup := s.columns[name]; dup {
@@ -97,14 +104,22 @@ func (s *Schema) Timeless() bool      { return s.timeless }
 // ColumnValues are the typed values of each of the object's Table cells
 // (Missing where a cell has none), read at now: what column keys compare.
 // Rendering the row decodes the object, the costly part of a question.
+// The Age column's value is not its printed cell, which the moment
+// changes and no key reads, but the age key's value (KeptColumn).
 func (s *Schema) ColumnValues(raw []byte, now time.Time) []Value {
 	out := make([]Value, len(s.types))
+	if s.age >= 0 {
+		var buf [1]Value
+		if vs := (Key{kind: ageKey}).readJSON(raw, buf[:0]); len(vs) > 0 {
+			out[s.age] = vs[0]
+		}
+	}
 	row, err := s.conv.Row(raw, now)
 	if err != nil {
 		return out
 	}
 	for i, typ := range s.types {
-		if i < len(row.Cells) {
+		if i != s.age && i < len(row.Cells) {
 			if v, ok := cellValue(row.Cells[i], typ); ok {
 				out[i] = v
 			}
