@@ -7,16 +7,17 @@ import (
 )
 
 // Deadlines applied when a read or a write needs them. net/http sets a
-// keep-alive connection's deadlines nine times per request (the idle
-// deadline, the header deadline, none while the request is served, a
-// past one and none again to stop its background read, none for writes
-// after the handler), and the limits add a write deadline and lift it:
+// keep-alive connection's deadlines seven times per request (the idle
+// deadline, the header deadline, none while the request is served and
+// none for its background read, a past one and none again to stop that
+// read, none for writes after the handler), and the limits add a write
+// deadline and lift it:
 // each is a call into the runtime's poller and its timers. Most are
 // replaced before any read or write could meet them. So a deadline asked
 // is kept (limitedConn.dl) and applied to the socket only before the next
 // read or write, or at once while one is under way (a deadline set to
 // stop a pending read, or to extend it): every read and write meets the
-// deadline last asked, as when each was applied, with four applied per
+// deadline last asked, as when each was applied, with three applied per
 // request rather than nine (TestDeadlinesAppliedWhenMet).
 
 // deadlines (under dmu) are a connection's deadlines asked and applied,

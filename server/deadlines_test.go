@@ -16,7 +16,7 @@ import (
 // write meets them (deadlines.go) to what a socket's own do: a read or a
 // write meets the deadline last asked, one asked while a read is pending
 // stops it or extends it, and through a real server a request applies
-// fewer than net/http asks for (nine, and the limits' two).
+// fewer than are asked (net/http's seven, the limits' two).
 func TestDeadlinesAppliedWhenMet(t *testing.T) {
 	newConn := func() (*limitedConn, net.Conn) {
 		a, b := net.Pipe()
