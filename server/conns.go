@@ -224,8 +224,7 @@ func refuseConn(conn net.Conn, answer []byte) {
 // limitedConn holds its slots until closed. Its read deadlines are those
 // net/http sets (the read header timeout, the idle timeout, none while a
 // handler runs), shortened to UnauthenticatedTimeout until the connection
-// has authenticated; each is applied when a read or write meets it
-// (deadlines.go).
+// has authenticated.
 type limitedConn struct {
 	net.Conn
 	l    *limiter
@@ -276,10 +275,6 @@ type limitedConn struct {
 	// send's vector.
 	lines   headLines
 	lineVec [lineVecLen][]byte
-
-	// dl are the deadlines asked and applied (deadlines.go).
-	dmu sync.Mutex
-	dl  deadlines
 }
 
 // maxHeld bounds what a connection holds: the write that would pass it
@@ -458,7 +453,7 @@ func (c *limitedConn) writeLocked(p []byte) (int, error) {
 		c.werr = errMarkerCopied
 		return 0, c.werr
 	case c.held == nil:
-		return c.connWrite(p)
+		return c.Conn.Write(p)
 	case c.kept != nil:
 		// Bytes after a kept body: what was held leaves first.
 		if c.sendKept(); c.werr != nil {
@@ -499,18 +494,18 @@ func (c *limitedConn) sendHeld(held, p []byte, pieces *[][]byte) (int, error) {
 		// The list's first place is kept for what was held (lendPieces' callers).
 		(*pieces)[0] = held
 		c.bufs = *pieces
-		n, err = c.connSend(&c.bufs)
+		n, err = sendBuffers(c.Conn, &c.bufs)
 		c.bufs = nil
 		(*pieces)[0] = nil
 		piecesSent.Add(1)
 	} else if len(p) == 0 {
 		var m int
-		m, err = c.connWrite(held)
+		m, err = c.Conn.Write(held)
 		n = int64(m)
 	} else {
 		c.vec = [2][]byte{held, p} // writev skips an empty held
 		c.bufs = c.vec[:]
-		n, err = c.connSend(&c.bufs)
+		n, err = sendBuffers(c.Conn, &c.bufs)
 		c.vec, c.bufs = [2][]byte{}, nil // no reference outlives the send
 	}
 	if err != nil {
@@ -531,6 +526,22 @@ func sendBuffers(conn net.Conn, bufs *net.Buffers) (int64, error) {
 		return s.SendBuffers(bufs)
 	}
 	return bufs.WriteTo(conn)
+}
+
+func (c *limitedConn) SetReadDeadline(t time.Time) error {
+	if !t.IsZero() && !c.authenticated.Load() {
+		if short := time.Now().Add(c.l.opts.UnauthenticatedTimeout); t.After(short) {
+			t = short
+		}
+	}
+	return c.Conn.SetReadDeadline(t)
+}
+
+func (c *limitedConn) SetDeadline(t time.Time) error {
+	if err := c.SetReadDeadline(t); err != nil {
+		return err
+	}
+	return c.Conn.SetWriteDeadline(t)
 }
 
 func (c *limitedConn) Close() error {

@@ -146,7 +146,7 @@ func (c *limitedConn) spliceLines(p []byte) (int, error) {
 	}
 	bufs = append(bufs, p[end:])
 	c.bufs = bufs
-	sent, err := c.connSend(&c.bufs)
+	sent, err := sendBuffers(c.Conn, &c.bufs)
 	c.bufs = nil
 	clear(c.lineVec[:])
 	if err != nil {
