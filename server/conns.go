@@ -270,6 +270,11 @@ type limitedConn struct {
 	// connection so that a send allocates nothing.
 	vec  [2][]byte
 	bufs net.Buffers
+	// lines (under wmu) are the answer's header lines that the connection
+	// writes after its status line (headlines.go); lineVec is their
+	// send's vector.
+	lines   headLines
+	lineVec [lineVecLen][]byte
 }
 
 // maxHeld bounds what a connection holds: the write that would pass it
@@ -418,6 +423,27 @@ func (c *limitedConn) release() error {
 func (c *limitedConn) Write(p []byte) (int, error) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	if c.lines.on {
+		return c.spliceLines(p)
+	}
+	return c.writeLocked(p)
+}
+
+// sendKept (under wmu) sends what was held and the kept body, if any,
+// before anything written after them.
+func (c *limitedConn) sendKept() {
+	if c.kept == nil || c.held == nil {
+		return
+	}
+	c.sendHeld(*c.held, c.kept, c.keptPieces) // a failure is kept in werr
+	*c.held = (*c.held)[:0]
+	putAnswerBuffer(c.keptPool)
+	putPieceList(c.keptPieces)
+	c.kept, c.keptPool, c.keptPieces = nil, nil, nil
+}
+
+// writeLocked (under wmu) is Write.
+func (c *limitedConn) writeLocked(p []byte) (int, error) {
 	switch {
 	case c.werr != nil:
 		return 0, c.werr
@@ -430,13 +456,8 @@ func (c *limitedConn) Write(p []byte) (int, error) {
 		return c.Conn.Write(p)
 	case c.kept != nil:
 		// Bytes after a kept body: what was held leaves first.
-		_, err := c.sendHeld(*c.held, c.kept, c.keptPieces)
-		*c.held = (*c.held)[:0]
-		putAnswerBuffer(c.keptPool)
-		putPieceList(c.keptPieces)
-		c.kept, c.keptPool, c.keptPieces = nil, nil, nil
-		if err != nil {
-			return 0, err
+		if c.sendKept(); c.werr != nil {
+			return 0, c.werr
 		}
 	}
 	switch {
@@ -572,7 +593,8 @@ func connState(conn net.Conn, state http.ConnState) {
 	switch state {
 	case http.StateHijacked:
 		lc.authenticated.Store(true)
-		lc.release() // the new owner writes for itself; an error is its to meet
+		lc.startLines(false, nil) // the new owner writes its own headers
+		lc.release()              // the new owner writes for itself; an error is its to meet
 	case http.StateIdle, http.StateActive:
 		tc, ok := conn.(*tls.Conn)
 		if !ok || tc.ConnectionState().NegotiatedProtocol != "h2" {

@@ -87,7 +87,7 @@ func (s *Server) getResource(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	s.setFreshness(c.Response().Header(), st.Freshness, detail)
+	s.setFreshness(c, st.Freshness, detail)
 	return c.JSON(http.StatusOK, view)
 }
 

@@ -63,16 +63,43 @@ func boolValue(b bool) []string {
 	return valueFalse
 }
 
-// setFreshness writes a resource's freshness into the headers: with detail,
-// its resourceVersion and last event too (see freshnessDetail). The keys
-// are canonical, so they are assigned directly.
-func (s *Server) setFreshness(h http.Header, f cache.Freshness, detail bool) {
-	if detail {
-		v := s.fresh.Load()
-		if v == nil || v.resourceVersion != f.ResourceVersion || !v.lastEvent.Equal(f.LastEvent) {
-			v = newFreshnessValues(f)
-			s.fresh.Store(v)
+// setFreshness gives c's answer a resource's freshness headers: with
+// detail, its resourceVersion and last event too (see freshnessDetail).
+// They are lines on its connection when the answer takes its lines from
+// there (headlines.go), else in its header map.
+func (s *Server) setFreshness(c echo.Context, f cache.Freshness, detail bool) {
+	if lc := connOf(c.Request()); lc != nil && !c.Response().Committed {
+		var rv, last, sim []byte
+		if detail {
+			v := s.freshnessValuesOf(f)
+			rv, last = v.resourceVersionLine, v.lastEventLine
 		}
+		if f.Simulated {
+			sim = simulatedLine
+		}
+		if lc.setLines(rv, last, stateLines[stateIndex(f.Synced, f.Stale, f.WatchConnected)], sim) {
+			return
+		}
+	}
+	s.setFreshnessHeader(c.Response().Header(), f, detail)
+}
+
+// freshnessValuesOf is the header values of f, shared with the answers
+// before while f's resource version and last event stay the same.
+func (s *Server) freshnessValuesOf(f cache.Freshness) *freshnessValues {
+	v := s.fresh.Load()
+	if v == nil || v.resourceVersion != f.ResourceVersion || !v.lastEvent.Equal(f.LastEvent) {
+		v = newFreshnessValues(f)
+		s.fresh.Store(v)
+	}
+	return v
+}
+
+// setFreshnessHeader is setFreshness into the header map h. The keys are
+// canonical, so they are assigned directly.
+func (s *Server) setFreshnessHeader(h http.Header, f cache.Freshness, detail bool) {
+	if detail {
+		v := s.freshnessValuesOf(f)
 		if v.resourceVersionValue != nil {
 			h[HeaderResourceVersion] = v.resourceVersionValue
 		}
@@ -98,21 +125,26 @@ func (s *Server) setFreshness(h http.Header, f cache.Freshness, detail bool) {
 type atomicFreshness = atomic.Pointer[freshnessValues]
 
 // freshnessValues are the header values of a resource version and a last
-// event; nil when the freshness has none.
+// event, and their header lines (headlines.go); nil when the freshness has
+// none.
 type freshnessValues struct {
 	resourceVersion      string
 	lastEvent            time.Time
 	resourceVersionValue []string
 	lastEventValue       []string
+	resourceVersionLine  []byte
+	lastEventLine        []byte
 }
 
 func newFreshnessValues(f cache.Freshness) *freshnessValues {
 	v := &freshnessValues{resourceVersion: f.ResourceVersion, lastEvent: f.LastEvent}
 	if f.ResourceVersion != "" {
 		v.resourceVersionValue = []string{f.ResourceVersion}
+		v.resourceVersionLine = appendHeaderLine(nil, HeaderResourceVersion, f.ResourceVersion)
 	}
 	if !f.LastEvent.IsZero() {
 		v.lastEventValue = []string{f.LastEvent.UTC().Format(time.RFC3339Nano)}
+		v.lastEventLine = appendHeaderLine(nil, HeaderLastEvent, v.lastEventValue[0])
 	}
 	return v
 }
@@ -128,7 +160,7 @@ func (s *Server) setResourceFreshness(c echo.Context, resource string, f cache.F
 		return false
 	}
 	detail := s.freshnessDetail(c, resource)
-	s.setFreshness(c.Response().Header(), f, detail)
+	s.setFreshness(c, f, detail)
 	return detail
 }
 
@@ -164,7 +196,15 @@ func (s *Server) fillFreshness(c echo.Context) {
 	if s.authenticating() && userOf(c) == nil || c.Get(hostRefusedKey) != nil {
 		return
 	}
+	if lc := connOf(c.Request()); lc != nil {
+		if on, fresh := lc.linesFresh(); on {
+			if !fresh {
+				s.setFreshness(c, s.r.Freshness(), !s.authorizing())
+			}
+			return
+		}
+	}
 	if h := c.Response().Header(); h[HeaderStale] == nil {
-		s.setFreshness(h, s.r.Freshness(), !s.authorizing())
+		s.setFreshnessHeader(h, s.r.Freshness(), !s.authorizing())
 	}
 }

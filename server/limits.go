@@ -107,7 +107,7 @@ func newLimiter(o LimitOptions) *limiter {
 // the metrics, so that its refusals are counted. now is when the request
 // arrived.
 func (s *Server) guard(c echo.Context, rt *route, stream bool, next echo.HandlerFunc, now time.Time) error {
-	s.securityHeaders(c)
+	s.securityHeaders(c, s.startAnswerLines(c, stream) != nil)
 	if err := s.checkHost(c); err != nil {
 		return err
 	}
@@ -140,7 +140,9 @@ type header struct {
 // Each header costs every answer something on both ends, and past eight
 // entries net/http's header map grows into a larger table it then clones
 // per response: a GET answer has nine (these two, Content-Type,
-// Content-Length and five freshness headers).
+// Content-Length and five freshness headers). On a plain HTTP/1.x answer
+// the connection writes these and the freshness as lines instead
+// (headlines.go).
 func newSecurityHeaders(private bool) []header {
 	headers := []header{
 		{"X-Content-Type-Options", []string{"nosniff"}},
@@ -156,9 +158,19 @@ func newSecurityHeaders(private bool) []header {
 	return headers
 }
 
-func (s *Server) securityHeaders(c echo.Context) {
+// securityHeaders puts the security headers in c's header map; with
+// lines, only those not among the lines its connection writes
+// (headlines.go).
+func (s *Server) securityHeaders(c echo.Context, lines bool) {
+	headers := s.headers
+	if lines {
+		headers = s.headersBesideLines
+	}
+	if len(headers) == 0 {
+		return
+	}
 	h := c.Response().Header()
-	for _, sh := range s.headers {
+	for _, sh := range headers {
 		h[sh.key] = sh.values
 	}
 }

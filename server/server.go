@@ -128,6 +128,10 @@ type Server struct {
 	streams *streamHub
 	limits  *limiter
 	headers []header // security headers of every response
+	// secLines are headers' lines on a plain HTTP/1.x answer, and
+	// headersBesideLines those that stay in its header map (headlines.go).
+	secLines           []byte
+	headersBesideLines []header
 	// routeInfo is read by every request and written only by New.
 	routeInfo map[routeKey]*route
 	// kubeSpecs serves the Kubernetes API's OpenAPI documents.
@@ -172,6 +176,7 @@ func New(r Reader, opts Options) *Server {
 	s.echo.HideBanner, s.echo.HidePort = true, true
 	s.echo.HTTPErrorHandler = s.handleError
 	s.limits, s.headers = opts.Shared.limits, newSecurityHeaders(opts.Auth.Authenticator != nil || opts.TLS.clientCerts())
+	s.secLines, s.headersBesideLines = securityLines(s.headers)
 	s.metrics.registry.MustRegister(&securityCollector{s: s})
 	if cr, ok := opts.Clusters.(ConfigReporter); ok {
 		s.metrics.registry.MustRegister(configCollector{cr})

@@ -279,7 +279,7 @@ func (s *Server) subscribe(resource string, q cache.WatchQuery, header http.Head
 		return nil, nil, err
 	}
 	if st, err := s.r.ResourceStatus(resource); err == nil {
-		s.setFreshness(header, st.Freshness, detail)
+		s.setFreshnessHeader(header, st.Freshness, detail)
 	}
 	return sub, notify, nil
 }

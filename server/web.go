@@ -16,16 +16,17 @@ import (
 	"github.com/kubeindex/kubeindex/web"
 )
 
-// Security headers of every dashboard response. The dashboard loads
-// nothing from elsewhere and runs no inline script or style, so the policy
-// allows only its own origin (which, for connect-src, includes the
-// same-origin WebSocket); it may not be framed.
+// Security headers of every dashboard response, beside those of every
+// response (newSecurityHeaders: nosniff among them, which set here too
+// would be sent twice where the connection writes those, headlines.go).
+// The dashboard loads nothing from elsewhere and runs no inline script or
+// style, so the policy allows only its own origin (which, for connect-src,
+// includes the same-origin WebSocket); it may not be framed.
 var dashboardHeaders = map[string]string{
 	"Content-Security-Policy": "default-src 'self'; base-uri 'none'; object-src 'none'; " +
 		"frame-ancestors 'none'; form-action 'self'",
-	"X-Content-Type-Options": "nosniff",
-	"Referrer-Policy":        "no-referrer",
-	"X-Frame-Options":        "DENY",
+	"Referrer-Policy": "no-referrer",
+	"X-Frame-Options": "DENY",
 }
 
 // dashboardTypes are the content types of the files the dashboard may hold;
