@@ -40,11 +40,7 @@ func TestDroppedAgreesWithComposite(t *testing.T) {
 	var docs []string
 	for pad := range 17 {
 		p := strings.Repeat("x", pad)
-		docs = append(docs,
-			`{"`+p+`\"":"]}"}`,
-			`{"`+p+`\\":["\\\\\"",{"}":"{"}]}`,
-			`["`+p+`","\\\\\\\\","a\"b",[[],{}],"`+p+`\\\""]`,
-			`{"`+p+`":{"k:{\"type\":\"Ready\"}":{".":{},"f:status":{}}}} tail`,
+		docs = append(append(docs, wordDocs(p)...),
 			`[{"`+p+`":{}},{},[[{"a":[]}]],"]]]]]]]]"]]]`,
 			`{"`+p+`":"\`,
 			`[`+p+`]]`,

@@ -57,6 +57,20 @@ func checkComposite(t *testing.T, b []byte) {
 	}
 }
 
+// wordDocs are values with quotes, backslashes and brackets at every
+// place in a word as p (0 to 16 bytes) moves them: an escaped quote or
+// backslash whose backslash ends a word, runs of backslashes, brackets
+// inside strings (what TestCompositeWords and TestDroppedAgreesWithComposite
+// read).
+func wordDocs(p string) []string {
+	return []string{
+		`{"` + p + `\"":"]}"}`,
+		`{"` + p + `\\":["\\\\\"",{"}":"{"}]}`,
+		`["` + p + `","\\\\\\\\","a\"b",[[],{}],"` + p + `\\\""]`,
+		`{"` + p + `":{"k:{\"type\":\"Ready\"}":{".":{},"f:status":{}}}} tail`,
+	}
+}
+
 // TestCompositeWords: quotes, backslashes and brackets at every place in
 // a word and across words: an escaped quote or backslash whose backslash
 // ends a word, runs of backslashes, brackets inside strings, deep nesting.
@@ -64,11 +78,7 @@ func TestCompositeWords(t *testing.T) {
 	var docs []string
 	for pad := range 17 {
 		p := strings.Repeat("x", pad)
-		docs = append(docs,
-			`{"`+p+`\"":"]}"}`,
-			`{"`+p+`\\":["\\\\\"",{"}":"{"}]}`,
-			`["`+p+`","\\\\\\\\","a\"b",[[],{}],"`+p+`\\\""]`,
-			`{"`+p+`":{"k:{\"type\":\"Ready\"}":{".":{},"f:status":{}}}} tail`,
+		docs = append(append(docs, wordDocs(p)...),
 			`{"`+p+`":[}`,
 			`{"`+p+`":"\`,
 			`[`+p+`]]`,
