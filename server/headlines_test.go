@@ -65,10 +65,14 @@ func TestHeaderLinesAsTheMap(t *testing.T) {
 			if private {
 				req += "Authorization: Bearer s3cret\r\n"
 			}
+			spliced := linesSpliced.Load()
 			fmt.Fprintf(conn, "%s %s HTTP/1.1\r\n%s\r\n", tt.method, tt.target, req)
 			wire, err := readHead(r, tt.method)
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
+			}
+			if linesSpliced.Load() == spliced {
+				t.Errorf("%s: the headers came through the map, not as the connection's lines", name)
 			}
 			rq := localRequest(tt.method, tt.target, nil)
 			if private {
