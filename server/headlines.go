@@ -227,19 +227,16 @@ func securityLines(headers []header) (lines []byte, inMap []header) {
 // startAnswerLines decides where the answer to c puts its security and
 // freshness headers: lines on its connection (a plain HTTP/1.x answer
 // that is not a stream, whose writes come from this request's goroutine),
-// or the header map. It returns the connection when lines.
-func (s *Server) startAnswerLines(c echo.Context, stream bool) *limitedConn {
+// or the header map. true when lines.
+func (s *Server) startAnswerLines(c echo.Context, stream bool) bool {
 	req := c.Request()
 	lc := connOf(req)
 	if lc == nil {
-		return nil
+		return false
 	}
 	on := !stream && req.ProtoMajor == 1 && req.TLS == nil
 	lc.startLines(on, s.secLines)
-	if !on {
-		return nil
-	}
-	return lc
+	return on
 }
 
 // lineVecLen bounds spliceLines' vector: the status line, the lines'

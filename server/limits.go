@@ -107,7 +107,7 @@ func newLimiter(o LimitOptions) *limiter {
 // the metrics, so that its refusals are counted. now is when the request
 // arrived.
 func (s *Server) guard(c echo.Context, rt *route, stream bool, next echo.HandlerFunc, now time.Time) error {
-	s.securityHeaders(c, s.startAnswerLines(c, stream) != nil)
+	s.securityHeaders(c, s.startAnswerLines(c, stream))
 	if err := s.checkHost(c); err != nil {
 		return err
 	}
