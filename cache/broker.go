@@ -258,6 +258,16 @@ func (b *broker) publishLocked(ev *event) {
 	rv := parseRV(ev.obj.resourceVersion)
 	b.handedRV = max(b.handedRV, rv)
 	ev.rvStr = strconv.FormatUint(b.log.Append(rv, ev.at, ev), 10)
+	if !b.started {
+		// No subscription exists before the first, which starts the
+		// broker (subscribe, under mu): each one's stream begins after
+		// every event published before it (eventSub.from), so the
+		// fan-out would offer this one to nobody. Not handing it on
+		// spares a wake-up of the fan-out's goroutine for each object
+		// of the initial list, which on an idle core is a thread woken
+		// and parked again (BENCHMARKS.md).
+		return
+	}
 	b.pending = append(b.pending, ev)
 	select {
 	case b.kick <- struct{}{}:

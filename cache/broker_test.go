@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -503,5 +504,36 @@ func TestInformerHandlerFiltersForNoOne(t *testing.T) {
 	s.Next() // SYNCED
 	if m, ok := s.Next(); !ok || m.Type != MessageType(Added) {
 		t.Errorf("after the fan-out: %s %v; expect ADDED", m.Type, ok)
+	}
+}
+
+// Before the first subscription, which starts the broker once the
+// informers have synced, no one can be offered an event: every stream
+// starts after the events published before it. So the initial list's
+// events are neither queued for the fan-out nor wake its goroutine (a
+// thread woken per listed object); once started, every event is both,
+// and the subscription gets the listed objects in its snapshot and the
+// later event from its queue.
+func TestBrokerWakesNoFanOutBeforeTheFirstSubscription(t *testing.T) {
+	tb := newTestBroker(t, StreamOptions{})
+	h := tb.b.handler() // without the helper's fan-out after each event
+	for i := range 3 {
+		h.OnAdd(testPod(t, "ns", fmt.Sprint("listed-", i), fmt.Sprint(i+1), nil), true)
+	}
+	if n, pending := len(tb.b.kick), len(tb.b.pending); n != 0 || pending != 0 {
+		t.Fatalf("before any subscription: fan-out woken %d, events pending %d; expect 0 and 0", n, pending)
+	}
+	s, _ := tb.subscribe(WatchQuery{Snapshot: true})
+	tb.b.fanout()
+	<-tb.b.kick // the subscription's own wake-up
+	h.OnAdd(testPod(t, "ns", "later", "4", nil), false)
+	if n, pending := len(tb.b.kick), len(tb.b.pending); n != 1 || pending != 1 {
+		t.Fatalf("after a subscription: fan-out woken %d, events pending %d; expect 1 and 1", n, pending)
+	}
+	tb.b.fanout()
+	r := newReplica()
+	r.drain(t, s)
+	if got := slices.Sorted(maps.Keys(r.objs)); !slices.Equal(got, []string{"ns/later", "ns/listed-0", "ns/listed-1", "ns/listed-2"}) {
+		t.Errorf("the subscriber holds %v; expect the three listed pods and the later one", got)
 	}
 }
