@@ -87,6 +87,9 @@ type shard struct {
 	// index is the namespace index and the configured ones, kept by the
 	// one handler (store_index.go); the informer's store has none.
 	index *valueIndexes
+	// prep is what the list's reader makes of each listed object for
+	// the handler to take (list_prep.go).
+	prep *listPrep
 
 	added, modified, deleted atomic.Int64
 	// synced remembers that the informer has synced (hasSynced).
@@ -216,9 +219,10 @@ func (c *Cache) newResourceCache(client *apiClient, cr Configured) (*resourceCac
 	}
 	for _, ns := range namespaces {
 		sh := &shard{namespace: ns, conn: newConnState(c.opts.Now), ips: c.ipFeed(cr.Resource), index: newValueIndexes(idx, r.broker.stored)}
+		sh.prep = newListPrep(sh.index, sh.ips)
 		lw := &listWatch{client: client, res: &r.res, namespace: ns, shape: r.shape,
 			labelSelector: cr.Spec.LabelSelector, fieldSelector: cr.Spec.FieldSelector, conn: sh.conn,
-			listTimeout: c.opts.ListTimeout, idleTimeout: c.opts.WatchIdleTimeout, index: sh.index}
+			listTimeout: c.opts.ListTimeout, idleTimeout: c.opts.WatchIdleTimeout, prep: sh.prep}
 		store, ctrl := toolscache.NewInformerWithOptions(toolscache.InformerOptions{
 			ListerWatcher: lw,
 			ObjectType:    &Object{},
@@ -360,10 +364,12 @@ func (sh *shard) eventHandler(now func() time.Time, b *broker, ord *orders) tool
 	return toolscache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
 			wait()
-			sh.index.set(handlerObject(obj))
-			ord.change(nil, handlerObject(obj))
+			o := handlerObject(obj)
+			po := sh.prep.take(o, initial)
+			sh.index.set(o, po)
+			ord.change(nil, o)
 			feed.OnAdd(obj, initial)
-			sh.ips.add(obj, initial)
+			sh.ips.add(obj, initial, po)
 			sh.added.Add(1)
 			touch()
 		},
@@ -372,7 +378,8 @@ func (sh *shard) eventHandler(now func() time.Time, b *broker, ord *orders) tool
 				return // a resync, not an event
 			}
 			wait()
-			sh.index.set(handlerObject(cur))
+			po := sh.prep.take(handlerObject(cur), false)
+			sh.index.set(handlerObject(cur), po)
 			ord.change(handlerObject(old), handlerObject(cur))
 			feed.OnUpdate(old, cur)
 			sh.ips.update(old, cur)
