@@ -100,7 +100,10 @@ type Options struct {
 	// or a dir, labelled by its name): each is built and started on the
 	// seeded pods, and the rate and latency figures ask it in the same
 	// rounds as the main kubeindex and echo, the order of asking permuted,
-	// each with figures of its own (named with the label in brackets).
+	// each with figures of its own (named with the label in brackets);
+	// the sync figure starts each in its rounds too, alone, and compares
+	// the main kubeindex with it round by round ("initial sync CPU vs
+	// label").
 	Builds []string
 	// Dir keeps the cluster's state (and seeded pods) between runs; empty
 	// means a fresh temporary directory. The kinformers figure writes the

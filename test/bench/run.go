@@ -201,8 +201,15 @@ func (r *runner) add(f *Figure) {
 // initialSync starts kubeindex and a typed informer, one after the other,
 // for each round, and compares their CPU and wall time from process start
 // to synced. The last kubeindex stays up as the main instance.
+//
+// Each build (Options.Builds) syncs in the same rounds, alone (stopped
+// once synced; the main kubeindex settled when it went first), before
+// the main kubeindex in even rounds and after it in odd ones: its
+// figures are against the same round's informer, and the main
+// kubeindex's against it, round by round.
 func (r *runner) initialSync(ctx context.Context) error {
 	var cpu, wall [][2]float64
+	others := make([]struct{ cpu, wall, mainCPU, mainWall [][2]float64 }, len(r.builds))
 	r.informerHeap = nil
 	for round := range r.o.slowRounds() {
 		// The last round's kubeindex goes first: at 150,000 pods two of
@@ -211,11 +218,38 @@ func (r *runner) initialSync(ctx context.Context) error {
 		if r.main != nil {
 			r.main.stop()
 		}
+		type synced struct{ wall, cpu time.Duration }
+		var builds []synced
+		syncBuilds := func() error {
+			for i, b := range r.builds {
+				k, bWall, bCPU, err := r.syncKubeindexOf(ctx, b.bin, fmt.Sprintf("kubeindex-build-%d-sync-%d", i, round), "", r.p.n)
+				if err != nil {
+					return fmt.Errorf("build %s: %w", b.label, err)
+				}
+				k.stop()
+				builds = append(builds, synced{bWall, bCPU})
+			}
+			return nil
+		}
+		// The builds go first in even rounds and after the main
+		// kubeindex (once it has settled) in odd ones: whichever
+		// starts right after another process stopped may pay for it.
+		if round%2 == 0 {
+			if err := syncBuilds(); err != nil {
+				return err
+			}
+		}
 		k, kWall, kCPU, err := r.syncKubeindex(ctx, fmt.Sprintf("kubeindex-sync-%d", round), "", r.p.n)
 		if err != nil {
 			return err
 		}
 		r.main = k
+		if round%2 == 1 && len(r.builds) > 0 {
+			settle(ctx, []*otherBuild{{k: k}}, 30*time.Second)
+			if err := syncBuilds(); err != nil {
+				return err
+			}
+		}
 		iWall, iCPU, heap, err := r.runInformer(ctx, podSelector)
 		if err != nil {
 			return err
@@ -225,10 +259,26 @@ func (r *runner) initialSync(ctx context.Context) error {
 			kWall.Round(time.Millisecond), kCPU, iWall.Round(time.Millisecond), iCPU)
 		cpu = append(cpu, [2]float64{kCPU.Seconds(), iCPU.Seconds()})
 		wall = append(wall, [2]float64{kWall.Seconds(), iWall.Seconds()})
+		for i, s := range builds {
+			r.logf("sync round %d: build %s %v wall %v CPU", round, r.builds[i].label, s.wall.Round(time.Millisecond), s.cpu)
+			o := &others[i]
+			o.cpu = append(o.cpu, [2]float64{s.cpu.Seconds(), iCPU.Seconds()})
+			o.wall = append(o.wall, [2]float64{s.wall.Seconds(), iWall.Seconds()})
+			o.mainCPU = append(o.mainCPU, [2]float64{kCPU.Seconds(), s.cpu.Seconds()})
+			o.mainWall = append(o.mainWall, [2]float64{kWall.Seconds(), s.wall.Seconds()})
+		}
 	}
 	r.main.syncedGCs = len(r.main.gcs())
 	r.add(pairFigure("initial sync CPU", "s", "typed informer", "ratio <= 0.5", cpu, kOverC, func(x float64) bool { return x <= 0.5 }))
 	r.add(pairFigure("initial sync wall", "s", "typed informer", "ratio <= 1.0", wall, kOverC, func(x float64) bool { return x <= 1.0 }))
+	for i, b := range r.builds {
+		o := others[i]
+		r.add(pairFigure(b.figureName("initial sync CPU"), "s", "typed informer", "ratio <= 0.5", o.cpu, kOverC, func(x float64) bool { return x <= 0.5 }))
+		r.add(pairFigure(b.figureName("initial sync wall"), "s", "typed informer", "ratio <= 1.0", o.wall, kOverC, func(x float64) bool { return x <= 1.0 }))
+		always := func(float64) bool { return true }
+		r.add(pairFigure("initial sync CPU vs "+b.label, "s", "build "+b.label+", same rounds", information, o.mainCPU, kOverC, always))
+		r.add(pairFigure("initial sync wall vs "+b.label, "s", "build "+b.label+", same rounds", information, o.mainWall, kOverC, always))
+	}
 	return nil
 }
 
@@ -237,7 +287,12 @@ func (r *runner) initialSync(ctx context.Context) error {
 // that it holds want pods, and returns it with its wall time from process
 // start to ready and the CPU it used meanwhile.
 func (r *runner) syncKubeindex(ctx context.Context, name, fieldSelector string, want int) (k *kubeindex, wall, cpu time.Duration, err error) {
-	k, err = startKubeindex(r.kubeindex, r.dir, r.c.Kubeconfig, name, podSelector, fieldSelector, fiveIndexes)
+	return r.syncKubeindexOf(ctx, r.kubeindex, name, fieldSelector, want)
+}
+
+// syncKubeindexOf is syncKubeindex of the kubeindex binary bin.
+func (r *runner) syncKubeindexOf(ctx context.Context, bin, name, fieldSelector string, want int) (k *kubeindex, wall, cpu time.Duration, err error) {
+	k, err = startKubeindex(bin, r.dir, r.c.Kubeconfig, name, podSelector, fieldSelector, fiveIndexes)
 	if err != nil {
 		return nil, 0, 0, err
 	}
