@@ -65,7 +65,7 @@ func BenchmarkOwnerTableFeed(b *testing.B) {
 		f := &ipFeed{kind: ipowner.Pod, mirror: ipowner.NewMirror(time.Now, ipowner.MirrorOptions{HistorySize: 4096, HistoryAge: time.Minute, BookmarkInterval: time.Minute}), owners: table}
 		for i, o := range objs {
 			if i < n {
-				f.add(o, true)
+				f.add(o, true, preparedObject{})
 			} else {
 				f.update(objs[i-n], o)
 			}
@@ -90,7 +90,7 @@ func BenchmarkOwnerTableFeed(b *testing.B) {
 		runtime.ReadMemStats(&m0)
 		table := ipowner.NewTable[*Object](ipowner.Pod) // the objects are kept by objs: only the table counts
 		for _, o := range objs[:n] {
-			table.Set(holdingOf(ipowner.Pod, o, true), o)
+			table.Set(holdingOf(ipowner.Pod, o, o, true), o)
 		}
 		runtime.GC()
 		runtime.ReadMemStats(&m1)

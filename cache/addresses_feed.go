@@ -37,10 +37,22 @@ func (f *ipFeed) observe(h ipowner.Holding) {
 	f.mirror.Observe(h)
 }
 
-func (f *ipFeed) add(obj any, initial bool) {
-	if o, ok := obj.(*Object); ok && f != nil {
-		f.hold(o, holdingOf(f.kind, o, initial))
+// add tells everything fed that obj was added. po is what was made of
+// it ahead (listPrep.take): its holding, when made.
+func (f *ipFeed) add(obj any, initial bool, po preparedObject) {
+	o, ok := obj.(*Object)
+	if !ok || f == nil {
+		return
 	}
+	if !po.held {
+		f.hold(o, holdingOf(f.kind, o, o, initial))
+		return
+	}
+	h := po.holding
+	if !initial { // made as for the initial list: only that begins before it was seen
+		h.Begin, h.Since = 0, ""
+	}
+	f.hold(o, h)
 }
 
 // hold tells everything fed that o holds what h says.
@@ -65,7 +77,7 @@ func (f *ipFeed) update(old, cur any) {
 	if prev, ok := old.(*Object); ok && prev.uid != o.uid {
 		f.remove(prev)
 	}
-	f.hold(o, holdingOf(f.kind, o, false))
+	f.hold(o, holdingOf(f.kind, o, o, false))
 }
 
 func (f *ipFeed) remove(obj any) {
@@ -81,33 +93,38 @@ func (f *ipFeed) remove(obj any) {
 	}
 }
 
-// holdingOf reads what o of kind holds: a pod its podIPs while it has not
-// completed (and all of them, for the lookups of now), a Service and a
-// Node their addresses, with the ports that tell holders apart.
-func holdingOf(kind ipowner.Kind, o *Object, initial bool) ipowner.Holding {
+// sections reads an object's sections: the *Object, or the *inList
+// being read from a list.
+type sections interface{ doc(key string) jsonscan.Doc }
+
+// holdingOf reads what o of kind holds, through d (o itself, or o as
+// its list holds it): a pod its podIPs while it has not completed (and
+// all of them, for the lookups of now), a Service and a Node their
+// addresses, with the ports that tell holders apart.
+func holdingOf(kind ipowner.Kind, o *Object, d sections, initial bool) ipowner.Holding {
 	h := ipowner.Holding{Owner: ipowner.Owner{Kind: kind, Namespace: o.namespace, Name: o.name, UID: o.uid}}
 	switch kind {
 	case ipowner.Pod:
-		summarisePod(o, &h.Owner)
-		h.PodIPs = indexers.PodIPsOf(o.doc("status"))
+		summarisePod(d, &h.Owner)
+		h.PodIPs = indexers.PodIPsOf(d.doc("status"))
 		if h.Owner.Active() {
 			for _, ip := range h.PodIPs {
 				h.Held = append(h.Held, ipowner.Held{IP: ip, Role: ipowner.RolePodIP})
 			}
 		}
 		if h.Owner.HostNetwork && len(h.Held) > 0 {
-			h.Ports = ipowner.PodPorts(o.doc("spec"))
+			h.Ports = ipowner.PodPorts(d.doc("spec"))
 		}
 	case ipowner.Service:
-		h.Held = ipowner.ServiceAddresses(o.doc("spec"), o.doc("status"))
+		h.Held = ipowner.ServiceAddresses(d.doc("spec"), d.doc("status"))
 		if len(h.Held) > 0 {
-			h.Ports = ipowner.ServicePorts(o.doc("spec"))
+			h.Ports = ipowner.ServicePorts(d.doc("spec"))
 		}
 	case ipowner.Node:
-		h.Held = ipowner.NodeAddresses(o.doc("status"))
+		h.Held = ipowner.NodeAddresses(d.doc("status"))
 	}
 	if initial && len(h.Held) > 0 {
-		h.Begin, h.Since = o.startedAt(kind)
+		h.Begin, h.Since = startedAt(kind, d)
 	}
 	return h
 }
@@ -116,8 +133,8 @@ func holdingOf(kind ipowner.Kind, o *Object, initial bool) ipowner.Holding {
 // its keys. Build noted where they are, so no part of the pod is scanned.
 // The phase and the node are kept by the owner table and the mirror for
 // every pod, and a hundred pods share a node: they are interned.
-func summarisePod(o *Object, p *ipowner.Owner) {
-	spec, status := o.doc("spec"), o.doc("status")
+func summarisePod(d sections, p *ipowner.Owner) {
+	spec, status := d.doc("spec"), d.doc("status")
 	p.Phase, p.NodeName = phaseString(status.Member("phase")), nodeNames.intern(spec.Member("nodeName"))
 	p.HostNetwork = string(spec.Member("hostNetwork")) == "true"
 }
@@ -166,10 +183,10 @@ func (in *interner) intern(v []byte) string {
 	return s
 }
 
-// startedAt is when an object present at start-up began holding its
-// addresses: a pod's status.startTime, else metadata.creationTimestamp;
-// 0 when neither is readable.
-func (o *Object) startedAt(kind ipowner.Kind) (int64, string) {
+// startedAt is when an object present at start-up (read through d) began
+// holding its addresses: a pod's status.startTime, else
+// metadata.creationTimestamp; 0 when neither is readable.
+func startedAt(kind ipowner.Kind, d sections) (int64, string) {
 	read := func(v []byte) int64 {
 		s := jsonString(v)
 		t, err := time.Parse(time.RFC3339, s)
@@ -179,12 +196,12 @@ func (o *Object) startedAt(kind ipowner.Kind) (int64, string) {
 		return t.UnixNano()
 	}
 	if kind == ipowner.Pod {
-		status := o.doc("status")
+		status := d.doc("status")
 		if t := read(status.Member("startTime")); t != 0 {
 			return t, "start"
 		}
 	}
-	metadata := o.doc("metadata")
+	metadata := d.doc("metadata")
 	if t := read(metadata.Member("creationTimestamp")); t != 0 {
 		return t, "creation"
 	}

@@ -46,7 +46,7 @@ func (c *Cache) ScanAddress(q ipowner.Query) (IPLookup, error) {
 	for _, r := range fed {
 		kind, _ := ownerKind(r.res)
 		for _, o := range storeObjects(r) {
-			scan.c.owners.Set(holdingOf(kind, o, false), o)
+			scan.c.owners.Set(holdingOf(kind, o, o, false), o)
 		}
 	}
 	var out IPLookup
@@ -68,7 +68,7 @@ func (c *Cache) StoreAddresses() []string {
 	for _, r := range []*resourceCache{a.services, a.nodes} {
 		for _, o := range storeObjects(r) {
 			kind, _ := ownerKind(r.res)
-			for _, h := range holdingOf(kind, o, false).Held {
+			for _, h := range holdingOf(kind, o, o, false).Held {
 				out = append(out, h.IP)
 			}
 		}

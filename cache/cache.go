@@ -87,6 +87,16 @@ type shard struct {
 	// index is the namespace index and the configured ones, kept by the
 	// one handler (store_index.go); the informer's store has none.
 	index *valueIndexes
+	// prep is what the list's reader makes of each listed object for
+	// the handler to take (list_prep.go).
+	prep *listPrep
+	// ahead feeds the addresses of the adopted initial list
+	// (addresses_feed_ahead.go); the handler's own, nil when none.
+	// feeding is the same for other goroutines to ask.
+	ahead   *feedAhead
+	feeding atomic.Pointer[feedAhead]
+	// holdFeed, when set (tests only), is the feed ahead's hold.
+	holdFeed atomic.Pointer[func()]
 
 	added, modified, deleted atomic.Int64
 	// synced remembers that the informer has synced (hasSynced).
@@ -97,7 +107,7 @@ type shard struct {
 }
 
 // hasSynced reports whether the shard's handler has seen the initial
-// list. Every answer asks (its freshness), and the informer's own
+// list, and its address feed has fed it (feedAhead). Every answer asks (its freshness), and the informer's own
 // HasSynced takes its queue's lock, which is held while a batch of events
 // is applied and handed to the handler: once true it stays true, so it
 // is remembered, and answers no longer wait behind the events.
@@ -108,8 +118,56 @@ func (sh *shard) hasSynced() bool {
 	if !sh.informer.HasSynced() {
 		return false
 	}
+	if f := sh.feeding.Load(); f != nil && !f.finished() {
+		return false
+	}
 	sh.synced.Store(true)
 	return true
+}
+
+// feedAdd hands an add to the address feed: to the feed ahead while the
+// handler is given an adopted list (listPrep), else, once the feed ahead
+// is done, to the feed itself.
+func (sh *shard) feedAdd(obj any, initial bool, po preparedObject) {
+	if sh.ips == nil {
+		return
+	}
+	if sh.feedAhead(feedEvent{obj: obj, initial: initial, po: po}) {
+		return
+	}
+	sh.ips.add(obj, initial, po)
+}
+
+// feedAhead queues ev on the feed ahead when its object is of an adopted
+// list, starting the feed with the list's first; otherwise it waits for
+// any feed ahead to be done, so that the feed sees the events in order.
+// It reports whether ev was queued.
+func (sh *shard) feedAhead(ev feedEvent) bool {
+	if ev.po.indexed {
+		if ev.po.first {
+			var hold func()
+			if h := sh.holdFeed.Load(); h != nil {
+				hold = *h
+			}
+			sh.ahead = startFeedAhead(sh.ips, ev.po.left+1, hold)
+			sh.feeding.Store(sh.ahead)
+		}
+		if sh.ahead != nil {
+			sh.ahead.push(ev, ev.po.last)
+			if ev.po.last {
+				sh.ahead = nil
+			}
+			return true
+		}
+	}
+	if sh.ahead != nil { // never so from client-go: a list's events come together
+		sh.ahead.close()
+		sh.ahead = nil
+	}
+	if f := sh.feeding.Load(); f != nil {
+		<-f.done
+	}
+	return false
 }
 
 // informer is a shard's client-go informer: the reflector, queue and
@@ -216,9 +274,10 @@ func (c *Cache) newResourceCache(client *apiClient, cr Configured) (*resourceCac
 	}
 	for _, ns := range namespaces {
 		sh := &shard{namespace: ns, conn: newConnState(c.opts.Now), ips: c.ipFeed(cr.Resource), index: newValueIndexes(idx, r.broker.stored)}
+		sh.prep = newListPrep(sh.index, sh.ips)
 		lw := &listWatch{client: client, res: &r.res, namespace: ns, shape: r.shape,
 			labelSelector: cr.Spec.LabelSelector, fieldSelector: cr.Spec.FieldSelector, conn: sh.conn,
-			listTimeout: c.opts.ListTimeout, idleTimeout: c.opts.WatchIdleTimeout, index: sh.index}
+			listTimeout: c.opts.ListTimeout, idleTimeout: c.opts.WatchIdleTimeout, prep: sh.prep}
 		store, ctrl := toolscache.NewInformerWithOptions(toolscache.InformerOptions{
 			ListerWatcher: lw,
 			ObjectType:    &Object{},
@@ -286,6 +345,15 @@ func (c *Cache) Start(ctx context.Context) error {
 		}
 	}
 	wg.Wait()
+	// A list the stopped handler was handing on never reaches its last
+	// object: its feed ahead ends here rather than wait for it.
+	for _, r := range c.resources {
+		for _, sh := range r.shards {
+			if f := sh.feeding.Load(); f != nil {
+				f.close()
+			}
+		}
+	}
 	return nil
 }
 
@@ -298,7 +366,8 @@ const crdPoll = 10 * time.Millisecond
 // says when its initial list has been handed to the handler (client-go's
 // WaitFor), rather than looking every 100 ms as WaitForCacheSync does:
 // what waits on it (the start-up heap floor's release, the readiness
-// notification) follows the sync at once.
+// notification) follows the sync at once. A shard whose initial list is
+// fed to the address feed ahead (feedAhead) has synced once that is done.
 func (c *Cache) WaitForSync(ctx context.Context) bool {
 	var synced []toolscache.DoneChecker
 	var settled []func() bool
@@ -312,6 +381,19 @@ func (c *Cache) WaitForSync(ctx context.Context) bool {
 	}
 	if !toolscache.WaitFor(ctx, "", synced...) {
 		return false
+	}
+	// A feed ahead starts with its list's first object, before the
+	// informer has synced, and ends after it.
+	for _, r := range c.resources {
+		for _, sh := range r.shards {
+			if f := sh.feeding.Load(); f != nil {
+				select {
+				case <-f.done:
+				case <-ctx.Done():
+					return false
+				}
+			}
+		}
 	}
 	err := wait.PollUntilContextCancel(ctx, crdPoll, true, func(context.Context) (bool, error) {
 		for _, ok := range settled {
@@ -360,10 +442,12 @@ func (sh *shard) eventHandler(now func() time.Time, b *broker, ord *orders) tool
 	return toolscache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
 			wait()
-			sh.index.set(handlerObject(obj))
-			ord.change(nil, handlerObject(obj))
+			o := handlerObject(obj)
+			po := sh.prep.take(o, initial)
+			sh.index.set(o, po)
+			ord.change(nil, o)
 			feed.OnAdd(obj, initial)
-			sh.ips.add(obj, initial)
+			sh.feedAdd(obj, initial, po)
 			sh.added.Add(1)
 			touch()
 		},
@@ -372,10 +456,13 @@ func (sh *shard) eventHandler(now func() time.Time, b *broker, ord *orders) tool
 				return // a resync, not an event
 			}
 			wait()
-			sh.index.set(handlerObject(cur))
+			po := sh.prep.take(handlerObject(cur), false)
+			sh.index.set(handlerObject(cur), po)
 			ord.change(handlerObject(old), handlerObject(cur))
 			feed.OnUpdate(old, cur)
-			sh.ips.update(old, cur)
+			if sh.ips != nil && !sh.feedAhead(feedEvent{obj: cur, old: old, update: true, po: po}) {
+				sh.ips.update(old, cur)
+			}
 			sh.modified.Add(1)
 			touch()
 		},
@@ -384,7 +471,9 @@ func (sh *shard) eventHandler(now func() time.Time, b *broker, ord *orders) tool
 			sh.index.remove(handlerObject(obj))
 			ord.change(handlerObject(obj), nil)
 			feed.OnDelete(obj)
-			sh.ips.remove(obj)
+			if sh.ips != nil && !sh.feedAhead(feedEvent{}) {
+				sh.ips.remove(obj)
+			}
 			sh.deleted.Add(1)
 			touch()
 		},

@@ -95,6 +95,38 @@ func (c *Cache) HoldEvents(resource string, hold func()) {
 	}
 }
 
+// HoldFeedAhead makes the feed ahead of the resource's shards
+// (addresses_feed_ahead.go) call hold before each batch it feeds (nil: no
+// more); it applies to feeds started after the call.
+func (c *Cache) HoldFeedAhead(resource string, hold func()) {
+	r, err := c.resource(resource)
+	if err != nil {
+		panic(err)
+	}
+	for _, sh := range r.shards {
+		if hold == nil {
+			sh.holdFeed.Store(nil)
+		} else {
+			sh.holdFeed.Store(&hold)
+		}
+	}
+}
+
+// InformersSynced reports whether the resource's informers have synced,
+// whatever the shards' handlers and feeds still do.
+func (c *Cache) InformersSynced(resource string) bool {
+	r, err := c.resource(resource)
+	if err != nil {
+		panic(err)
+	}
+	for _, sh := range r.shards {
+		if !sh.informer.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
 // ListRV is the highest resourceVersion the resource's reflectors have
 // taken in, read without moving the stream's position.
 func (c *Cache) ListRV(resource string) uint64 {

@@ -127,18 +127,20 @@ func TestListDecoding(t *testing.T) {
 // its handler has not taken.
 func TestListPreparesIndexValues(t *testing.T) {
 	ix := newValueIndexes(toolscache.Indexers{nsIndex: namespaceIndexFunc}, func(string, string) *Object { return nil })
-	lw := &listWatch{res: &Resource{Plural: "pods"}, shape: Shape{APIVersion: "v1", Kind: "Pod"}, index: ix}
+	prep := newListPrep(ix, nil)
+	lw := &listWatch{res: &Resource{Plural: "pods"}, shape: Shape{APIVersion: "v1", Kind: "Pod"}, prep: prep}
+	prep.begin()
 	got, err := lw.decodeList(bytes.NewReader(listBody(30)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, o := range got.Items {
-		if vs := ix.prepared[o]; len(vs) != 1 || !slices.Equal(vs[0], []string{o.namespace}) {
+		if vs := prep.cur.objs[o].values; len(vs) != 1 || !slices.Equal(vs[0], []string{o.namespace}) {
 			t.Fatalf("%s: prepared %q, want its namespace", o.Key(), vs)
 		}
 	}
-	if len(ix.prepared) != len(got.Items) {
-		t.Fatalf("%d prepared, want %d", len(ix.prepared), len(got.Items))
+	if len(prep.cur.objs) != len(got.Items) {
+		t.Fatalf("%d prepared, want %d", len(prep.cur.objs), len(got.Items))
 	}
 	lw.client = &apiClient{http: http.DefaultClient, base: &url.URL{Scheme: "http", Host: "127.0.0.1:1"}}
 	lw.conn, lw.listTimeout = newConnState(time.Now), time.Minute
@@ -147,8 +149,8 @@ func TestListPreparesIndexValues(t *testing.T) {
 	if _, err := lw.ListWithContext(ctx, metav1.ListOptions{}); err == nil {
 		t.Fatal("a list with a cancelled context succeeded")
 	}
-	if len(ix.prepared) != 0 {
-		t.Errorf("%d prepared values kept past a new list, want 0", len(ix.prepared))
+	if len(prep.cur.objs) != 0 {
+		t.Errorf("%d prepared values kept past a new list, want 0", len(prep.cur.objs))
 	}
 }
 

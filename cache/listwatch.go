@@ -47,9 +47,9 @@ type listWatch struct {
 	// sent nothing, not even a bookmark, for that long: a connection that
 	// hangs without closing (a stuck proxy) would otherwise freeze the cache.
 	listTimeout, idleTimeout time.Duration
-	// index, when set, has each listed object's index values made as the
-	// object is read (valueIndexes.prepare).
-	index *valueIndexes
+	// prep, when set, makes each listed object's part for the handler as
+	// the object is read (list_prep.go).
+	prep *listPrep
 }
 
 // IsWatchListSemanticsUnSupported tells the reflector to use list+watch: the
@@ -74,7 +74,7 @@ func (lw *listWatch) Watch(opts metav1.ListOptions) (watch.Interface, error) {
 // does or ctx ends; a response cut short is not (its cost is the server's).
 func (lw *listWatch) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 	if opts.Continue == "" { // a new list, not its next page
-		lw.index.forgetPrepared()
+		lw.prep.begin()
 	}
 	u := lw.client.collectionURL(lw.res, lw.namespace, listQuery(opts, lw.labelSelector, lw.fieldSelector))
 	return retrying(ctx, func() (runtime.Object, bool, error) { return lw.listOnce(ctx, u) })
@@ -107,6 +107,7 @@ func (lw *listWatch) listOnce(ctx context.Context, u string) (runtime.Object, bo
 		return nil, false, fmt.Errorf("reading %s list: %w", lw.res.Plural, err)
 	}
 	lw.conn.heard()
+	lw.prep.ended(list.Continue)
 	// What follows the list is the body's end (the last chunk's marker):
 	// read, it lets the transport keep the connection for the watch that
 	// follows rather than close it for a body left unread.
@@ -188,7 +189,7 @@ func (lw *listWatch) decodeItems(s *jsonStream, list *objectList) error {
 		err = s.parse(func(b []byte) (n int, err error) {
 			obj.Object, n, err = lw.shape.build(b, &obj.input)
 			if err == nil {
-				lw.index.prepare(&obj) // while b, which obj reads, is valid
+				lw.prep.prepare(&obj) // while b, which obj reads, is valid
 			}
 			return n, err
 		})

@@ -29,7 +29,7 @@ import (
 // same handler keeps, after these. Reads are safe for concurrent use
 // with the handler.
 type valueIndexes struct {
-	// funcs take an *Object, or an *inList (prepare): namespaceIndexFunc
+	// funcs take an *Object, or an *inList (listValues): namespaceIndexFunc
 	// and objectIndexFunc's.
 	funcs toolscache.Indexers
 	// stored is the object the handler last handed on under a namespace
@@ -40,16 +40,9 @@ type valueIndexes struct {
 	mu      sync.RWMutex
 	byIndex map[string]map[string]*postings // index → value → objects
 
-	// names are the indexes in one order, that of prepared values.
+	// names are the indexes in one order, that of prepared values
+	// (listPrep).
 	names []string
-	// prepared holds index values made ahead of the handler (prepare):
-	// a list's objects get theirs on the goroutine reading the list,
-	// which mostly waits for the API server's next bytes, rather than on
-	// the handler's, which applies the whole list only once it has
-	// arrived, while nothing else happens (the initial sync's wall time).
-	// Each is taken once, by the object's reindex.
-	preparedMu sync.Mutex
-	prepared   map[*Object][][]string
 }
 
 // postings are the objects holding one value: up to maxFew in a slice
@@ -80,66 +73,84 @@ func newValueIndexes(funcs toolscache.Indexers, stored func(namespace, name stri
 	return ix
 }
 
-// prepare makes the object's values of every index for its reindex to
-// take (see prepared), reading it as the list holds it (inList). Index
-// functions are pure and the bytes they read the same, so the values are
-// those the handler would make. Safe for concurrent use with everything
-// else.
-func (ix *valueIndexes) prepare(l *inList) {
-	if ix == nil || l == nil || l.Object == nil || len(ix.names) == 0 {
-		return
+// listValues are l's values of every index, in names' order, reading it
+// as the list holds it (inList); nil when there are no indexes. Safe for
+// concurrent use with everything else.
+func (ix *valueIndexes) listValues(l *inList) [][]string {
+	if ix == nil || len(ix.names) == 0 {
+		return nil
 	}
 	vs := make([][]string, len(ix.names))
 	for i, name := range ix.names {
 		vs[i] = ix.distinct(ix.funcs[name](l))
 	}
-	ix.preparedMu.Lock()
-	if ix.prepared == nil {
-		ix.prepared = map[*Object][][]string{}
-	}
-	ix.prepared[l.Object] = vs
-	ix.preparedMu.Unlock()
-}
-
-// forgetPrepared drops the values prepared and not yet taken: a new list
-// begins, and those of an earlier one are of objects the handler will
-// never see (the list failed) or will make its own values for.
-func (ix *valueIndexes) forgetPrepared() {
-	if ix == nil {
-		return
-	}
-	ix.preparedMu.Lock()
-	ix.prepared = nil
-	ix.preparedMu.Unlock()
-}
-
-// takePrepared returns and forgets o's prepared values, in names' order;
-// nil when there are none.
-func (ix *valueIndexes) takePrepared(o *Object) [][]string {
-	if o == nil {
-		return nil
-	}
-	ix.preparedMu.Lock()
-	defer ix.preparedMu.Unlock()
-	vs, ok := ix.prepared[o]
-	if ok {
-		delete(ix.prepared, o)
-	}
 	return vs
 }
 
-// set records o as the object under its key, in place of any before.
-func (ix *valueIndexes) set(o *Object) {
+// empty reports whether the indexes hold no object: every object has a
+// namespace index value ("" when cluster-scoped).
+func (ix *valueIndexes) empty() bool {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return len(ix.byIndex[nsIndex]) == 0
+}
+
+// newMaps are empty indexes of ix's names, to fill with addTo.
+func (ix *valueIndexes) newMaps() map[string]map[string]*postings {
+	m := make(map[string]map[string]*postings, len(ix.names))
+	for _, name := range ix.names {
+		m[name] = map[string]*postings{}
+	}
+	return m
+}
+
+// addTo adds o, whose values (in names' order) are vs, to byIndex, made
+// by newMaps and not shared.
+func (ix *valueIndexes) addTo(byIndex map[string]map[string]*postings, o *Object, vs [][]string) {
+	for i, name := range ix.names {
+		values := byIndex[name]
+		for _, v := range vs[i] {
+			if p := values[v]; p != nil {
+				p.add(o)
+			} else {
+				values[v] = &postings{few: []*Object{o}}
+			}
+		}
+	}
+}
+
+// adopt makes byIndex (newMaps, filled by addTo) the indexes when they
+// hold no object, and reports whether it did.
+func (ix *valueIndexes) adopt(byIndex map[string]map[string]*postings) bool {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if len(ix.byIndex[nsIndex]) != 0 {
+		return false
+	}
+	for _, name := range ix.names {
+		ix.byIndex[name] = byIndex[name]
+	}
+	return true
+}
+
+// set records o as the object under its key, in place of any before. po
+// is what was made of o ahead (listPrep.take): its values, or that it is
+// in the indexes already.
+func (ix *valueIndexes) set(o *Object, po preparedObject) {
 	if ix == nil || o == nil {
 		return
 	}
 	prev := ix.stored(o.namespace, o.name)
-	if prev == o {
+	if prev == o || po.indexed && prev == nil {
 		return
 	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	ix.reindex(prev, o)
+	if po.indexed { // prev is the same key earlier in the list
+		ix.reindex(prev, nil, nil)
+		return
+	}
+	ix.reindex(prev, o, po.values)
 }
 
 // remove records that the object under o's key is gone.
@@ -153,13 +164,13 @@ func (ix *valueIndexes) remove(o *Object) {
 	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	ix.reindex(prev, nil)
+	ix.reindex(prev, nil, nil)
 }
 
-// reindex replaces old (nil: none) by cur (nil: none) in every index.
-// Values an index function gives twice count once.
-func (ix *valueIndexes) reindex(old, cur *Object) {
-	prepared := ix.takePrepared(cur)
+// reindex replaces old (nil: none) by cur (nil: none) in every index;
+// prepared, when not nil, are cur's values (listValues). Values an index
+// function gives twice count once.
+func (ix *valueIndexes) reindex(old, cur *Object, prepared [][]string) {
 	for i, name := range ix.names {
 		f := ix.funcs[name]
 		was := ix.values(f, old)

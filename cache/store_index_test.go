@@ -39,6 +39,8 @@ func testValueIndexesAgreeWithClientGo(t *testing.T) {
 	}
 	view := map[string]*Object{} // the broker's view, as the handler keeps it after the indexes
 	ix := newValueIndexes(funcs, func(ns, name string) *Object { return view[ns+"/"+name] })
+	prep := newListPrep(ix, nil)
+	prep.begin()
 	ref := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, funcs)
 	r := rand.New(rand.NewPCG(1, 2))
 	pod := func(name string) *Object {
@@ -62,9 +64,9 @@ func testValueIndexesAgreeWithClientGo(t *testing.T) {
 		o := pod("")
 		switch r.IntN(8) {
 		case 0, 1, 2, 3: // values made ahead, as a list's are while it is read
-			ix.prepare(&inList{Object: o})
+			prep.prepare(&inList{Object: o})
 		case 4: // a new list began: what was made ahead and not taken is dropped
-			ix.forgetPrepared()
+			prep.begin()
 		}
 		stored, exists, _ := ref.Get(o)
 		switch {
@@ -78,11 +80,11 @@ func testValueIndexesAgreeWithClientGo(t *testing.T) {
 			delete(view, last.Key())
 		case exists:
 			ref.Update(o)
-			ix.set(o)
+			ix.set(o, prep.take(o, false))
 			view[o.Key()] = o
-		default:
+		default: // not of an initial list: what is made ahead here is never all handed on
 			ref.Add(o)
-			ix.set(o)
+			ix.set(o, prep.take(o, false))
 			view[o.Key()] = o
 		}
 		for name := range funcs {
@@ -130,18 +132,20 @@ func TestValueIndexesTakePrepared(t *testing.T) {
 		}
 	}
 	p1, p2 := pod("p1"), pod("p2")
-	ix.prepare(&inList{Object: p1})
-	ix.set(p1)
+	prep := newListPrep(ix, nil)
+	prep.begin()
+	prep.prepare(&inList{Object: p1})
+	ix.set(p1, prep.take(p1, false))
 	indexed(p1)
 	if calls != 1 {
 		t.Errorf("prepared, then set: the index function ran %d times, want 1", calls)
 	}
-	if left := len(ix.prepared); left != 0 {
+	if left := len(prep.cur.objs); left != 0 {
 		t.Errorf("%d prepared values left after set, want 0", left)
 	}
-	ix.prepare(&inList{Object: p2})
-	ix.forgetPrepared()
-	ix.set(p2)
+	prep.prepare(&inList{Object: p2})
+	prep.begin()
+	ix.set(p2, prep.take(p2, false))
 	indexed(p1, p2)
 	if calls != 3 {
 		t.Errorf("prepared, forgotten, set: the index function ran %d times in all, want 3", calls)
