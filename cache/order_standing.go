@@ -137,7 +137,6 @@ func (c *Cache) stand(ctx context.Context, r *resourceCache, sc *query.Schema) b
 type standingWait struct {
 	texts   []string // the standing sorts, canonical (canonicalSort)
 	waiting atomic.Int32
-	pass    atomic.Pointer[warmPass] // the warmer's pass under way, to join
 	// joined is closed once every standing index is in the set (being
 	// built or built), or the warmer stopped: a question then waits for
 	// its own index only.
@@ -166,11 +165,33 @@ func (w *standingWait) wantedFirst(ixs []*order, texts []string) (first, rest []
 }
 
 // joinable offers the warmer's pass under way (nil: none) to the
-// questions that wait for the standing indexes.
+// questions that wait for the standing indexes, and to those about to
+// render the rows it renders (helpWarm).
 func (os *orders) joinable(p *warmPass) {
-	if w := os.standing.Load(); w != nil {
-		w.pass.Store(p)
+	os.warming.Store(p)
+}
+
+// helpWarm renders, on the caller's goroutine, batches of the warmer's
+// pass under way over the resource under sc, if any, until none is
+// left: a question about to render every row (a window's counts by a
+// column) does its share of the pass instead of rendering the same rows
+// beside it, then reads the values kept. The warmer does not step aside
+// for it (stepAside), when it holds a slot (slot), until leave: it
+// renders what the question needs, and what is left of the question
+// reads the values kept, beside the standing indexes' build.
+func (os *orders) helpWarm(sc *query.Schema, slot bool) (leave func()) {
+	p := os.warming.Load()
+	if p == nil || p.sc.Fingerprint() != sc.Fingerprint() {
+		return func() {}
 	}
+	if slot {
+		os.helping.Add(1)
+		leave = sync.OnceFunc(func() { os.helping.Add(-1) })
+	} else {
+		leave = func() {}
+	}
+	p.help()
+	return leave
 }
 
 // renderedSorts are the canonical texts of the sorts among these that
@@ -231,17 +252,18 @@ func (os *orders) awaitStanding(text string, held []query.Key) {
 	w.waiting.Add(1)
 	defer w.waiting.Add(-1)
 	w.wanted.Or(1 << at)
-	if p := w.pass.Load(); p != nil {
+	if p := os.warming.Load(); p != nil {
 		p.help() // the rows the build reads, rendered with the warmer
 	}
 	<-w.joined
 }
 
-// waitingForStanding is the number of questions waiting for r's
-// standing indexes.
-func (r *resourceCache) waitingForStanding() int {
+// waitingForWarmer is the number of questions waiting for r's
+// standing indexes or rendering rows of its warmer's pass.
+func (r *resourceCache) waitingForWarmer() int {
+	n := int(r.orders.helping.Load())
 	if w := r.orders.standing.Load(); w != nil {
-		return int(w.waiting.Load())
+		n += int(w.waiting.Load())
 	}
-	return 0
+	return n
 }
