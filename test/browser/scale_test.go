@@ -45,7 +45,7 @@ const liveMarkJS = `new MutationObserver((_, obs) => {
   if (el?.dataset.state === 'live' && !window.__liveAt) window.__liveAt = performance.now();
   const counts = document.getElementById('counts');
   if (counts && !counts.hidden && counts.childElementCount && !window.__countsAt) window.__countsAt = performance.now();
-  if (window.__liveAt && window.__countsAt) obs.disconnect();
+  if (window.__liveAt && window.__countsAt && window.__rowsAt) obs.disconnect();
 }).observe(document, {subtree: true, attributes: true, attributeFilter: ['data-state', 'data-key', 'hidden'], childList: true});`
 
 // wire counts what the page receives: WebSocket payload bytes and HTTP
