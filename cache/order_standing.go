@@ -21,8 +21,10 @@ import (
 // the questions, so that the first click finds its index ready rather
 // than waiting for a build over every pod. They are built after the
 // sync (never during it: the initial sync pays nothing for them), by the
-// column warmer right after it has kept the pods' column values, which
-// the indexes read: those a question waits for first, then the rest
+// column warmer: the namespace/name order, which reads no value, before
+// its first pass (standBare), the others right after it has kept the
+// pods' column values, which they read: those a question waits for
+// first, then the rest
 // together, in one walk over the pods and a sort each, on every
 // processor. A question over a standing sort of columns asked before
 // they are first built joins the warmer's pass and waits for its own
@@ -124,6 +126,31 @@ func (c *Cache) stand(ctx context.Context, r *resourceCache, sc *query.Schema) b
 	}
 	c.opts.Logger.Debug("standing ordered indexes built", "resource", r.res.Name, "indexes", len(ixs),
 		"first", len(first), "objects", n, "took", time.Since(start).Round(time.Millisecond))
+	return true
+}
+
+// standBare builds r's standing indexes that read no value, the
+// namespace/name order, before the warmer's first pass over r (which
+// they need not wait for): a dashboard's first screen asks for that
+// order, and so finds it built rather than building it beside the
+// pass's workers. false when ctx ended.
+func (c *Cache) standBare(ctx context.Context, r *resourceCache, sc *query.Schema) bool {
+	if !c.stepAside(ctx) {
+		return false
+	}
+	var ixs []*order
+	for _, keys := range c.standing(r) {
+		if len(keys) > 0 {
+			continue
+		}
+		ck, text, _ := canonicalSort(keys)
+		if ix, found := r.orders.joinAs(ck, text, nil, sc, true); !found {
+			ixs = append(ixs, ix)
+		}
+	}
+	if len(ixs) > 0 {
+		buildTogether(ixs, r.objects(), runtime.GOMAXPROCS(0)) // after the indexes joined the set: see build
+	}
 	return true
 }
 

@@ -113,6 +113,9 @@ func (c *Cache) warmColumns(ctx context.Context) {
 			workers := 1
 			if warmedAt[i] == 0 { // the first pass: every row
 				workers = runtime.GOMAXPROCS(0)
+				if !c.standBare(ctx, t.r, t.sc) {
+					return
+				}
 			}
 			if !c.warm(ctx, t.r, t.sc, workers) || !c.stand(ctx, t.r, t.sc) {
 				return

@@ -102,19 +102,34 @@ func TestColumnsAreWarmedAfterTheSync(t *testing.T) {
 // TestTheFirstPassRendersOnEveryProcessor: a resource's first pass
 // after the sync, every row of it, is rendered by as many workers as
 // there are processors, each of which renders kept values as the one
-// goroutine did.
+// goroutine did; the namespace/name order, which reads no value, is
+// built before it.
 func TestTheFirstPassRendersOnEveryProcessor(t *testing.T) {
 	const pods = 3000
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
 	srv := listServer(t, benchLayoutFixture(t, pods))
 	var passes, workers atomic.Int32
 	firstPass := make(chan int32, 1)
+	_, ntext, _ := canonicalSort(nil)
+	nameID := orderID(ntext, nil, podSchema())
 	c, stop := startSyncedPodsWith(t, &rest.Config{Host: srv.URL, DisableCompression: true}, Spec{Resource: "pods"},
 		Options{PodSortIndexes: []string{"status"}}, pods, func(c *Cache) {
 			c.warmHook = func(stage string) {
 				switch stage {
 				case "warm":
-					passes.Add(1)
+					if passes.Add(1) == 1 {
+						built := false
+						for _, ix := range c.byName["pods"].orders.live() {
+							select {
+							case <-ix.ready:
+								built = built || ix.id == nameID && ix.standing
+							default:
+							}
+						}
+						if !built {
+							t.Error("the first pass begins before the namespace/name order is built")
+						}
+					}
 				case "worker":
 					workers.Add(1)
 				case "build": // the first pass is over
