@@ -197,7 +197,7 @@ func BenchmarkQuestions(b *testing.B) {
 			forget()
 			before := heap()
 			cpu := processCPU()
-			c.warm(b.Context(), r, r.columnSchema())
+			c.warm(b.Context(), r, r.columnSchema(), runtime.GOMAXPROCS(0))
 			b.ReportMetric(float64((processCPU() - cpu).Milliseconds()), "warm-cpu-ms")
 			b.ReportMetric((heap()-before)/float64(n), "warm-B/pod")
 			var worst, worstCPU time.Duration

@@ -49,8 +49,11 @@ type Cache struct {
 	podSorts [][]query.SortKey
 	// warmHook, when not nil, is called by the column warmer in each
 	// pass over a resource, once it has listed the objects to warm and
-	// offered the pass to questions to join ("warm"), and once the standing indexes to build have joined the
-	// set, before they list theirs ("build"): tests make changes there.
+	// offered the pass to questions to join ("warm"), as each of its
+	// workers starts ("worker", on that worker's goroutine), once the
+	// standing indexes to build have joined the set, before they list
+	// theirs ("build"), and after each group of them is built ("built"):
+	// tests make changes there.
 	warmHook func(stage string)
 	// walks keep the answers questions are paged through (ask_pages.go).
 	walks walks

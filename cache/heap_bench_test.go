@@ -92,7 +92,7 @@ func BenchmarkHeapPerPod(b *testing.B) {
 			c, perPod, jsonLen, _, stop := sync(b)
 			before := heap()
 			r := c.byName["pods"]
-			c.warm(b.Context(), r, r.columnSchema())
+			c.warm(b.Context(), r, r.columnSchema(), runtime.GOMAXPROCS(0))
 			added := (heap() - before) / float64(n)
 			stop()
 			report(b, perPod+added, jsonLen)
@@ -110,7 +110,7 @@ func BenchmarkHeapPerPod(b *testing.B) {
 			c, perPod, jsonLen, _, stop := sync(b)
 			r := c.byName["pods"]
 			synced := heap()
-			c.warm(b.Context(), r, r.columnSchema())
+			c.warm(b.Context(), r, r.columnSchema(), runtime.GOMAXPROCS(0))
 			before := heap()
 			sorts, err := podSorts(DefaultPodSortIndexes)
 			if err != nil {
@@ -141,7 +141,7 @@ func BenchmarkHeapPerPod(b *testing.B) {
 			c, perPod, jsonLen, _, stop := sync(b)
 			before := heap()
 			r := c.byName["pods"]
-			c.warm(b.Context(), r, r.columnSchema())
+			c.warm(b.Context(), r, r.columnSchema(), runtime.GOMAXPROCS(0))
 			sc := query.NewSchema(table.ForResource(schema.GroupResource{Resource: "pods"}))
 			for _, col := range sc.Columns() {
 				s, err := sc.ParseSort(col)

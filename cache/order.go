@@ -85,6 +85,12 @@ type orders struct {
 	// wait for until the warmer first builds it (order_standing.go); set
 	// before the cache starts.
 	standing atomic.Pointer[standingWait]
+	// warming is the column warmer's pass under way over the resource,
+	// to join (warmPass.help); nil when none is.
+	warming atomic.Pointer[warmPass]
+	// helping counts the questions rendering rows of that pass
+	// (helpWarm), whom the warmer does not step aside for.
+	helping atomic.Int32
 }
 
 // order is one ordered index: its sort, its tree and, while it is being

@@ -21,8 +21,10 @@ import (
 // the questions, so that the first click finds its index ready rather
 // than waiting for a build over every pod. They are built after the
 // sync (never during it: the initial sync pays nothing for them), by the
-// column warmer right after it has kept the pods' column values, which
-// the indexes read: those a question waits for first, then the rest
+// column warmer: the namespace/name order, which reads no value, before
+// its first pass (standBare), the others right after it has kept the
+// pods' column values, which they read: those a question waits for
+// first, then the rest
 // together, in one walk over the pods and a sort each, on every
 // processor. A question over a standing sort of columns asked before
 // they are first built joins the warmer's pass and waits for its own
@@ -127,6 +129,31 @@ func (c *Cache) stand(ctx context.Context, r *resourceCache, sc *query.Schema) b
 	return true
 }
 
+// standBare builds r's standing indexes that read no value, the
+// namespace/name order, before the warmer's first pass over r (which
+// they need not wait for): a dashboard's first screen asks for that
+// order, and so finds it built rather than building it beside the
+// pass's workers. false when ctx ended.
+func (c *Cache) standBare(ctx context.Context, r *resourceCache, sc *query.Schema) bool {
+	if !c.stepAside(ctx) {
+		return false
+	}
+	var ixs []*order
+	for _, keys := range c.standing(r) {
+		if len(keys) > 0 {
+			continue
+		}
+		ck, text, _ := canonicalSort(keys)
+		if ix, found := r.orders.joinAs(ck, text, nil, sc, true); !found {
+			ixs = append(ixs, ix)
+		}
+	}
+	if len(ixs) > 0 {
+		buildTogether(ixs, r.objects(), runtime.GOMAXPROCS(0)) // after the indexes joined the set: see build
+	}
+	return true
+}
+
 // standingWait is what a question over a standing sort of Table columns
 // waits for while the column warmer has yet to build the standing
 // indexes the first time: rather than render every row itself,
@@ -137,7 +164,6 @@ func (c *Cache) stand(ctx context.Context, r *resourceCache, sc *query.Schema) b
 type standingWait struct {
 	texts   []string // the standing sorts, canonical (canonicalSort)
 	waiting atomic.Int32
-	pass    atomic.Pointer[warmPass] // the warmer's pass under way, to join
 	// joined is closed once every standing index is in the set (being
 	// built or built), or the warmer stopped: a question then waits for
 	// its own index only.
@@ -166,11 +192,33 @@ func (w *standingWait) wantedFirst(ixs []*order, texts []string) (first, rest []
 }
 
 // joinable offers the warmer's pass under way (nil: none) to the
-// questions that wait for the standing indexes.
+// questions that wait for the standing indexes, and to those about to
+// render the rows it renders (helpWarm).
 func (os *orders) joinable(p *warmPass) {
-	if w := os.standing.Load(); w != nil {
-		w.pass.Store(p)
+	os.warming.Store(p)
+}
+
+// helpWarm renders, on the caller's goroutine, batches of the warmer's
+// pass under way over the resource under sc, if any, until none is
+// left: a question about to render every row (a window's counts by a
+// column) does its share of the pass instead of rendering the same rows
+// beside it, then reads the values kept. The warmer does not step aside
+// for it (stepAside), when it holds a slot (slot), until leave: it
+// renders what the question needs, and what is left of the question
+// reads the values kept, beside the standing indexes' build.
+func (os *orders) helpWarm(sc *query.Schema, slot bool) (leave func()) {
+	p := os.warming.Load()
+	if p == nil || p.sc.Fingerprint() != sc.Fingerprint() {
+		return func() {}
 	}
+	if slot {
+		os.helping.Add(1)
+		leave = sync.OnceFunc(func() { os.helping.Add(-1) })
+	} else {
+		leave = func() {}
+	}
+	p.help()
+	return leave
 }
 
 // renderedSorts are the canonical texts of the sorts among these that
@@ -231,17 +279,18 @@ func (os *orders) awaitStanding(text string, held []query.Key) {
 	w.waiting.Add(1)
 	defer w.waiting.Add(-1)
 	w.wanted.Or(1 << at)
-	if p := w.pass.Load(); p != nil {
+	if p := os.warming.Load(); p != nil {
 		p.help() // the rows the build reads, rendered with the warmer
 	}
 	<-w.joined
 }
 
-// waitingForStanding is the number of questions waiting for r's
-// standing indexes.
-func (r *resourceCache) waitingForStanding() int {
+// waitingForWarmer is the number of questions waiting for r's
+// standing indexes or rendering rows of its warmer's pass.
+func (r *resourceCache) waitingForWarmer() int {
+	n := int(r.orders.helping.Load())
 	if w := r.orders.standing.Load(); w != nil {
-		return int(w.waiting.Load())
+		n += int(w.waiting.Load())
 	}
-	return 0
+	return n
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"runtime"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -26,7 +27,10 @@ import (
 // objects that have no values kept, a batch at a time, stepping aside
 // while a costly question runs, and comes back every warmEvery for the
 // versions that arrived since (an ordered index's handler makes a new
-// version's values itself, and a question the ones it reads first).
+// version's values itself, and a question the ones it reads first). A
+// resource's first pass, every row of it, which the standing indexes and
+// a dashboard's first screen wait for, is rendered on every processor;
+// the later ones, a few changed versions each, on the one goroutine.
 // What it keeps is what the first question over a column would keep, so
 // the memory is the same as after that question; Options.LazyColumns
 // leaves it to the questions. Right after a resource's first pass it
@@ -64,9 +68,10 @@ func (r *resourceCache) columnSchema() *query.Schema {
 
 // warmColumns keeps the column values of every object of the resources
 // with a columnSchema made, until ctx ends. It runs on one goroutine
-// (which questions waiting for it join: warmPass), and builds the
-// standing indexes right after a resource's pass (stand); the resources
-// with standing indexes go first.
+// (which questions waiting for it join: warmPass), a resource's first
+// pass on as many more as there are processors, and builds the standing
+// indexes right after a resource's pass (stand); the resources with
+// standing indexes go first.
 func (c *Cache) warmColumns(ctx context.Context) {
 	defer func() {
 		for _, r := range c.resources {
@@ -105,7 +110,14 @@ func (c *Cache) warmColumns(ctx context.Context) {
 				t.r.orders.standingDone()
 				continue
 			}
-			if !c.warm(ctx, t.r, t.sc) || !c.stand(ctx, t.r, t.sc) {
+			workers := 1
+			if warmedAt[i] == 0 { // the first pass: every row
+				workers = runtime.GOMAXPROCS(0)
+				if !c.standBare(ctx, t.r, t.sc) {
+					return
+				}
+			}
+			if !c.warm(ctx, t.r, t.sc, workers) || !c.stand(ctx, t.r, t.sc) {
 				return
 			}
 			t.r.orders.standingDone()
@@ -125,10 +137,11 @@ func (c *Cache) warmColumns(ctx context.Context) {
 
 // warm makes the column values of r's objects that have none kept under
 // sc, and the values of the path and age keys of its standing sorts, a
-// batch at a time, stepping aside for costly questions between batches;
-// a question waiting for the standing indexes joins the pass
-// (warmPass.help). false when ctx ended.
-func (c *Cache) warm(ctx context.Context, r *resourceCache, sc *query.Schema) bool {
+// batch at a time on as many goroutines as workers (the caller's one of
+// them), each stepping aside for costly questions before each batch; a
+// question waiting for the standing indexes, or about to render the
+// rows, joins the pass (warmPass.help). false when ctx ended.
+func (c *Cache) warm(ctx context.Context, r *resourceCache, sc *query.Schema, workers int) bool {
 	var paths []query.Key
 	for _, keys := range c.standing(r) {
 		for _, k := range keys {
@@ -137,27 +150,52 @@ func (c *Cache) warm(ctx context.Context, r *resourceCache, sc *query.Schema) bo
 			}
 		}
 	}
-	p := &warmPass{objs: r.objects(), worker: func() func([]*Object) { return c.warmWorker(sc, paths) }}
+	p := &warmPass{objs: r.objects(), sc: sc, worker: func() func([]*Object) { return c.warmWorker(sc, paths) }}
 	r.orders.joinable(p)
 	defer r.orders.joinable(nil)
 	if c.warmHook != nil {
 		c.warmHook("warm")
 	}
+	var stopped atomic.Bool
+	var wg sync.WaitGroup
+	for range workers - 1 {
+		wg.Go(func() {
+			if !c.warmShare(ctx, p) {
+				stopped.Store(true)
+			}
+		})
+	}
+	ok := c.warmShare(ctx, p)
+	wg.Wait()
+	return ok && !stopped.Load()
+}
+
+// warmShare renders batches of the warmer's pass p until none is left,
+// stepping aside for costly questions before taking each (a batch is
+// never held while the worker waits); false when ctx ended.
+func (c *Cache) warmShare(ctx context.Context, p *warmPass) bool {
+	if c.warmHook != nil {
+		c.warmHook("worker")
+	}
 	work := p.worker()
-	for batch := p.take(); batch != nil; batch = p.take() {
+	for {
 		if !c.stepAside(ctx) {
 			return false
 		}
+		batch := p.take()
+		if batch == nil {
+			return true
+		}
 		work(batch)
 	}
-	return true
 }
 
 // warmPass is one pass of the column warmer over a resource's objects,
-// handed out a batch at a time to the warmer and to the questions that
-// join it: each object is rendered by one of them.
+// handed out a batch at a time to the warmer's workers and to the
+// questions that join it: each object is rendered by one of them.
 type warmPass struct {
 	objs   []*Object
+	sc     *query.Schema // the columns rendered
 	next   atomic.Int64
 	worker func() func([]*Object) // a new worker's rendering of a batch
 }
@@ -260,10 +298,11 @@ func shareText(v query.Value, o *Object, seen *map[string]string) query.Value {
 
 // stepAside yields to the questions: it returns once no costly question
 // holds a slot (askSlots) but those waiting for the warmer's standing
-// indexes (awaitStanding), or false when ctx ends.
+// indexes (awaitStanding) or rendering rows of its pass (helpWarm), or
+// false when ctx ends.
 func (c *Cache) stepAside(ctx context.Context) bool {
 	runtime.Gosched()
-	for len(c.asks) > c.waitingForStanding() {
+	for len(c.asks) > c.waitingForWarmer() {
 		select {
 		case <-ctx.Done():
 			return false
@@ -273,12 +312,12 @@ func (c *Cache) stepAside(ctx context.Context) bool {
 	return ctx.Err() == nil
 }
 
-// waitingForStanding is the number of questions waiting for the
-// warmer's standing indexes.
-func (c *Cache) waitingForStanding() int {
+// waitingForWarmer is the number of questions waiting for the warmer's
+// standing indexes or rendering rows of its passes.
+func (c *Cache) waitingForWarmer() int {
 	n := 0
 	for _, r := range c.resources {
-		n += r.waitingForStanding()
+		n += r.waitingForWarmer()
 	}
 	return n
 }

@@ -108,7 +108,7 @@ func TestAFirstSortWaitsForTheStandingIndexAndMissesNoChange(t *testing.T) {
 					answer <- res
 				}()
 			})
-			for deadline := time.Now().Add(30 * time.Second); c.waitingForStanding() != 1; time.Sleep(time.Millisecond) {
+			for deadline := time.Now().Add(30 * time.Second); c.waitingForWarmer() != 1; time.Sleep(time.Millisecond) {
 				if time.Now().After(deadline) {
 					t.Error("a sort by a standing column asked before the warmer built it does not wait for it")
 					break

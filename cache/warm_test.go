@@ -2,7 +2,12 @@ package cache
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"reflect"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -63,7 +68,7 @@ func TestColumnsAreWarmedAfterTheSync(t *testing.T) {
 			o.columns.Store(nil)
 		}
 	}
-	if !c.warm(t.Context(), r, r.columnSchema()) {
+	if !c.warm(t.Context(), r, r.columnSchema(), 1) {
 		t.Fatal("warm stopped")
 	}
 	if n, total := warmed(t, c, sc); n != total {
@@ -76,7 +81,7 @@ func TestColumnsAreWarmedAfterTheSync(t *testing.T) {
 	c.asks <- struct{}{}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan bool)
-	go func() { done <- c.warm(ctx, r, r.columnSchema()) }()
+	go func() { done <- c.warm(ctx, r, r.columnSchema(), 4) }()
 	cancel()
 	if <-done {
 		t.Error("warm went on after its context ended")
@@ -91,5 +96,187 @@ func TestColumnsAreWarmedAfterTheSync(t *testing.T) {
 	defer stop()
 	if n, _ := warmed(t, lazy, sc); n != 0 {
 		t.Errorf("LazyColumns: %d pods have column values before any question", n)
+	}
+}
+
+// TestTheFirstPassRendersOnEveryProcessor: a resource's first pass
+// after the sync, every row of it, is rendered by as many workers as
+// there are processors, each of which renders kept values as the one
+// goroutine did; the namespace/name order, which reads no value, is
+// built before it.
+func TestTheFirstPassRendersOnEveryProcessor(t *testing.T) {
+	const pods = 3000
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	srv := listServer(t, benchLayoutFixture(t, pods))
+	var passes, workers atomic.Int32
+	firstPass := make(chan int32, 1)
+	_, ntext, _ := canonicalSort(nil)
+	nameID := orderID(ntext, nil, podSchema())
+	c, stop := startSyncedPodsWith(t, &rest.Config{Host: srv.URL, DisableCompression: true}, Spec{Resource: "pods"},
+		Options{PodSortIndexes: []string{"status"}}, pods, func(c *Cache) {
+			c.warmHook = func(stage string) {
+				switch stage {
+				case "warm":
+					if passes.Add(1) == 1 {
+						built := false
+						for _, ix := range c.byName["pods"].orders.live() {
+							select {
+							case <-ix.ready:
+								built = built || ix.id == nameID && ix.standing
+							default:
+							}
+						}
+						if !built {
+							t.Error("the first pass begins before the namespace/name order is built")
+						}
+					}
+				case "worker":
+					workers.Add(1)
+				case "build": // the first pass is over
+					if passes.Load() == 1 {
+						firstPass <- workers.Load()
+					}
+				}
+			}
+		})
+	defer stop()
+	select {
+	case n := <-firstPass:
+		if n != 4 {
+			t.Errorf("the first pass had %d workers; expect one per processor, 4", n)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("no standing index built a minute after the sync")
+	}
+	if n, total := warmed(t, c, podSchema()); n != total {
+		t.Errorf("after the first pass, %d of %d pods have their column values", n, total)
+	}
+}
+
+// TestCountsJoinTheWarmersPass: a window's counts by a column, opened
+// while the warmer's pass is under way, render their share of its rows
+// (and the warmer does not step aside for them meanwhile) rather than
+// every row beside it, and count exactly; counts by paths only, which
+// render no row, and counts of a narrow selection (a namespace of a
+// tenth of the pods), which render only theirs, leave the pass to the
+// warmer.
+func TestCountsJoinTheWarmersPass(t *testing.T) {
+	const pods = 2100 // bench-002 holds 100 of them
+	srv := listServer(t, benchLayoutFixture(t, pods))
+	c, stop := startSyncedPods(t, &rest.Config{Host: srv.URL, DisableCompression: true}, Spec{Resource: "pods"},
+		Options{LazyColumns: true}, pods) // no warmer: the test makes its pass
+	defer stop()
+	r := c.byName["pods"]
+	sc := r.columnSchema()
+	// pass is a warmer's pass under way, which no worker of the warmer
+	// takes: what is rendered of it, a question rendered, noting the
+	// questions the warmer would step aside for (aside).
+	var mu sync.Mutex
+	var aside []int
+	pass := func() *warmPass {
+		p := &warmPass{objs: r.objects(), sc: sc, worker: func() func([]*Object) {
+			work := c.warmWorker(sc, nil)
+			return func(objs []*Object) {
+				mu.Lock()
+				aside = append(aside, len(c.asks)-c.waitingForWarmer())
+				mu.Unlock()
+				work(objs)
+			}
+		}}
+		r.orders.joinable(p)
+		t.Cleanup(func() { r.orders.joinable(nil) })
+		return p
+	}
+	groups := func(b []byte) map[string]int {
+		t.Helper()
+		var body struct {
+			Counts struct {
+				Groups []struct {
+					Values []any
+					Count  int
+				}
+			}
+		}
+		if err := json.Unmarshal(b, &body); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]int{}
+		for _, g := range body.Counts.Groups {
+			out[fmt.Sprint(g.Values...)] += g.Count
+		}
+		return out
+	}
+	counted := func(ns string, keys []query.Key) map[string]int {
+		t.Helper()
+		w, err := c.Window("pods", WindowQuery{Namespace: ns, Ask: &Ask{Schema: podSchema(), Now: time.Now()}, Limit: 1, GroupBy: keys}, make(chan struct{}, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+			if m, ok := w.Next(); ok && m.Type == WindowFull {
+				return groups(append(append([]byte{}, m.raw...), m.rawTail...))
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("no counts a minute after the window opened")
+			}
+		}
+	}
+	keys, err := podSchema().ParseKeys("groupBy", "status,node", 2, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The counts as the pods' rows give them, read apart (nothing kept).
+	counter := query.NewCounter(keys)
+	for _, o := range r.objects() {
+		var rec query.Record
+		sc.Fill(&rec, o.Namespace(), o.Name(), o.Raw(), time.Now(), nil)
+		counter.Add(&rec)
+	}
+	want := groups(append(append([]byte(`{"counts":`), encodeCounts(keys, counter)...), '}'))
+
+	// And once they have rendered their share, while they count.
+	counting := func() {
+		mu.Lock()
+		aside = append(aside, len(c.asks)-c.waitingForWarmer())
+		mu.Unlock()
+	}
+	countHold.Store(&counting)
+	p := pass()
+	got := counted("", keys)
+	countHold.Store(nil)
+	if next := int(p.next.Load()); next < len(p.objs) {
+		t.Errorf("%d of the pass's %d pods handed out once the counts were made: the counts rendered the rows beside the pass", next, len(p.objs))
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("counts by status and node %v; expect %v", got, want)
+	}
+	if len(aside) < 2 {
+		t.Fatalf("%d looks at the slots while the counts rendered and counted", len(aside))
+	}
+	for _, n := range aside {
+		if n > 0 {
+			t.Fatalf("while the counts rendered rows of the pass or counted, %d questions held a slot that the warmer would step aside for", n)
+		}
+	}
+	if n, total := warmed(t, c, sc); n != total {
+		t.Errorf("after the counts, %d of %d pods have their column values", n, total)
+	}
+
+	for _, o := range r.objects() {
+		o.columns.Store(nil)
+	}
+	byPath, err := podSchema().ParseKeys("groupBy", "spec.nodeName", 2, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p = pass()
+	counted("", byPath)
+	if next := p.next.Load(); next != 0 {
+		t.Errorf("counts by a path took %d pods of the warmer's pass; expect none (they render no row)", next)
+	}
+	counted("bench-002", keys)
+	if next := p.next.Load(); next != 0 {
+		t.Errorf("counts of one namespace took %d pods of the warmer's pass; expect none (they render theirs only)", next)
 	}
 }

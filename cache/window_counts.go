@@ -46,7 +46,11 @@ type counts struct {
 	ask  *Ask
 	keys []query.Key
 	slot func() // gives back the budget's slot once counted
-	wake chan struct{}
+	// rendered: the counts read Table columns (a filter or key does) of
+	// most of the resource, the rows the column warmer renders; costly:
+	// their first pass holds one of the budget's slots (until release).
+	rendered, costly bool
+	wake             chan struct{}
 
 	// The goroutine's own (run).
 	sub Subscription
@@ -130,7 +134,7 @@ func (c *Cache) newCounts(r *resourceCache, key string, q *WindowQuery) (*counts
 		return nil, err
 	}
 	return &counts{c: c, r: r, key: key, ask: q.Ask, keys: q.GroupBy,
-		slot: slot, wake: make(chan struct{}, 1),
+		slot: slot, rendered: cells && size*narrowShare >= r.size(), costly: cost > costlyQuery, wake: make(chan struct{}, 1),
 		wq: WatchQuery{Namespace: q.Namespace, Namespaces: q.Namespaces, LabelSelector: q.LabelSelector, Fields: q.Fields,
 			QueueSize: 1 << 16}}, nil
 }
@@ -143,10 +147,19 @@ func (k *counts) release() {
 }
 
 // open (again) subscribes to the resource's events and counts the
-// objects the broker holds where the subscription starts.
+// objects the broker holds where the subscription starts. Counts by a
+// column of most of the resource first join the column warmer's pass
+// under way, if any (a dashboard opened right after the start): they
+// render their share of its rows, then read the values kept, rather
+// than render every row beside it.
 func (k *counts) open(ctx context.Context) error {
 	if k.sub != nil {
 		k.sub.Close()
+	}
+	leave := func() {}
+	if k.rendered {
+		leave = k.r.orders.helpWarm(k.ask.Schema, k.costly && k.slot != nil)
+		defer leave()
 	}
 	var objs []*Object
 	var upTo uint64
@@ -177,6 +190,7 @@ func (k *counts) open(ctx context.Context) error {
 	k.version++
 	k.mu.Unlock()
 	k.upTo.Store(upTo)
+	leave() // before the slot goes: the warmer never counts it as helping without it
 	k.release()
 	k.changed(time.Time{})
 	return nil
