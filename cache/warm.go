@@ -110,14 +110,7 @@ func (c *Cache) warmColumns(ctx context.Context) {
 				t.r.orders.standingDone()
 				continue
 			}
-			workers := 1
-			if warmedAt[i] == 0 { // the first pass: every row
-				workers = runtime.GOMAXPROCS(0)
-				if !c.standBare(ctx, t.r, t.sc) {
-					return
-				}
-			}
-			if !c.warm(ctx, t.r, t.sc, workers) || !c.stand(ctx, t.r, t.sc) {
+			if !c.pass(ctx, t.r, t.sc, warmedAt[i] == 0) {
 				return
 			}
 			t.r.orders.standingDone()
@@ -133,6 +126,23 @@ func (c *Cache) warmColumns(ctx context.Context) {
 		case <-time.After(wait):
 		}
 	}
+}
+
+// pass is one pass of the warmer over r: its rows' values kept (warm),
+// then its standing indexes built (stand). The first, over every row,
+// builds the namespace/name order before it (it reads no value, and a
+// dashboard's first screen asks for it) and renders on every processor;
+// a later one, the versions that arrived since, on this goroutine.
+// false when ctx ended.
+func (c *Cache) pass(ctx context.Context, r *resourceCache, sc *query.Schema, first bool) bool {
+	workers := 1
+	if first {
+		workers = runtime.GOMAXPROCS(0)
+		if !c.standBare(ctx, r, sc) {
+			return false
+		}
+	}
+	return c.warm(ctx, r, sc, workers) && c.stand(ctx, r, sc)
 }
 
 // warm makes the column values of r's objects that have none kept under
