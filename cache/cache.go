@@ -128,17 +128,25 @@ func (sh *shard) hasSynced() bool {
 	return true
 }
 
-// feedAdd hands an add to the address feed: to the feed ahead while the
-// handler is given an adopted list (listPrep), else, once the feed ahead
-// is done, to the feed itself.
+// feedAdd, feedUpdate and feedRemove hand an event to the address feed:
+// to the feed ahead while the handler is given an adopted list
+// (listPrep), else, once the feed ahead is done, to the feed itself.
 func (sh *shard) feedAdd(obj any, initial bool, po preparedObject) {
-	if sh.ips == nil {
-		return
+	if sh.ips != nil && !sh.feedAhead(feedEvent{obj: obj, initial: initial, po: po}) {
+		sh.ips.add(obj, initial, po)
 	}
-	if sh.feedAhead(feedEvent{obj: obj, initial: initial, po: po}) {
-		return
+}
+
+func (sh *shard) feedUpdate(old, cur any, po preparedObject) {
+	if sh.ips != nil && !sh.feedAhead(feedEvent{obj: cur, old: old, update: true, po: po}) {
+		sh.ips.update(old, cur)
 	}
-	sh.ips.add(obj, initial, po)
+}
+
+func (sh *shard) feedRemove(obj any) {
+	if sh.ips != nil && !sh.feedAhead(feedEvent{obj: obj}) { // no list's: never queued
+		sh.ips.remove(obj)
+	}
 }
 
 // feedAhead queues ev on the feed ahead when its object is of an adopted
@@ -463,9 +471,7 @@ func (sh *shard) eventHandler(now func() time.Time, b *broker, ord *orders) tool
 			sh.index.set(handlerObject(cur), po)
 			ord.change(handlerObject(old), handlerObject(cur))
 			feed.OnUpdate(old, cur)
-			if sh.ips != nil && !sh.feedAhead(feedEvent{obj: cur, old: old, update: true, po: po}) {
-				sh.ips.update(old, cur)
-			}
+			sh.feedUpdate(old, cur, po)
 			sh.modified.Add(1)
 			touch()
 		},
@@ -474,9 +480,7 @@ func (sh *shard) eventHandler(now func() time.Time, b *broker, ord *orders) tool
 			sh.index.remove(handlerObject(obj))
 			ord.change(handlerObject(obj), nil)
 			feed.OnDelete(obj)
-			if sh.ips != nil && !sh.feedAhead(feedEvent{}) {
-				sh.ips.remove(obj)
-			}
+			sh.feedRemove(obj)
 			sh.deleted.Add(1)
 			touch()
 		},

@@ -108,13 +108,8 @@ func (ix *valueIndexes) newMaps() map[string]map[string]*postings {
 // by newMaps and not shared.
 func (ix *valueIndexes) addTo(byIndex map[string]map[string]*postings, o *Object, vs [][]string) {
 	for i, name := range ix.names {
-		values := byIndex[name]
 		for _, v := range vs[i] {
-			if p := values[v]; p != nil {
-				p.add(o)
-			} else {
-				values[v] = &postings{few: []*Object{o}}
-			}
+			post(byIndex[name], v, o)
 		}
 	}
 }
@@ -190,16 +185,21 @@ func (ix *valueIndexes) reindex(old, cur *Object, prepared [][]string) {
 			}
 		}
 		for _, v := range is {
-			p := values[v]
-			switch {
-			case p == nil:
-				values[v] = &postings{few: []*Object{cur}}
-			case slices.Contains(was, v):
+			if p := values[v]; p != nil && slices.Contains(was, v) {
 				p.replace(old, cur)
-			default:
-				p.add(cur)
+			} else {
+				post(values, v, cur)
 			}
 		}
+	}
+}
+
+// post adds o to the postings of value v in values.
+func post(values map[string]*postings, v string, o *Object) {
+	if p := values[v]; p != nil {
+		p.add(o)
+	} else {
+		values[v] = &postings{few: []*Object{o}}
 	}
 }
 
