@@ -147,3 +147,51 @@ func BenchmarkFilterChunkedPod(b *testing.B) {
 		})
 	}
 }
+
+// TestChunkedPodIndexValuesJoinIntoAReusedBuffer: an index walking a
+// member held in pieces (the image path over a pod's containers, held
+// around the name of its token volume) gives the values of the pod
+// stored whole, and joins the pieces into a buffer it reuses: the index
+// runs on every event, for the version before and the one after, and a
+// new join each time was most of what an event allocated with such an
+// index (BenchmarkUpkeep).
+func TestChunkedPodIndexValuesJoinIntoAReusedBuffer(t *testing.T) {
+	pod, err := os.ReadFile("testdata/pod.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Shape{APIVersion: "v1", Kind: "Pod"}
+	first, err := s.Build(pod) // the first sight makes the chunks
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := s.Build(pod)
+	runtime.KeepAlive(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := indexers.Spec{Name: "image", Path: "spec.containers.#.image"}
+	root, f := spec.Rooted()
+	d := o.doc(root)
+	if _, joined := d.MemberIn(nil, "containers"); len(joined) == 0 {
+		t.Fatal("the pod's containers are not held in several pieces: nothing to join")
+	}
+	containers := len(gjson.GetBytes(pod, "spec.containers").Raw)
+	want := spec.Func()(inline(t, s, pod).Raw())
+	if got := o.indexValues(root, f); len(want) == 0 || !slices.Equal(got, want) {
+		t.Fatalf("values %q, want %q", got, want)
+	}
+	if raceEnabled {
+		return // the pool keeps no buffer reliably: the values are checked above
+	}
+	const runs = 200
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range runs {
+		o.indexValues(root, f)
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / runs; per > uint64(containers)/4 {
+		t.Errorf("%d bytes allocated per call, the containers being %d: their pieces are joined into new memory", per, containers)
+	}
+}

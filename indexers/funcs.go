@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/tidwall/gjson"
 
@@ -227,14 +228,31 @@ func walkValues(steps []string) DocFunc {
 			}
 			flatten(gjson.ParseBytes(v), &out, 0)
 		}
-		if d.IsObject() {
-			walkPath(d.Member(steps[0]), steps[1:], found) // as walkPath does for an object
-		} else {
+		if !d.IsObject() {
 			walkPath(d.Bytes(), steps, found)
+			return dedupe(out)
+		}
+		buf := joins.Get().(*[]byte)
+		v, after := d.MemberIn(*buf, steps[0])
+		walkPath(v, steps[1:], found) // as walkPath does for an object; found copies what it keeps
+		if cap(after) <= maxJoin {
+			*buf = after[:0]
+			joins.Put(buf)
 		}
 		return dedupe(out)
 	}
 }
+
+// joins are the buffers walkValues joins a member held in pieces into
+// (jsonscan.Doc.MemberIn): a pod's containers are held around the name
+// of its service account token's volume, and an index reading them runs
+// on every event, for the version before and the one after; a join into
+// a new slice each time was most of what an event allocated with an
+// image index (BENCHMARKS.md, "Where the time goes"). maxJoin bounds the
+// buffers kept.
+var joins = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxJoin = 256 << 10
 
 // plainPath splits a path made only of keys (letters, digits, '-', '_',
 // '/'), array positions and '#' followed by more steps.

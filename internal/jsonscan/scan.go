@@ -496,25 +496,57 @@ func (d *Doc) Member(key string) []byte {
 	return Member(d.Bytes(), key)
 }
 
+// MemberIn is Member for a caller that reuses memory: a value held in
+// several pieces is joined into buf (from its start) rather than into a
+// new slice. It returns the value and buf as it is after (grown, when it
+// had to be), for the caller to reuse once done with the value; a value
+// in one piece, or in Raw, is a slice of it, and buf is left as it was.
+func (d *Doc) MemberIn(buf []byte, key string) (v, after []byte) {
+	if d.Pieces == nil {
+		return d.Member(key), buf
+	}
+	if d.Keys != nil {
+		for i, k := range d.Keys {
+			if k == key {
+				if s := d.Spans[i]; s.To != 0 {
+					return d.appendAt(buf, s)
+				}
+				return nil, buf
+			}
+		}
+	}
+	buf = buf[:0]
+	for _, p := range d.Pieces {
+		buf = append(buf, p...)
+	}
+	return Member(buf, key), buf
+}
+
 // at returns the bytes of s: a slice of the piece that holds them, or,
 // when several do, those pieces' parts joined into a new slice.
 func (d *Doc) at(s Span) []byte {
+	v, _ := d.appendAt(nil, s)
+	return v
+}
+
+// appendAt is at joining into buf (from its start), returned as after.
+func (d *Doc) appendAt(buf []byte, s Span) (v, after []byte) {
 	if d.Pieces == nil {
-		return d.Raw[s.From:s.To]
+		return d.Raw[s.From:s.To], buf
 	}
-	var joined []byte
+	joined := buf[:0]
 	from := uint32(0)
 	for _, p := range d.Pieces {
 		to := from + uint32(len(p))
 		if s.From >= from && s.To <= to {
-			return p[s.From-from : s.To-from]
+			return p[s.From-from : s.To-from], buf
 		}
 		if to > s.From && from < s.To {
 			joined = append(joined, p[max(s.From, from)-from:min(s.To, to)-from]...)
 		}
 		from = to
 	}
-	return joined
+	return joined, joined
 }
 
 // Bytes returns the object contiguous: Raw, or its pieces joined into a

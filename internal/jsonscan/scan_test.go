@@ -97,3 +97,45 @@ func FuzzValue(f *testing.F) {
 		}
 	})
 }
+
+// TestMemberIn: a member of a document held in pieces, cut anywhere, is
+// the member of the whole bytes, with the members' places known (Keys)
+// and not; one that spans pieces is joined into the buffer given, which
+// then needs no new memory, and one inside a piece is a slice of it.
+func TestMemberIn(t *testing.T) {
+	whole := []byte(`{"a":"x","list":[{"image":"i1"},{"image":"i2"}],"b":{"c":1}}`)
+	keys := [4]string{"a", "list", "b", "none"}
+	var spans [4]Span
+	for i, k := range keys[:3] {
+		v := Member(whole, k)
+		from := bytes.Index(whole, v)
+		spans[i] = Span{From: uint32(from), To: uint32(from + len(v))}
+	}
+	for cut1 := 1; cut1 < len(whole); cut1++ {
+		for _, cut2 := range []int{cut1, min(cut1+7, len(whole))} {
+			pieces := [][]byte{whole[:cut1], whole[cut1:cut2], whole[cut2:]}
+			for _, known := range []bool{false, true} {
+				d := Doc{Pieces: pieces}
+				if known {
+					d.Keys, d.Spans = &keys, spans
+				}
+				buf := make([]byte, 0, len(whole))
+				for _, k := range keys {
+					want := Member(whole, k)
+					got, after := d.MemberIn(buf, k)
+					if !bytes.Equal(got, want) {
+						t.Fatalf("cut %d,%d known %t: member %q = %q, want %q", cut1, cut2, known, k, got, want)
+					}
+					if cap(after) != cap(buf) || &after[:1][0] != &buf[:1][0] {
+						t.Fatalf("cut %d,%d known %t: member %q joined into new memory", cut1, cut2, known, k)
+					}
+				}
+			}
+		}
+	}
+	d := Doc{Pieces: [][]byte{whole[:20], whole[20:]}, Keys: &keys, Spans: spans}
+	buf := make([]byte, 0, len(whole))
+	if allocs := testing.AllocsPerRun(10, func() { d.MemberIn(buf, "list") }); allocs != 0 {
+		t.Errorf("%v allocations joining a member into a buffer with room", allocs)
+	}
+}

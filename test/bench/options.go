@@ -65,6 +65,12 @@ type Options struct {
 	InformerModes []string
 	// UpkeepEvents per round of the index upkeep figure. Default 3000.
 	UpkeepEvents int
+	// UpkeepRounds of the index upkeep figure. Default that of the other
+	// churn figures (Rounds, at most 3); more show whether a process's
+	// CPU per event, or its live heap, grows with the events it has
+	// handled (each round's log line gives both processes' GCs and last
+	// live heap).
+	UpkeepRounds int
 	// IdleTime is how long the idle figure holds its subscribers open
 	// with nothing changing. Default 60s.
 	IdleTime time.Duration
@@ -177,3 +183,11 @@ func (o Options) memBudget() memBudget {
 // slowRounds is the round count of the expensive figures (a full sync, a
 // churn round).
 func (o Options) slowRounds() int { return min(o.Rounds, 3) }
+
+// upkeepRounds is the index upkeep figure's round count.
+func (o Options) upkeepRounds() int {
+	if o.UpkeepRounds > 0 {
+		return o.UpkeepRounds
+	}
+	return o.slowRounds()
+}

@@ -795,12 +795,13 @@ func (r *runner) upkeep(ctx context.Context) error {
 	}
 	var pairs [][2]float64
 	offset := r.p.n / 2
-	for round := range r.o.slowRounds() {
+	for round := range r.o.upkeepRounds() {
 		m0, err1 := r.main.cpu()
 		b0, err2 := bare.cpu()
 		if err := firstErr(err1, err2); err != nil {
 			return err
 		}
+		mGCs, bGCs := len(r.main.gcs()), len(bare.gcs())
 		res, err := churn(ctx, r.cs, r.p, offset+round*r.o.UpkeepEvents, r.o.UpkeepEvents, 0)
 		if err != nil {
 			return err
@@ -816,14 +817,24 @@ func (r *runner) upkeep(ctx context.Context) error {
 		}
 		perM := float64(m1-m0) / float64(time.Microsecond) / float64(res.Sent)
 		perB := float64(b1-b0) / float64(time.Microsecond) / float64(res.Sent)
-		r.logf("upkeep round %d: %d events in %v; 5 indexes %.1f µs/event, none %.1f µs/event", round, res.Sent,
-			res.Duration.Round(time.Millisecond), perM, perB)
+		r.logf("upkeep round %d: %d events in %v; 5 indexes %.1f µs/event (%s), none %.1f µs/event (%s)", round, res.Sent,
+			res.Duration.Round(time.Millisecond), perM, gcsSince(r.main, mGCs), perB, gcsSince(bare, bGCs))
 		pairs = append(pairs, [2]float64{perM, perB})
 	}
 	f := pairFigure("index upkeep CPU per event", "µs", "same churn, no custom index", "ratio <= 1.3", pairs, kOverC, func(x float64) bool { return x <= 1.3 })
 	f.Note = fmt.Sprintf("%d updates per round, both processes watching the same pods at once; indexes ip, node, owner, label app, path spec.containers.#.image; CPU from the kernel's CPU clock of each process", r.o.UpkeepEvents)
 	r.add(f)
 	return nil
+}
+
+// gcsSince says how many GCs k ran since it had run before, and the
+// live heap the last one marked.
+func gcsSince(k *kubeindex, before int) string {
+	g := k.gcs()
+	if len(g) <= before {
+		return "no GC"
+	}
+	return fmt.Sprintf("%d GCs, last live %d MB", len(g)-before, g[len(g)-1])
 }
 
 func firstErr(errs ...error) error {

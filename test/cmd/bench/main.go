@@ -41,6 +41,7 @@ func run() error {
 	flag.DurationVar(&o.FloorStep, "floor-step", 3*time.Second, "length of one fan-out ceiling step")
 	flag.IntVar(&o.QuestionPods, "question-pods", 100000, "pods of the questions' own source, the demo's crowd in a fake API server (benchfeed); -1: ask the seeded cluster's -pods")
 	flag.IntVar(&o.UpkeepEvents, "upkeep-events", 3000, "pod updates per index upkeep round")
+	flag.IntVar(&o.UpkeepRounds, "upkeep-rounds", 0, "index upkeep rounds (0: as the other churn figures, -rounds but at most 3)")
 	flag.DurationVar(&o.InformerSyncTimeout, "informer-sync-timeout", 3*time.Minute, "how long the kinformers figure's N informers have to sync before the run records how many did")
 	flag.Float64Var(&o.APIServerRSSShare, "informer-rss-share", 0.4, "stop a kinformers round that grew the API server by 5% of the machine's memory when its RSS passes this share of it")
 	flag.Float64Var(&o.MinAvailableShare, "informer-min-available", 0.2, "stop a kinformers round that grew the API server by 5% of the machine's memory when the available memory falls below this share of it")
