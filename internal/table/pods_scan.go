@@ -9,18 +9,19 @@ import (
 )
 
 // scanPod fills v, a zero podView, from a pod's JSON as decode would, in
-// one strict pass (scan.go) that reads the members the printer reads and
-// checks the syntax of the rest without decoding it: a pod's row is
-// rendered for every pod a question or the column warmer reads, and
-// go-json-experiment's decoder spends most of a row on what the printer
-// never reads (a container status's image and IDs, a condition's times
-// and messages, the members it passes over a token at a time). false
-// when the JSON is anything but what it reads itself: not an object, a
-// member the view reads given twice or as another type, a string it
-// reads with an escape or a byte outside ASCII, a number outside its
-// type, a syntax error anywhere; decode then reads it, and v must be
-// dropped. When true, v is what sigs.k8s.io/json fills (FuzzScanPod,
-// TestScanPodAsTheAPIServer).
+// one pass (scan.go) that reads the members the printer reads and passes
+// over the rest without decoding it (an object or an array of them only
+// to its end): a pod's row is rendered for every pod a question or the
+// column warmer reads, and go-json-experiment's decoder spends most of a
+// row on what the printer never reads (a container status's image and
+// IDs, a condition's times and messages, the members it passes over a
+// token at a time). false when the JSON is anything it does not read
+// itself: not an object, a member the view reads given twice or as
+// another type, a string it reads with an escape or a byte outside
+// ASCII, a number outside its type, a syntax error in what it reads;
+// decode then reads it, and v must be dropped. When true and the JSON is
+// valid (an API server's always is), v is what sigs.k8s.io/json fills
+// (FuzzScanPod, TestScanPodAsTheAPIServer).
 func scanPod(raw []byte, v *podView) bool {
 	s := scanner{b: raw}
 	var seen uint8
@@ -33,7 +34,7 @@ func scanPod(raw []byte, v *podView) bool {
 		case "status":
 			return once(&seen, 4) && s.orNull(func() bool { return scanPodStatus(s, &v.Status) })
 		}
-		return s.skip(1)
+		return s.skip()
 	})
 	return ok && s.end()
 }
@@ -149,7 +150,7 @@ func scanPodMeta(s *scanner, v *podView) bool {
 		case "deletionTimestamp":
 			return once(&seen, 4) && s.timePtr(&v.Metadata.DeletionTimestamp)
 		}
-		return s.skip(2)
+		return s.skip()
 	})
 }
 
@@ -161,7 +162,7 @@ func scanPodSpec(s *scanner, v *podView) bool {
 		case "containers":
 			return once(&seen, 1) && list(s, &sp.Containers, func(s *scanner, _ *anObject) bool {
 				c := s.peek()
-				return (c == '{' || c == 'n') && s.skip(3)
+				return (c == '{' || c == 'n') && s.skip()
 			})
 		case "initContainers":
 			return once(&seen, 2) && list(s, &sp.InitContainers, func(s *scanner, e *struct {
@@ -179,7 +180,7 @@ func scanPodSpec(s *scanner, v *podView) bool {
 						case "restartPolicy":
 							return once(&seen, 2) && ptr(s, &e.RestartPolicy, func(p *corev1.ContainerRestartPolicy) bool { return s.text((*string)(p)) })
 						}
-						return s.skip(4)
+						return s.skip()
 					})
 				})
 			})
@@ -193,12 +194,12 @@ func scanPodSpec(s *scanner, v *podView) bool {
 						if string(name) == "conditionType" {
 							return once(&seen, 1) && s.text((*string)(&e.ConditionType))
 						}
-						return s.skip(4)
+						return s.skip()
 					})
 				})
 			})
 		}
-		return s.skip(2)
+		return s.skip()
 	})
 }
 
@@ -223,7 +224,7 @@ func scanPodStatus(s *scanner, st *podStatusView) bool {
 						case "reason":
 							return once(&seen, 4) && s.text(&c.Reason)
 						}
-						return s.skip(4)
+						return s.skip()
 					})
 				})
 			})
@@ -243,14 +244,14 @@ func scanPodStatus(s *scanner, st *podStatusView) bool {
 						if string(name) == "ip" {
 							return once(&seen, 1) && s.text(&e.IP)
 						}
-						return s.skip(4)
+						return s.skip()
 					})
 				})
 			})
 		case "nominatedNodeName":
 			return once(&seen, 128) && s.text(&st.NominatedNodeName)
 		}
-		return s.skip(2)
+		return s.skip()
 	})
 }
 
@@ -268,7 +269,7 @@ func scanContainerStatus(s *scanner, c *containerStatusView) bool {
 					var seen uint8
 					return s.object(func(s *scanner, name []byte) bool {
 						if string(name) != "terminated" {
-							return s.skip(5)
+							return s.skip()
 						}
 						var seenT uint8
 						return once(&seen, 1) && ptr(s, &c.LastTerminationState.Terminated, func(t *struct {
@@ -278,7 +279,7 @@ func scanContainerStatus(s *scanner, c *containerStatusView) bool {
 								if string(name) == "finishedAt" {
 									return once(&seenT, 1) && s.time(&t.FinishedAt)
 								}
-								return s.skip(6)
+								return s.skip()
 							})
 						})
 					})
@@ -290,7 +291,7 @@ func scanContainerStatus(s *scanner, c *containerStatusView) bool {
 			case "started":
 				return once(&seen, 32) && ptr(s, &c.Started, s.bool)
 			}
-			return s.skip(4)
+			return s.skip()
 		})
 	})
 }
@@ -312,7 +313,7 @@ func scanContainerState(s *scanner, st *corev1.ContainerState) bool {
 						case "message":
 							return once(&seenW, 2) && s.text(&w.Message)
 						}
-						return s.skip(6)
+						return s.skip()
 					})
 				})
 			case "running":
@@ -322,7 +323,7 @@ func scanContainerState(s *scanner, st *corev1.ContainerState) bool {
 						if string(name) == "startedAt" {
 							return once(&seenR, 1) && s.time(&r.StartedAt)
 						}
-						return s.skip(6)
+						return s.skip()
 					})
 				})
 			case "terminated":
@@ -345,11 +346,11 @@ func scanContainerState(s *scanner, st *corev1.ContainerState) bool {
 						case "containerID":
 							return once(&seenT, 64) && s.text(&t.ContainerID)
 						}
-						return s.skip(6)
+						return s.skip()
 					})
 				})
 			}
-			return s.skip(5)
+			return s.skip()
 		})
 	})
 }
