@@ -61,9 +61,72 @@ func (s *scanner) text(dst *string) bool {
 	}
 	b, ok := s.rawString(true)
 	if ok {
-		*dst = string(b)
+		*dst = known(b)
 	}
 	return ok
+}
+
+// known is string(b), without a copy when b is one of the values every
+// pod repeats (a phase, a condition's type and status, a container
+// state's reason, a restart policy): most of the strings a row reads.
+func known(b []byte) string {
+	switch string(b) {
+	case "True":
+		return "True"
+	case "False":
+		return "False"
+	case "Unknown":
+		return "Unknown"
+	case "Pending":
+		return "Pending"
+	case "Running":
+		return "Running"
+	case "Succeeded":
+		return "Succeeded"
+	case "Failed":
+		return "Failed"
+	case "PodReadyToStartContainers":
+		return "PodReadyToStartContainers"
+	case "Initialized":
+		return "Initialized"
+	case "Ready":
+		return "Ready"
+	case "ContainersReady":
+		return "ContainersReady"
+	case "PodScheduled":
+		return "PodScheduled"
+	case "DisruptionTarget":
+		return "DisruptionTarget"
+	case "PodCompleted":
+		return "PodCompleted"
+	case "ContainersNotReady":
+		return "ContainersNotReady"
+	case "Unschedulable":
+		return "Unschedulable"
+	case "SchedulingGated":
+		return "SchedulingGated"
+	case "Evicted":
+		return "Evicted"
+	case "ContainerCreating":
+		return "ContainerCreating"
+	case "PodInitializing":
+		return "PodInitializing"
+	case "CrashLoopBackOff":
+		return "CrashLoopBackOff"
+	case "ImagePullBackOff":
+		return "ImagePullBackOff"
+	case "ErrImagePull":
+		return "ErrImagePull"
+	case "Completed":
+		return "Completed"
+	case "Error":
+		return "Error"
+	case "OOMKilled":
+		return "OOMKilled"
+	case "Always":
+		return "Always"
+	}
+	return string(b)
 }
 
 // int32 reads an integer member into *dst (null leaves it) as
