@@ -9,18 +9,19 @@ import (
 )
 
 // scanPod fills v, a zero podView, from a pod's JSON as decode would, in
-// one strict pass (scan.go) that reads the members the printer reads and
-// checks the syntax of the rest without decoding it: a pod's row is
-// rendered for every pod a question or the column warmer reads, and
-// go-json-experiment's decoder spends most of a row on what the printer
-// never reads (a container status's image and IDs, a condition's times
-// and messages, the members it passes over a token at a time). false
-// when the JSON is anything but what it reads itself: not an object, a
-// member the view reads given twice or as another type, a string it
-// reads with an escape or a byte outside ASCII, a number outside its
-// type, a syntax error anywhere; decode then reads it, and v must be
-// dropped. When true, v is what sigs.k8s.io/json fills (FuzzScanPod,
-// TestScanPodAsTheAPIServer).
+// one pass (scan.go) that reads the members the printer reads and passes
+// over the rest without decoding it (an object or an array of them only
+// to its end): a pod's row is rendered for every pod a question or the
+// column warmer reads, and go-json-experiment's decoder spends most of a
+// row on what the printer never reads (a container status's image and
+// IDs, a condition's times and messages, the members it passes over a
+// token at a time). false when the JSON is anything it does not read
+// itself: not an object, a member the view reads given twice or as
+// another type, a string it reads with an escape or a byte outside
+// ASCII, a number outside its type, a syntax error in what it reads;
+// decode then reads it, and v must be dropped. When true and the JSON is
+// valid (an API server's always is), v is what sigs.k8s.io/json fills
+// (FuzzScanPod, TestScanPodAsTheAPIServer).
 func scanPod(raw []byte, v *podView) bool {
 	s := scanner{b: raw}
 	var seen uint8
@@ -33,7 +34,7 @@ func scanPod(raw []byte, v *podView) bool {
 		case "status":
 			return once(&seen, 4) && s.orNull(func() bool { return scanPodStatus(s, &v.Status) })
 		}
-		return s.skip(1)
+		return s.skip()
 	})
 	return ok && s.end()
 }
@@ -60,9 +61,72 @@ func (s *scanner) text(dst *string) bool {
 	}
 	b, ok := s.rawString(true)
 	if ok {
-		*dst = string(b)
+		*dst = known(b)
 	}
 	return ok
+}
+
+// known is string(b), without a copy when b is one of the values every
+// pod repeats (a phase, a condition's type and status, a container
+// state's reason, a restart policy): most of the strings a row reads.
+func known(b []byte) string {
+	switch string(b) {
+	case "True":
+		return "True"
+	case "False":
+		return "False"
+	case "Unknown":
+		return "Unknown"
+	case "Pending":
+		return "Pending"
+	case "Running":
+		return "Running"
+	case "Succeeded":
+		return "Succeeded"
+	case "Failed":
+		return "Failed"
+	case "PodReadyToStartContainers":
+		return "PodReadyToStartContainers"
+	case "Initialized":
+		return "Initialized"
+	case "Ready":
+		return "Ready"
+	case "ContainersReady":
+		return "ContainersReady"
+	case "PodScheduled":
+		return "PodScheduled"
+	case "DisruptionTarget":
+		return "DisruptionTarget"
+	case "PodCompleted":
+		return "PodCompleted"
+	case "ContainersNotReady":
+		return "ContainersNotReady"
+	case "Unschedulable":
+		return "Unschedulable"
+	case "SchedulingGated":
+		return "SchedulingGated"
+	case "Evicted":
+		return "Evicted"
+	case "ContainerCreating":
+		return "ContainerCreating"
+	case "PodInitializing":
+		return "PodInitializing"
+	case "CrashLoopBackOff":
+		return "CrashLoopBackOff"
+	case "ImagePullBackOff":
+		return "ImagePullBackOff"
+	case "ErrImagePull":
+		return "ErrImagePull"
+	case "Completed":
+		return "Completed"
+	case "Error":
+		return "Error"
+	case "OOMKilled":
+		return "OOMKilled"
+	case "Always":
+		return "Always"
+	}
+	return string(b)
 }
 
 // int32 reads an integer member into *dst (null leaves it) as
@@ -149,7 +213,7 @@ func scanPodMeta(s *scanner, v *podView) bool {
 		case "deletionTimestamp":
 			return once(&seen, 4) && s.timePtr(&v.Metadata.DeletionTimestamp)
 		}
-		return s.skip(2)
+		return s.skip()
 	})
 }
 
@@ -161,7 +225,7 @@ func scanPodSpec(s *scanner, v *podView) bool {
 		case "containers":
 			return once(&seen, 1) && list(s, &sp.Containers, func(s *scanner, _ *anObject) bool {
 				c := s.peek()
-				return (c == '{' || c == 'n') && s.skip(3)
+				return (c == '{' || c == 'n') && s.skip()
 			})
 		case "initContainers":
 			return once(&seen, 2) && list(s, &sp.InitContainers, func(s *scanner, e *struct {
@@ -179,7 +243,7 @@ func scanPodSpec(s *scanner, v *podView) bool {
 						case "restartPolicy":
 							return once(&seen, 2) && ptr(s, &e.RestartPolicy, func(p *corev1.ContainerRestartPolicy) bool { return s.text((*string)(p)) })
 						}
-						return s.skip(4)
+						return s.skip()
 					})
 				})
 			})
@@ -193,12 +257,12 @@ func scanPodSpec(s *scanner, v *podView) bool {
 						if string(name) == "conditionType" {
 							return once(&seen, 1) && s.text((*string)(&e.ConditionType))
 						}
-						return s.skip(4)
+						return s.skip()
 					})
 				})
 			})
 		}
-		return s.skip(2)
+		return s.skip()
 	})
 }
 
@@ -223,7 +287,7 @@ func scanPodStatus(s *scanner, st *podStatusView) bool {
 						case "reason":
 							return once(&seen, 4) && s.text(&c.Reason)
 						}
-						return s.skip(4)
+						return s.skip()
 					})
 				})
 			})
@@ -243,14 +307,14 @@ func scanPodStatus(s *scanner, st *podStatusView) bool {
 						if string(name) == "ip" {
 							return once(&seen, 1) && s.text(&e.IP)
 						}
-						return s.skip(4)
+						return s.skip()
 					})
 				})
 			})
 		case "nominatedNodeName":
 			return once(&seen, 128) && s.text(&st.NominatedNodeName)
 		}
-		return s.skip(2)
+		return s.skip()
 	})
 }
 
@@ -268,7 +332,7 @@ func scanContainerStatus(s *scanner, c *containerStatusView) bool {
 					var seen uint8
 					return s.object(func(s *scanner, name []byte) bool {
 						if string(name) != "terminated" {
-							return s.skip(5)
+							return s.skip()
 						}
 						var seenT uint8
 						return once(&seen, 1) && ptr(s, &c.LastTerminationState.Terminated, func(t *struct {
@@ -278,7 +342,7 @@ func scanContainerStatus(s *scanner, c *containerStatusView) bool {
 								if string(name) == "finishedAt" {
 									return once(&seenT, 1) && s.time(&t.FinishedAt)
 								}
-								return s.skip(6)
+								return s.skip()
 							})
 						})
 					})
@@ -290,7 +354,7 @@ func scanContainerStatus(s *scanner, c *containerStatusView) bool {
 			case "started":
 				return once(&seen, 32) && ptr(s, &c.Started, s.bool)
 			}
-			return s.skip(4)
+			return s.skip()
 		})
 	})
 }
@@ -312,7 +376,7 @@ func scanContainerState(s *scanner, st *corev1.ContainerState) bool {
 						case "message":
 							return once(&seenW, 2) && s.text(&w.Message)
 						}
-						return s.skip(6)
+						return s.skip()
 					})
 				})
 			case "running":
@@ -322,7 +386,7 @@ func scanContainerState(s *scanner, st *corev1.ContainerState) bool {
 						if string(name) == "startedAt" {
 							return once(&seenR, 1) && s.time(&r.StartedAt)
 						}
-						return s.skip(6)
+						return s.skip()
 					})
 				})
 			case "terminated":
@@ -345,11 +409,11 @@ func scanContainerState(s *scanner, st *corev1.ContainerState) bool {
 						case "containerID":
 							return once(&seenT, 64) && s.text(&t.ContainerID)
 						}
-						return s.skip(6)
+						return s.skip()
 					})
 				})
 			}
-			return s.skip(5)
+			return s.skip()
 		})
 	})
 }

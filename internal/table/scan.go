@@ -7,18 +7,19 @@ import (
 	"github.com/kubeindex/kubeindex/internal/jsonscan"
 )
 
-// A strict, allocation-free reader of JSON text for the hand-written
-// decoders of printers' views (pods_scan.go). It accepts exactly what
-// encoding/json accepts as syntax (RFC 8259: literals and numbers spelled
+// An allocation-free reader of JSON text for the hand-written decoders
+// of printers' views (pods_scan.go). What it reads it reads strictly, as
+// encoding/json reads syntax (RFC 8259: literals and numbers spelled
 // out, strings without control characters and with valid escapes, any
-// byte of 0x80 and above inside strings), so that a document it reads
-// whole is one sigs.k8s.io/json would not refuse as syntax. Anything
-// else, and anything it does not decode itself (a string it reads with an
-// escape or a byte outside ASCII), makes it give up: the caller then
-// decodes the document with decode, the reference.
-
-// maxScanDepth bounds nesting: deeper documents are left to decode.
-const maxScanDepth = 64
+// byte of 0x80 and above inside strings): the objects and arrays a view
+// reads, their members' names, commas and colons, every value it reads
+// and every string, number and literal it passes over. An object or an
+// array it passes over whole (skip) it only reads to its end: the JSON
+// it is given is what an API server wrote, which is valid, and on valid
+// JSON what it reads is what sigs.k8s.io/json reads. Anything it does
+// not decode itself (a string it reads with an escape or a byte outside
+// ASCII, a member it reads given twice) makes it give up: the caller
+// then decodes the document with decode, the reference.
 
 // plainInString are the bytes a string's body is read past without a
 // second look: not a quote, a backslash, a control character or, for the
@@ -37,9 +38,8 @@ var plainInString = func() (t [256]byte) {
 // scanner reads b from i on; a method that returns false leaves it at
 // no particular place, and the document is decoded by decode instead.
 type scanner struct {
-	b    []byte
-	i    int
-	open [maxScanDepth]byte // skip's brackets
+	b []byte
+	i int
 }
 
 func (s *scanner) ws() {
@@ -65,89 +65,31 @@ func (s *scanner) peek() byte {
 	return 0
 }
 
-// skip passes over one value, checking its syntax; depth is the
-// nesting it is at. It keeps the brackets it is inside in an array
-// rather than recurring: most of a pod is passed over.
-func (s *scanner) skip(depth int) bool {
-	open := &s.open
-	n := 0
-	for {
-		// A value.
-		switch s.peek() {
-		case '"':
-			if _, ok := s.rawString(false); !ok {
-				return false
-			}
-		case '{', '[':
-			c := s.b[s.i]
-			s.i++
-			if s.peek() == c+2 { // '{'+2 == '}', '['+2 == ']'
-				s.i++
-				break
-			}
-			if depth+n >= maxScanDepth {
-				return false
-			}
-			open[n] = c
-			n++
-			if c == '{' && !s.name() {
-				return false
-			}
-			continue
-		case 't':
-			if !s.literal("true") {
-				return false
-			}
-		case 'f':
-			if !s.literal("false") {
-				return false
-			}
-		case 'n':
-			if !s.literal("null") {
-				return false
-			}
-		default:
-			if _, ok := s.number(); !ok {
-				return false
-			}
-		}
-		// After it: the ends of the arrays and objects it ends, then a
-		// comma and the next element or member.
-		for {
-			if n == 0 {
-				return true
-			}
-			c := s.peek()
-			if c == open[n-1]+2 {
-				s.i++
-				n--
-				continue
-			}
-			if c != ',' {
-				return false
-			}
-			s.i++
-			if open[n-1] == '{' && !s.name() {
-				return false
-			}
-			break
-		}
+// skip passes over one value. A number, a literal or a string it checks
+// as encoding/json does; an object or an array, most of a pod's bytes
+// and none of them read, it passes over with jsonscan.Dropped, a word at
+// a time, checking only that its strings close and its brackets
+// balance: the cache holds what an API server wrote, and on valid JSON
+// Dropped ends a value where a strict reading does (TestSkipEndsValues,
+// FuzzSkip).
+func (s *scanner) skip() bool {
+	switch s.peek() {
+	case '{', '[':
+		n, err := jsonscan.Dropped(s.b[s.i:])
+		s.i += n
+		return err == nil
+	case '"':
+		_, ok := s.rawString(false)
+		return ok
+	case 't':
+		return s.literal("true")
+	case 'f':
+		return s.literal("false")
+	case 'n':
+		return s.literal("null")
 	}
-}
-
-// name passes over a member's name and its colon.
-func (s *scanner) name() bool {
-	if s.peek() != '"' {
-		return false
-	}
-	if _, ok := s.rawString(false); !ok {
-		return false
-	}
-	if s.peek() != ':' {
-		return false
-	}
-	s.i++
-	return true
+	_, ok := s.number()
+	return ok
 }
 
 func (s *scanner) literal(lit string) bool {
