@@ -37,6 +37,21 @@ func (f *ipFeed) observe(h ipowner.Holding) {
 	f.mirror.Observe(h)
 }
 
+// reserve makes room for n objects in whatever is fed and holds nothing
+// yet: the initial list's feed knows how many it brings (feedAhead).
+func (f *ipFeed) reserve(n int) {
+	if f == nil {
+		return
+	}
+	if f.history != nil {
+		f.history.Reserve(n)
+	}
+	f.mirror.Reserve(n)
+	if f.owners != nil {
+		f.owners.Reserve(n)
+	}
+}
+
 // add tells everything fed that obj was added. po is what was made of
 // it ahead (listPrep.take): its holding, when made.
 func (f *ipFeed) add(obj any, initial bool, po preparedObject) {

@@ -16,6 +16,7 @@ import "sync"
 // given it.
 type feedAhead struct {
 	feed *ipFeed
+	n    int           // the list's objects
 	done chan struct{} // closed once every event pushed has been fed
 	// hold, when set (tests only), is called before each batch is fed.
 	hold func()
@@ -42,7 +43,7 @@ const feedBatch = 256
 // startFeedAhead starts the feed of a list of n objects; hold is
 // feedAhead.hold.
 func startFeedAhead(f *ipFeed, n int, hold func()) *feedAhead {
-	x := &feedAhead{feed: f, hold: hold, done: make(chan struct{}), queue: make([]feedEvent, 0, min(n, 4*feedBatch))}
+	x := &feedAhead{feed: f, n: n, hold: hold, done: make(chan struct{}), queue: make([]feedEvent, 0, min(n, 4*feedBatch))}
 	x.wake.L = &x.mu
 	go x.run()
 	return x
@@ -62,6 +63,7 @@ func (x *feedAhead) push(ev feedEvent, last bool) {
 
 func (x *feedAhead) run() {
 	defer close(x.done)
+	x.feed.reserve(x.n) // here, off the handler's goroutine
 	var batch []feedEvent
 	for {
 		x.mu.Lock()

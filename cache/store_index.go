@@ -216,10 +216,23 @@ func (ix *valueIndexes) distinct(vs []string, err error) []string {
 	if err != nil {
 		return nil
 	}
-	if len(vs) < 2 {
+	if len(vs) < 2 || sortedDistinct(vs) {
 		return vs
 	}
-	return slices.Compact(slices.Sorted(slices.Values(vs)))
+	// The function's slice is not ours to sort: a copy of its length.
+	out := slices.Clone(vs)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// sortedDistinct reports whether vs is in order, each value once.
+func sortedDistinct(vs []string) bool {
+	for i := 1; i < len(vs); i++ {
+		if vs[i-1] >= vs[i] {
+			return false
+		}
+	}
+	return true
 }
 
 func (p *postings) add(o *Object) {
@@ -230,9 +243,15 @@ func (p *postings) add(o *Object) {
 		p.few = append(p.few, o)
 	case n < maxSorted:
 		if n == maxFew {
-			slices.SortFunc(p.few, compareKeys)
+			slices.SortFunc(p.few, keyOrder)
 		}
-		i, _ := slices.BinarySearchFunc(p.few, o, compareKeys)
+		// A list comes in key order (etcd's, nearly always the same):
+		// its next object sorts after the last, without a search.
+		if keyOrder(p.few[n-1], o) < 0 {
+			p.few = append(p.few, o)
+			return
+		}
+		i, _ := slices.BinarySearchFunc(p.few, o, keyOrder)
 		p.few = slices.Insert(p.few, i, o)
 	default:
 		p.many = make(map[*Object]struct{}, n+1)
@@ -283,14 +302,18 @@ func (p *postings) find(o *Object) (int, bool) {
 		i := slices.Index(p.few, o)
 		return i, i >= 0
 	}
-	i, _ := slices.BinarySearchFunc(p.few, o, compareKeys)
-	for j := i; j < len(p.few) && compareKeys(p.few[j], o) == 0; j++ {
+	i, _ := slices.BinarySearchFunc(p.few, o, keyOrder)
+	for j := i; j < len(p.few) && keyOrder(p.few[j], o) == 0; j++ {
 		if p.few[j] == o {
 			return j, true
 		}
 	}
 	return i, false
 }
+
+// keyOrder is compareKeys, the order of a value's postings: a variable
+// so that tests can count the comparisons.
+var keyOrder = compareKeys
 
 // compareKeys orders objects by namespace, then name.
 func compareKeys(a, b *Object) int {

@@ -169,3 +169,65 @@ func sameObjects(a, b []any) bool {
 	}
 	return true
 }
+
+// TestPostingsTakeAListInKeyOrderWithoutSearching: a list comes in key
+// order, and a value's ordered postings take each next object with one
+// comparison (after the last), not a binary search; objects out of
+// order still go where they sort.
+func TestPostingsTakeAListInKeyOrderWithoutSearching(t *testing.T) {
+	compared := 0
+	defer func(was func(a, b *Object) int) { keyOrder = was }(keyOrder)
+	keyOrder = func(a, b *Object) int { compared++; return compareKeys(a, b) }
+	obj := func(ns, name string) *Object {
+		o, err := NewObject(fmt.Appendf(nil, `{"metadata":{"namespace":%q,"name":%q}}`, ns, name), "v1", "Pod")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	p := &postings{}
+	n := min(maxSorted, 500)
+	for i := range n {
+		before := compared
+		p.add(obj("ns", fmt.Sprintf("p-%04d", i)))
+		if i > maxFew && compared-before != 1 {
+			t.Fatalf("object %d of a list in key order: %d comparisons, want 1", i, compared-before)
+		}
+	}
+	for _, name := range []string{"p-0000a", "a", "p-0250x"} { // out of order
+		p.add(obj("ns", name))
+	}
+	if !slices.IsSortedFunc(p.few, compareKeys) || len(p.few) != n+3 {
+		t.Fatalf("postings of %d objects, in key order %v", len(p.few), slices.IsSortedFunc(p.few, compareKeys))
+	}
+}
+
+// TestDistinctValues: an index function's values, each once and in
+// order, without touching its slice; values already so are taken as
+// they are, without an allocation (a list's objects are many).
+func TestDistinctValues(t *testing.T) {
+	ix := &valueIndexes{}
+	for _, tc := range []struct{ in, want []string }{
+		{nil, nil},
+		{[]string{"a"}, []string{"a"}},
+		{[]string{"a", "b", "c"}, []string{"a", "b", "c"}},
+		{[]string{"shop", "mesh"}, []string{"mesh", "shop"}},
+		{[]string{"b", "a", "b", "c", "a"}, []string{"a", "b", "c"}},
+		{[]string{"a", "a"}, []string{"a"}},
+	} {
+		in := slices.Clone(tc.in)
+		if got := ix.distinct(in, nil); !slices.Equal(got, tc.want) {
+			t.Errorf("distinct(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+		if !slices.Equal(in, tc.in) {
+			t.Errorf("distinct(%q) changed its input to %q", tc.in, in)
+		}
+	}
+	if got := ix.distinct([]string{"a"}, errNoIndex); got != nil {
+		t.Errorf("distinct of an error = %q, want none", got)
+	}
+	sorted := []string{"10.0.0.1", "fd00::1"}
+	if n := testing.AllocsPerRun(100, func() { ix.distinct(sorted, nil) }); n != 0 {
+		t.Errorf("distinct of values in order: %v allocations, want 0", n)
+	}
+}

@@ -254,6 +254,17 @@ func newHistory(opts HistoryOptions, now func() time.Time) *History {
 		portsBefore: map[*interval][]portSpan{}}
 }
 
+// Reserve makes room for n owners in a history that holds none (see
+// Table.Reserve): a restored one holds some, and is left as it is. Safe
+// for concurrent use.
+func (x *History) Reserve(n int) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if len(x.byIP) == 0 && len(x.open) == 0 {
+		x.byIP, x.open = make(map[string][]*interval, n), make(map[string][]claim, n)
+	}
+}
+
 // claim is an address an owner claims (ip, in the role roleNames[role]),
 // with its open interval (nil once superseded). An owner claims one or
 // two addresses: a slice of them costs a tenth of a map per owner, and a

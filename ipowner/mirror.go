@@ -75,6 +75,16 @@ func NewMirror(now func() time.Time, opts MirrorOptions) *Mirror {
 		log: replay.NewLog[*change](opts.HistorySize, opts.HistoryAge)}
 }
 
+// Reserve makes room for n owners in a mirror that holds none (see
+// Table.Reserve). Safe for concurrent use.
+func (m *Mirror) Reserve(n int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.owners) == 0 && len(m.holds) == 0 {
+		m.owners, m.holds = make(map[string][]mirrorOwner, n), make(map[string][]Held, n)
+	}
+}
+
 func (m *Mirror) position(seq uint64) string {
 	return m.epoch + "-" + strconv.FormatUint(seq, 10)
 }

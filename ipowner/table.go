@@ -42,6 +42,18 @@ func NewTable[O any](kinds ...Kind) *Table[O] {
 	return &Table[O]{podsOnly: podsOnly, byIP: map[netip.Addr]*holders[O]{}, byUID: map[ownerID]*record[O]{}}
 }
 
+// Reserve makes room for n objects in a table that holds none, as the
+// initial list's address feed knows how many it brings: its maps are
+// then made once, rather than grown and rehashed step by step. A table
+// that holds anything is left as it is. Safe for concurrent use.
+func (t *Table[O]) Reserve(n int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.byIP) == 0 && len(t.byUID) == 0 {
+		t.byIP, t.byUID = make(map[netip.Addr]*holders[O], n), make(map[ownerID]*record[O], n)
+	}
+}
+
 // ownerID names an object in the table: its kind and UID, or its
 // namespace/name when it has no UID.
 type ownerID struct {
