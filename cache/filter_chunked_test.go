@@ -19,23 +19,7 @@ import (
 // facts shared across filters (a publish) and without (a list), and
 // through indexes that read one member and the whole object alike.
 func TestChunkedObjectFiltersAsItsWholeBytes(t *testing.T) {
-	pod, err := os.ReadFile("testdata/pod.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := Shape{APIVersion: "v1", Kind: "Pod"}
-	first, err := s.Build(pod) // the first sight makes the chunks
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, err := s.Build(pod)
-	runtime.KeepAlive(first)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !o.Chunked() {
-		t.Fatal("the pod is not held in pieces")
-	}
+	pod, s, o := chunkedTestPod(t)
 	whole := inline(t, s, pod)
 
 	// The reference reads the whole bytes with gjson and the index's
@@ -156,20 +140,7 @@ func BenchmarkFilterChunkedPod(b *testing.B) {
 // new join each time was most of what an event allocated with such an
 // index (BenchmarkUpkeep).
 func TestChunkedPodIndexValuesJoinIntoAReusedBuffer(t *testing.T) {
-	pod, err := os.ReadFile("testdata/pod.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := Shape{APIVersion: "v1", Kind: "Pod"}
-	first, err := s.Build(pod) // the first sight makes the chunks
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, err := s.Build(pod)
-	runtime.KeepAlive(first)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pod, s, o := chunkedTestPod(t)
 	spec := indexers.Spec{Name: "image", Path: "spec.containers.#.image"}
 	root, f := spec.Rooted()
 	d := o.doc(root)
@@ -194,4 +165,29 @@ func TestChunkedPodIndexValuesJoinIntoAReusedBuffer(t *testing.T) {
 	if per := (after.TotalAlloc - before.TotalAlloc) / runs; per > uint64(containers)/4 {
 		t.Errorf("%d bytes allocated per call, the containers being %d: their pieces are joined into new memory", per, containers)
 	}
+}
+
+// chunkedTestPod is testdata/pod.json, its shape, and the pod built a
+// second time, which holds it in pieces (the first sight makes the
+// chunks).
+func chunkedTestPod(t *testing.T) ([]byte, Shape, *Object) {
+	t.Helper()
+	pod, err := os.ReadFile("testdata/pod.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Shape{APIVersion: "v1", Kind: "Pod"}
+	first, err := s.Build(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := s.Build(pod)
+	runtime.KeepAlive(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !o.Chunked() {
+		t.Fatal("the pod is not held in pieces")
+	}
+	return pod, s, o
 }
