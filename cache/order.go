@@ -110,6 +110,10 @@ type order struct {
 	compare func(a, b orderEntry) int
 	now     func() time.Time
 	ready   chan struct{} // closed once built
+	// awaited: a question waits for the build under way (index), which
+	// then sorts this index before the others it builds with it
+	// (sortedTogether).
+	awaited atomic.Bool
 
 	mu       sync.Mutex // guards tree, pending, building, passes
 	tree     *btree.BTreeG[orderEntry]
@@ -265,7 +269,12 @@ func (os *orders) index(r *resourceCache, keys []query.SortKey, held []query.Key
 	ix, found := os.join(ck, ctext, held, sc)
 	w = ordering{ix: ix, reverse: reverse, keys: keys}
 	if found {
-		<-ix.ready
+		select {
+		case <-ix.ready:
+		default:
+			ix.awaited.Store(true)
+			<-ix.ready
+		}
 		return w, false
 	}
 	ix.build(r.objects())

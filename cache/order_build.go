@@ -3,6 +3,7 @@ package cache
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/kubeindex/kubeindex/query"
 )
@@ -20,18 +21,27 @@ const minBuildPart = 4096
 // namespace and name, which are unique), so any sort and merge of the
 // same entries agree.
 func (ix *order) sortedEntries(objs []*Object, parts int) []orderEntry {
-	return sortedTogether([]*order{ix}, objs, parts)[0]
+	var out []orderEntry
+	sortedTogether([]*order{ix}, objs, parts, func(_ int, es []orderEntry) { out = es })
+	return out
 }
 
 // sortedTogether is sortedEntries of several indexes in one walk: each
 // part reads an object's entries for every index at once (its kept
-// values loaded once), then sorts each index's; each index's parts are
-// merged on a goroutine of their own.
-func sortedTogether(ixs []*order, objs []*Object, parts int) [][]orderEntry {
+// values loaded once), then sorts each index's, those a question waits
+// for (awaited) first, looked at before each sort; the part that sorts
+// an index last merges its parts and hands them to done (i: the index's
+// place in ixs), before it sorts the next. So a question that comes
+// while several are built (the standing indexes after the warmer's pass)
+// waits for its own index's sort, not for all of them. done is called
+// once per index, on the goroutines of the parts.
+func sortedTogether(ixs []*order, objs []*Object, parts int, done func(i int, es []orderEntry)) {
 	parts = max(1, min(parts, len(objs)/minBuildPart))
 	sorted := make([][][]orderEntry, len(ixs)) // by index, by part
+	left := make([]atomic.Int32, len(ixs))     // parts yet to sort each index
 	for i := range ixs {
 		sorted[i] = make([][]orderEntry, parts)
+		left[i].Store(int32(parts))
 	}
 	var wg sync.WaitGroup
 	for p := range parts {
@@ -54,9 +64,18 @@ func sortedTogether(ixs []*order, objs []*Object, parts int) [][]orderEntry {
 					es[i][j] = e
 				}
 			}
-			for i, ix := range ixs {
-				slices.SortFunc(es[i], ix.compare)
+			todo := make([]bool, len(ixs))
+			for i := range todo {
+				todo[i] = true
+			}
+			for range ixs {
+				i := nextToSort(ixs, todo)
+				todo[i] = false
+				slices.SortFunc(es[i], ixs[i].compare)
 				sorted[i][p] = es[i]
+				if left[i].Add(-1) == 0 {
+					done(i, mergeParts(sorted[i], ixs[i].compare))
+				}
 			}
 		}
 		if p == parts-1 {
@@ -66,17 +85,24 @@ func sortedTogether(ixs []*order, objs []*Object, parts int) [][]orderEntry {
 		}
 	}
 	wg.Wait()
-	out := make([][]orderEntry, len(ixs))
+}
+
+// nextToSort is the first index of ixs still to sort (todo) that a
+// question waits for, or else the first still to sort.
+func nextToSort(ixs []*order, todo []bool) int {
+	first := -1
 	for i, ix := range ixs {
-		merge := func() { out[i] = mergeParts(sorted[i], ix.compare) }
-		if i == len(ixs)-1 {
-			merge()
-		} else {
-			wg.Go(merge)
+		if !todo[i] {
+			continue
+		}
+		if ix.awaited.Load() {
+			return i
+		}
+		if first < 0 {
+			first = i
 		}
 	}
-	wg.Wait()
-	return out
+	return first
 }
 
 // mergeParts merges sorted runs into one, two at a time.
@@ -99,9 +125,7 @@ func mergeParts(sorted [][]orderEntry, compare func(a, b orderEntry) int) []orde
 // one listing of objs made after they all joined (see build), in one walk
 // (sortedTogether) on at most parts goroutines.
 func buildTogether(ixs []*order, objs []*Object, parts int) {
-	for i, es := range sortedTogether(ixs, objs, parts) {
-		ixs[i].finish(es)
-	}
+	sortedTogether(ixs, objs, parts, func(i int, es []orderEntry) { ixs[i].finish(es) })
 }
 
 // maxSameTexts bounds the texts of one key a part of a build remembers.
