@@ -152,9 +152,11 @@ func TestChunkedPodIndexValuesJoinIntoAReusedBuffer(t *testing.T) {
 	if got := o.indexValues(root, f); len(want) == 0 || !slices.Equal(got, want) {
 		t.Fatalf("values %q, want %q", got, want)
 	}
-	if raceEnabled {
-		return // the pool keeps no buffer reliably: the values are checked above
-	}
+	// Under the race detector a sync.Pool drops a quarter of what is put
+	// in it, by design, and a call allocates up to about the containers'
+	// size; a join into new memory per call, growing as it appends, about
+	// three times it. The bound lies between, so that make test, which
+	// runs under the race detector, checks it too.
 	const runs = 200
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -162,7 +164,7 @@ func TestChunkedPodIndexValuesJoinIntoAReusedBuffer(t *testing.T) {
 		o.indexValues(root, f)
 	}
 	runtime.ReadMemStats(&after)
-	if per := (after.TotalAlloc - before.TotalAlloc) / runs; per > uint64(containers)/4 {
+	if per := (after.TotalAlloc - before.TotalAlloc) / runs; per > uint64(containers)*3/2 {
 		t.Errorf("%d bytes allocated per call, the containers being %d: their pieces are joined into new memory", per, containers)
 	}
 }
