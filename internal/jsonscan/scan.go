@@ -483,17 +483,8 @@ type Doc struct {
 
 // Member returns the value of the first member named key, or nil.
 func (d *Doc) Member(key string) []byte {
-	if d.Keys != nil {
-		for i, k := range d.Keys {
-			if k == key {
-				if s := d.Spans[i]; s.To != 0 {
-					return d.at(s)
-				}
-				return nil
-			}
-		}
-	}
-	return Member(d.Bytes(), key)
+	v, _ := d.MemberIn(nil, key)
+	return v
 }
 
 // MemberIn is Member for a caller that reuses memory: a value held in
@@ -502,9 +493,6 @@ func (d *Doc) Member(key string) []byte {
 // had to be), for the caller to reuse once done with the value; a value
 // in one piece, or in Raw, is a slice of it, and buf is left as it was.
 func (d *Doc) MemberIn(buf []byte, key string) (v, after []byte) {
-	if d.Pieces == nil {
-		return d.Member(key), buf
-	}
 	if d.Keys != nil {
 		for i, k := range d.Keys {
 			if k == key {
@@ -514,6 +502,16 @@ func (d *Doc) MemberIn(buf []byte, key string) (v, after []byte) {
 				return nil, buf
 			}
 		}
+	}
+	if d.Pieces == nil {
+		return Member(d.Raw, key), buf
+	}
+	n := 0
+	for _, p := range d.Pieces {
+		n += len(p)
+	}
+	if cap(buf) < n {
+		buf = make([]byte, 0, n) // once, the size of the object
 	}
 	buf = buf[:0]
 	for _, p := range d.Pieces {
