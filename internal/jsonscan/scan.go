@@ -520,14 +520,9 @@ func (d *Doc) MemberIn(buf []byte, key string) (v, after []byte) {
 	return Member(buf, key), buf
 }
 
-// at returns the bytes of s: a slice of the piece that holds them, or,
-// when several do, those pieces' parts joined into a new slice.
-func (d *Doc) at(s Span) []byte {
-	v, _ := d.appendAt(nil, s)
-	return v
-}
-
-// appendAt is at joining into buf (from its start), returned as after.
+// appendAt returns the bytes of s: a slice of the piece that holds
+// them, or, when several do, those pieces' parts joined into buf (from
+// its start), returned as after.
 func (d *Doc) appendAt(buf []byte, s Span) (v, after []byte) {
 	if d.Pieces == nil {
 		return d.Raw[s.From:s.To], buf
