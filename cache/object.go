@@ -45,6 +45,13 @@ type Object struct {
 	// proto are the object's protobuf encodings, made at the first
 	// reader that asks for one (object_proto.go); nil until then.
 	proto atomic.Pointer[keptProto]
+	// posted are the postings of its shard's value indexes it is in,
+	// in their indexes' order (store_index.go): its values, found there
+	// when it is replaced or deleted rather than read again. Only the
+	// indexes read and write them, under their lock (a list's reader,
+	// addTo, while the object is its own); nothing else of the object
+	// changes.
+	posted []*postings
 }
 
 // sectionNames are the top-level members whose place Build records.
