@@ -70,7 +70,12 @@ var knownMembers = [3]*[4]string{
 }
 
 // doc returns the top-level member key with what Build learnt about it.
-func (o *Object) doc(key string) jsonscan.Doc {
+func (o *Object) doc(key string) jsonscan.Doc { return o.docIn(key, nil) }
+
+// docIn is doc with a section held in pieces listed in pieces' array
+// when it has room (maxPieces): a caller that keeps nothing of the Doc
+// makes no slice.
+func (o *Object) docIn(key string, pieces [][]byte) jsonscan.Doc {
 	for i, name := range sectionNames {
 		if name != key {
 			continue
@@ -79,7 +84,7 @@ func (o *Object) doc(key string) jsonscan.Doc {
 		if sec.to == 0 {
 			break
 		}
-		d := o.sectionDoc(sec.from, sec.to)
+		d := o.sectionDoc(sec.from, sec.to, pieces)
 		if o.walked[i] {
 			d.Keys, d.Spans = knownMembers[i], o.known[i].spans()
 		}

@@ -110,11 +110,14 @@ func sameMembers(root string, members []string) sameValues {
 		return nil
 	}
 	return func(old, cur *Object) bool {
-		a, b := old.doc(root), cur.doc(root)
-		if a.Equal(&b) {
+		if sameSection(old, cur, root) {
 			return true
 		}
-		if members == nil || !a.IsObject() || !b.IsObject() {
+		if members == nil {
+			return false
+		}
+		a, b := old.doc(root), cur.doc(root)
+		if !a.IsObject() || !b.IsObject() {
 			return false
 		}
 		if a.Pieces == nil && b.Pieces == nil {
@@ -153,6 +156,15 @@ func (ix *valueIndexes) listValues(l *inList) [][]string {
 		vs[i] = ix.distinct(ix.funcs[name](l))
 	}
 	return vs
+}
+
+// sameSection reports whether old and cur hold the top-level member
+// root byte for byte alike. A section held in pieces is compared as it
+// is, its pieces listed on the stack: an update makes no slice of them.
+func sameSection(old, cur *Object, root string) bool {
+	var pa, pb [maxPieces][]byte
+	a, b := old.docIn(root, pa[:0]), cur.docIn(root, pb[:0])
+	return a.Equal(&b)
 }
 
 // empty reports whether the indexes hold no object: every object has a

@@ -154,7 +154,8 @@ func testValueIndexesAgreeWithClientGo(t *testing.T) {
 // only when what its function reads changed (the old version's never:
 // they are its postings'), and the object's postings are then the new
 // version's: an annotation's change, the churn of make bench, reads
-// none, even with the spec held in pieces; a label's change only the
+// none, even with the spec held in pieces, and allocates nothing; a
+// label's change only the
 // label index's, a node's only the node index's; the same labels,
 // owners and addresses written otherwise (not byte for byte) read those
 // again; a delete reads nothing.
@@ -207,6 +208,21 @@ func TestUpdatesReadOnlyChangedValues(t *testing.T) {
 	hand("an add", p, nsIndex+"×1", "app×1", "image×1", "ip×1", "node×1", "owner×1")
 	p.stamp++
 	hand("an annotation's change", p)
+	// Nor does it allocate: no values read, no pieces listed, the
+	// postings' list kept.
+	next := p
+	next.stamp++
+	a, b := stored, mustObject(t, next.render())
+	if allocs := testing.AllocsPerRun(20, func() {
+		o := a
+		if stored == a {
+			o = b
+		}
+		ix.set(o, preparedObject{})
+		stored = o
+	}); allocs != 0 {
+		t.Errorf("an annotation's change allocated %v times", allocs)
+	}
 	p.generation++
 	hand("a label's change", p, "app×1")
 	p.node++
