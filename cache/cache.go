@@ -270,13 +270,14 @@ func (c *Cache) newResourceCache(client *apiClient, cr Configured) (*resourceCac
 	r := &resourceCache{res: cr.Resource, spec: cr.Spec, indexes: map[string]indexers.Spec{}, opts: &c.opts,
 		broker: newBroker(c.opts.Now, c.opts.Streams), orders: newOrders(c.opts.Now)}
 	idx := toolscache.Indexers{nsIndex: namespaceIndexFunc}
+	sames := map[string]sameValues{nsIndex: sameNamespace}
 	for _, s := range cr.Spec.Indexes {
 		s = s.Normalized()
 		if err := s.Validate(); err != nil {
 			return nil, fmt.Errorf("resource %s: %w", cr.Resource.Name, err)
 		}
 		r.indexes[s.Name] = s
-		idx[s.Name] = objectIndexFunc(s.Rooted())
+		addIndex(idx, sames, s)
 	}
 	r.shape = Shape{APIVersion: cr.Resource.APIVersion(), Kind: cr.Resource.Kind, Drop: dropPaths(cr.Resource, cr.Spec)}
 	namespaces := cr.Spec.Namespaces
@@ -284,7 +285,7 @@ func (c *Cache) newResourceCache(client *apiClient, cr Configured) (*resourceCac
 		namespaces = []string{""}
 	}
 	for _, ns := range namespaces {
-		sh := &shard{namespace: ns, conn: newConnState(c.opts.Now), ips: c.ipFeed(cr.Resource), index: newValueIndexes(idx, r.broker.stored)}
+		sh := &shard{namespace: ns, conn: newConnState(c.opts.Now), ips: c.ipFeed(cr.Resource), index: newValueIndexes(idx, sames, r.broker.stored)}
 		sh.prep = newListPrep(sh.index, sh.ips)
 		lw := &listWatch{client: client, res: &r.res, namespace: ns, shape: r.shape,
 			labelSelector: cr.Spec.LabelSelector, fieldSelector: cr.Spec.FieldSelector, conn: sh.conn,
@@ -495,6 +496,14 @@ func namespaceIndexFunc(obj any) ([]string, error) {
 		return []string{o.namespace}, nil
 	}
 	return nil, nil
+}
+
+// addIndex adds the function of index s and its sameValues to idx and
+// sames.
+func addIndex(idx toolscache.Indexers, sames map[string]sameValues, s indexers.Spec) {
+	root, f := s.Rooted()
+	idx[s.Name] = objectIndexFunc(root, f)
+	sames[s.Name] = sameMembers(root, s.Members())
 }
 
 // objectIndexFunc runs f on the member root of each object (see

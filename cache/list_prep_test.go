@@ -29,13 +29,13 @@ type prepHarness struct {
 
 func newPrepHarness(t *testing.T, feed *ipFeed) *prepHarness {
 	funcs := toolscache.Indexers{nsIndex: namespaceIndexFunc}
+	sames := map[string]sameValues{nsIndex: sameNamespace}
 	for _, s := range []indexers.Spec{{Name: "node", Type: indexers.NodeName}, {Name: "ip", Type: indexers.PodIP},
 		{Name: "image", Path: "spec.containers.#.image"}, {Name: "app", Label: "app"}} {
-		s = s.Normalized()
-		funcs[s.Name] = objectIndexFunc(s.Rooted())
+		addIndex(funcs, sames, s.Normalized())
 	}
 	h := &prepHarness{t: t, view: map[string]*Object{}, ref: toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, funcs)}
-	h.ix = newValueIndexes(funcs, func(ns, name string) *Object { return h.view[ns+"/"+name] })
+	h.ix = newValueIndexes(funcs, sames, func(ns, name string) *Object { return h.view[ns+"/"+name] })
 	h.prep = newListPrep(h.ix, feed)
 	h.lw = &listWatch{res: &Resource{Plural: "pods"}, shape: Shape{APIVersion: "v1", Kind: "Pod"}, prep: h.prep}
 	return h

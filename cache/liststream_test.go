@@ -126,7 +126,7 @@ func TestListDecoding(t *testing.T) {
 // made as they are read, and a new list (not a next page) drops those
 // its handler has not taken.
 func TestListPreparesIndexValues(t *testing.T) {
-	ix := newValueIndexes(toolscache.Indexers{nsIndex: namespaceIndexFunc}, func(string, string) *Object { return nil })
+	ix := newValueIndexes(toolscache.Indexers{nsIndex: namespaceIndexFunc}, nil, func(string, string) *Object { return nil })
 	prep := newListPrep(ix, nil)
 	lw := &listWatch{res: &Resource{Plural: "pods"}, shape: Shape{APIVersion: "v1", Kind: "Pod"}, prep: prep}
 	prep.begin()

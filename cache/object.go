@@ -45,6 +45,13 @@ type Object struct {
 	// proto are the object's protobuf encodings, made at the first
 	// reader that asks for one (object_proto.go); nil until then.
 	proto atomic.Pointer[keptProto]
+	// posted are the postings of its shard's value indexes it is in,
+	// in their indexes' order (store_index.go): its values, found there
+	// when it is replaced or deleted rather than read again. Only the
+	// indexes read and write them, under their lock (a list's reader,
+	// addTo, while the object is its own); nothing else of the object
+	// changes.
+	posted []*postings
 }
 
 // sectionNames are the top-level members whose place Build records.
@@ -63,7 +70,12 @@ var knownMembers = [3]*[4]string{
 }
 
 // doc returns the top-level member key with what Build learnt about it.
-func (o *Object) doc(key string) jsonscan.Doc {
+func (o *Object) doc(key string) jsonscan.Doc { return o.docIn(key, nil) }
+
+// docIn is doc with a section held in pieces listed in pieces' array
+// when it has room (maxPieces): a caller that keeps nothing of the Doc
+// makes no slice.
+func (o *Object) docIn(key string, pieces [][]byte) jsonscan.Doc {
 	for i, name := range sectionNames {
 		if name != key {
 			continue
@@ -72,7 +84,7 @@ func (o *Object) doc(key string) jsonscan.Doc {
 		if sec.to == 0 {
 			break
 		}
-		d := o.sectionDoc(sec.from, sec.to)
+		d := o.sectionDoc(sec.from, sec.to, pieces)
 		if o.walked[i] {
 			d.Keys, d.Spans = knownMembers[i], o.known[i].spans()
 		}

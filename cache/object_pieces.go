@@ -110,7 +110,11 @@ func (o *Object) flat() []byte {
 // span returns the object's bytes [from, to): a slice of raw or of a chunk
 // when one piece holds them (then contiguous is true), else the pieces
 // that hold them, cut to the range.
-func (o *Object) span(from, to uint32) (b []byte, pieces [][]byte) {
+func (o *Object) span(from, to uint32) (b []byte, pieces [][]byte) { return o.spanIn(from, to, nil) }
+
+// spanIn is span with the pieces in dst's array (from its start) when
+// it has room: a caller that keeps nothing of them makes no slice.
+func (o *Object) spanIn(from, to uint32, dst [][]byte) (b []byte, pieces [][]byte) {
 	if o.chunks == nil {
 		return o.own[from:to], nil
 	}
@@ -124,7 +128,10 @@ func (o *Object) span(from, to uint32) (b []byte, pieces [][]byte) {
 		}
 		if end > from && at < to {
 			if pieces == nil {
-				pieces = make([][]byte, 0, len(all))
+				pieces = dst[:0]
+				if cap(pieces) < len(all) {
+					pieces = make([][]byte, 0, len(all))
+				}
 			}
 			pieces = append(pieces, p[max(from, at)-at:min(to, end)-at])
 		}
@@ -136,9 +143,9 @@ func (o *Object) span(from, to uint32) (b []byte, pieces [][]byte) {
 // sectionDoc is the Doc of the object's bytes [from, to), a section whose
 // known members are known: contiguous when one piece holds it, else in
 // pieces (a chunk is a member's whole value, so each known member's value
-// lies within one piece).
-func (o *Object) sectionDoc(from, to uint32) jsonscan.Doc {
-	b, parts := o.span(from, to)
+// lies within one piece), those in dst's array when it has room.
+func (o *Object) sectionDoc(from, to uint32, dst [][]byte) jsonscan.Doc {
+	b, parts := o.spanIn(from, to, dst)
 	if parts != nil {
 		return jsonscan.Doc{Pieces: parts}
 	}

@@ -164,8 +164,10 @@ func TestFarKnownMembersAreScanned(t *testing.T) {
 	if d := o.doc("spec"); d.Keys == nil {
 		t.Error("spec, a short section, was not walked")
 	}
-	if size := unsafe.Sizeof(Object{}); size > 192 {
-		t.Errorf("an Object takes %d bytes, more than the 192-byte allocation class it is meant to fit", size)
+	// 192 bytes, and the postings of the value indexes it is in
+	// (Object.posted): an update then reads no index function again.
+	if size := unsafe.Sizeof(Object{}); size > 224 {
+		t.Errorf("an Object takes %d bytes, more than the 224-byte allocation class it is meant to fit", size)
 	}
 }
 

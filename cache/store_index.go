@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"bytes"
 	"errors"
 	"slices"
 	"strings"
@@ -41,9 +42,17 @@ type valueIndexes struct {
 	byIndex map[string]map[string]*postings // index → value → objects
 
 	// names are the indexes in one order, that of prepared values
-	// (listPrep).
+	// (listPrep) and of an object's postings (Object.posted); fs and
+	// sames are their functions and sameValues in that order.
 	names []string
+	fs    []toolscache.IndexFunc
+	sames []sameValues
 }
+
+// sameValues reports whether an index function gives an object's next
+// version (same key) the values it gave the one before, without reading
+// them: it reads only what the two hold alike. Nil: never known.
+type sameValues func(old, cur *Object) bool
 
 // postings are the objects holding one value: up to maxFew in a slice
 // in no order, up to maxSorted in a slice ordered by key (bySortedKey),
@@ -51,9 +60,14 @@ type valueIndexes struct {
 // times the eight bytes per object of a slice; most values (a node's
 // pods, a ReplicaSet's) hold tens to hundreds of objects, which a binary
 // search finds and a copy of at most maxSorted pointers moves.
+//
+// Each object keeps the postings it is in (Object.posted), so that an
+// update or a delete finds them without the index functions reading the
+// version before again; value is the index's key of them.
 type postings struct {
-	few  []*Object
-	many map[*Object]struct{}
+	few   []*Object
+	many  map[*Object]struct{}
+	value string
 }
 
 // maxFew is how many objects a value holds in a slice in no order:
@@ -63,14 +77,71 @@ const maxFew = 8
 
 var maxSorted = 1024
 
-func newValueIndexes(funcs toolscache.Indexers, stored func(namespace, name string) *Object) *valueIndexes {
+// newValueIndexes makes the indexes of funcs; sames, by index name, say
+// when an update leaves an object's values as they were (none: the
+// values are read again on every update).
+func newValueIndexes(funcs toolscache.Indexers, sames map[string]sameValues, stored func(namespace, name string) *Object) *valueIndexes {
 	ix := &valueIndexes{funcs: funcs, stored: stored, byIndex: map[string]map[string]*postings{}}
 	for name := range funcs {
 		ix.byIndex[name] = map[string]*postings{}
 		ix.names = append(ix.names, name)
 	}
 	slices.Sort(ix.names)
+	for _, name := range ix.names {
+		ix.fs = append(ix.fs, funcs[name])
+		ix.sames = append(ix.sames, sames[name])
+	}
 	return ix
+}
+
+// sameNamespace is the namespace index's sameValues: an update is of
+// the same key.
+func sameNamespace(old, cur *Object) bool { return old.namespace == cur.namespace }
+
+// sameMembers is the sameValues of an index function reading only the
+// members of root (indexers.Spec.Rooted, Spec.Members; nil: any of
+// it): root byte for byte as it was (a pod's spec and status when its
+// annotations change), or, in both objects, its members (its labels and
+// owners when the metadata changed, its containers when the node did).
+// Members are read where Build noted them; one held in several pieces
+// (a pod's containers) is joined into a pooled buffer.
+func sameMembers(root string, members []string) sameValues {
+	if root == "" {
+		return nil
+	}
+	return func(old, cur *Object) bool {
+		if sameSection(old, cur, root) {
+			return true
+		}
+		if members == nil {
+			return false
+		}
+		a, b := old.doc(root), cur.doc(root)
+		if !a.IsObject() || !b.IsObject() {
+			return false
+		}
+		if a.Pieces == nil && b.Pieces == nil {
+			for _, m := range members {
+				if !bytes.Equal(a.Member(m), b.Member(m)) {
+					return false
+				}
+			}
+			return true
+		}
+		bufA, bufB := joinBuffers.Get().(*[]byte), joinBuffers.Get().(*[]byte)
+		defer putJoinBuffer(bufA)
+		defer putJoinBuffer(bufB)
+		for _, m := range members {
+			va, afterA := a.MemberIn((*bufA)[:0], m)
+			vb, afterB := b.MemberIn((*bufB)[:0], m)
+			same := bytes.Equal(va, vb)
+			*bufA, *bufB = afterA, afterB
+			if !same {
+				return false
+			}
+		}
+		return true
+	}
 }
 
 // listValues are l's values of every index, in names' order, reading it
@@ -85,6 +156,15 @@ func (ix *valueIndexes) listValues(l *inList) [][]string {
 		vs[i] = ix.distinct(ix.funcs[name](l))
 	}
 	return vs
+}
+
+// sameSection reports whether old and cur hold the top-level member
+// root byte for byte alike. A section held in pieces is compared as it
+// is, its pieces listed on the stack: an update makes no slice of them.
+func sameSection(old, cur *Object, root string) bool {
+	var pa, pb [maxPieces][]byte
+	a, b := old.docIn(root, pa[:0]), cur.docIn(root, pb[:0])
+	return a.Equal(&b)
 }
 
 // empty reports whether the indexes hold no object: every object has a
@@ -107,11 +187,22 @@ func (ix *valueIndexes) newMaps() map[string]map[string]*postings {
 // addTo adds o, whose values (in names' order) are vs, to byIndex, made
 // by newMaps and not shared.
 func (ix *valueIndexes) addTo(byIndex map[string]map[string]*postings, o *Object, vs [][]string) {
+	posted := make([]*postings, 0, countValues(vs))
 	for i, name := range ix.names {
 		for _, v := range vs[i] {
-			post(byIndex[name], v, o)
+			posted = append(posted, post(byIndex[name], v, o))
 		}
 	}
+	o.posted = posted
+}
+
+// countValues is how many values vs holds in all.
+func countValues(vs [][]string) int {
+	n := 0
+	for _, v := range vs {
+		n += len(v)
+	}
+	return n
 }
 
 // adopt makes byIndex (newMaps, filled by addTo) the indexes when they
@@ -164,51 +255,104 @@ func (ix *valueIndexes) remove(o *Object) {
 
 // reindex replaces old (nil: none) by cur (nil: none) in every index;
 // prepared, when not nil, are cur's values (listValues). Values an index
-// function gives twice count once.
+// function gives twice count once. old's values are those of the
+// postings it is in (old.posted), and cur's, when its index's
+// sameValues says they are old's, are not read either: only their
+// postings change, old for cur, and when that is so of every index cur
+// keeps old's list of them.
 func (ix *valueIndexes) reindex(old, cur *Object, prepared [][]string) {
-	for i, name := range ix.names {
-		f := ix.funcs[name]
-		was := ix.values(f, old)
-		var is []string
-		if prepared != nil {
-			is = prepared[i]
-		} else {
-			is = ix.values(f, cur)
+	var was []*postings
+	if old != nil {
+		was, old.posted = old.posted, nil
+	}
+	var same uint64 // bit i: index i's values are old's
+	if old != nil && cur != nil && prepared == nil && len(ix.names) <= 64 {
+		for i, f := range ix.sames {
+			if f != nil && f(old, cur) {
+				same |= 1 << i
+			}
 		}
+		if same == 1<<len(ix.names)-1 {
+			for _, p := range was {
+				p.replace(old, cur)
+			}
+			cur.posted = was
+			return
+		}
+	}
+	var kept []*postings
+	if cur != nil {
+		n := len(was)
+		if prepared != nil {
+			n = countValues(prepared)
+		}
+		kept = make([]*postings, 0, max(n, 1))
+	}
+	for i, name := range ix.names {
 		values := ix.byIndex[name]
-		for _, v := range was {
-			if p := values[v]; p != nil && !slices.Contains(is, v) {
+		n := 0 // was holds the postings of each index in turn
+		for n < len(was) && values[was[n].value] == was[n] {
+			n++
+		}
+		olds := was[:n]
+		was = was[n:]
+		if same&(1<<i) != 0 {
+			for _, p := range olds {
+				p.replace(old, cur)
+			}
+			kept = append(kept, olds...)
+			continue
+		}
+		var is []string
+		switch {
+		case prepared != nil:
+			is = prepared[i]
+		case cur != nil:
+			is = ix.distinct(ix.fs[i](cur))
+		}
+		for _, p := range olds {
+			if !slices.Contains(is, p.value) {
 				p.remove(old)
 				if p.empty() {
-					delete(values, v)
+					delete(values, p.value)
 				}
 			}
 		}
 		for _, v := range is {
-			if p := values[v]; p != nil && slices.Contains(was, v) {
+			p := valueIn(olds, v)
+			if p != nil {
 				p.replace(old, cur)
 			} else {
-				post(values, v, cur)
+				p = post(values, v, cur)
 			}
+			kept = append(kept, p)
 		}
 	}
-}
-
-// post adds o to the postings of value v in values.
-func post(values map[string]*postings, v string, o *Object) {
-	if p := values[v]; p != nil {
-		p.add(o)
-	} else {
-		values[v] = &postings{few: []*Object{o}}
+	if cur != nil {
+		cur.posted = kept
 	}
 }
 
-// values are f's distinct values for o (none for nil).
-func (ix *valueIndexes) values(f toolscache.IndexFunc, o *Object) []string {
-	if o == nil {
-		return nil
+// valueIn returns the postings of value v among ps, nil if none.
+func valueIn(ps []*postings, v string) *postings {
+	for _, p := range ps {
+		if p.value == v {
+			return p
+		}
 	}
-	return ix.distinct(f(o))
+	return nil
+}
+
+// post adds o to the postings of value v in values, and returns them.
+func post(values map[string]*postings, v string, o *Object) *postings {
+	p := values[v]
+	if p == nil {
+		p = &postings{few: []*Object{o}, value: v}
+		values[v] = p
+		return p
+	}
+	p.add(o)
+	return p
 }
 
 // distinct are an index function's values, each once (none on an error).

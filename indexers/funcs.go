@@ -66,6 +66,32 @@ func (s Spec) Rooted() (root string, f DocFunc) {
 	return "", func(d jsonscan.Doc) []string { return whole(d.Bytes()) }
 }
 
+// Members returns the members of Rooted's root that its function reads
+// when the root is an object: two objects whose roots are objects
+// holding these members with the same bytes (or both lacking them) have
+// the same values, whatever else differs. nil when the function may read
+// any of the root (root "", or not an object). A cache told of an update
+// that left them as they were (an annotation's change) then knows the
+// values without reading them again.
+func (s Spec) Members() []string {
+	s = s.Normalized()
+	switch s.Type {
+	case PodIP:
+		return []string{"podIP", "podIPs"}
+	case NodeName:
+		return []string{"nodeName"}
+	case Owner:
+		return []string{"ownerReferences"}
+	case Label:
+		return []string{"labels"}
+	case Path:
+		if steps, ok := plainPath(s.Path); ok && steps[0] != "#" && len(steps) > 1 {
+			return steps[1:2]
+		}
+	}
+	return nil
+}
+
 // doc is the Doc of b with nothing known about it.
 func doc(b []byte) jsonscan.Doc { return jsonscan.Doc{Raw: b} }
 

@@ -1,6 +1,7 @@
 package indexers
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -121,6 +122,32 @@ func sameAsReference(t *testing.T, s Spec, obj []byte) {
 		if got := f(jsonscan.Doc{Raw: jsonscan.Member(obj, root)}); !reflect.DeepEqual(got, want) && (len(got) > 0 || len(want) > 0) {
 			t.Fatalf("%s rooted at %s on %s:\n got %q\nwant %q (gjson)", s, root, obj, got, want)
 		}
+		sameFromMembers(t, s, obj)
+	}
+}
+
+// sameFromMembers fails when a spec's rooted function reads more of an
+// object root than Members says: a root holding only those members (in
+// the other order, after a member of another name) must have the values
+// of the whole root.
+func sameFromMembers(t *testing.T, s Spec, obj []byte) {
+	t.Helper()
+	root, f := s.Rooted()
+	members := s.Members()
+	whole := jsonscan.Doc{Raw: jsonscan.Member(obj, root)}
+	if members == nil || !whole.IsObject() {
+		return
+	}
+	b := []byte(`{"zz-other":[1,{"a":"b"}]`)
+	for i := len(members) - 1; i >= 0; i-- {
+		if v := whole.Member(members[i]); v != nil {
+			b = fmt.Appendf(b, `,%q:%s`, members[i], v)
+		}
+	}
+	b = append(b, '}')
+	got, want := f(jsonscan.Doc{Raw: b}), f(whole)
+	if !reflect.DeepEqual(got, want) && (len(got) > 0 || len(want) > 0) {
+		t.Fatalf("%s rooted at %s on %s: from its members %v only (%s) got %q, want %q", s, root, obj, members, b, got, want)
 	}
 }
 
@@ -135,6 +162,7 @@ var referenceSpecs = []Spec{
 func TestFuncsMatchGJSON(t *testing.T) {
 	docs := []string{pod,
 		`{"status":{"podIP":"10.0.0.1","podIPs":[{"ip":"10.0.0.1"},{"ip":"fd00::01"},{"ip":7},{}]}}`,
+		`{"status":{"podIP":"10.0.0.9","podIPs":[{"ip":"10.0.0.1"}]}}`,
 		`{"metadata":{"labels":{"app":"a\u0062c","app.kubernetes.io/name":3},"ownerReferences":[{"uid":"u","kind":"K","name":"n"},{"kind":"K"},5]}}`,
 		`{"metadata":{"labels":{"ap\u0070":"escaped-key"}}}`,
 		`{"spec":{"containers":[{"image":"a","ports":[{"containerPort":80},{"containerPort":1.5}]},{"image":["x",["y"]]},{"image":null},{"name":"app","image":{"b":1}}]}}`,

@@ -551,6 +551,46 @@ func (d *Doc) Bytes() []byte {
 	return bytes.Join(d.Pieces, nil)
 }
 
+// Equal reports whether d and e hold the same bytes, however each is cut
+// into pieces (what is known of their members aside), without joining
+// them. Pieces two objects share (a chunk stored once) compare at once.
+func (d *Doc) Equal(e *Doc) bool {
+	var x, y []byte // what is left of the pieces being compared
+	i, j := 0, 0
+	for {
+		for len(x) == 0 && i < d.pieces() {
+			x, i = d.piece(i), i+1
+		}
+		for len(y) == 0 && j < e.pieces() {
+			y, j = e.piece(j), j+1
+		}
+		if len(x) == 0 || len(y) == 0 {
+			return len(x) == len(y)
+		}
+		n := min(len(x), len(y))
+		if !bytes.Equal(x[:n], y[:n]) {
+			return false
+		}
+		x, y = x[n:], y[n:]
+	}
+}
+
+// pieces is how many pieces d is held in: Raw counts as one.
+func (d *Doc) pieces() int {
+	if d.Pieces == nil {
+		return 1
+	}
+	return len(d.Pieces)
+}
+
+// piece returns piece k of d (k < pieces()).
+func (d *Doc) piece(k int) []byte {
+	if d.Pieces == nil {
+		return d.Raw
+	}
+	return d.Pieces[k]
+}
+
 // IsObject reports whether the value is a JSON object, without joining
 // the pieces of one held in pieces.
 func (d *Doc) IsObject() bool {

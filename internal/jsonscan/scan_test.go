@@ -139,3 +139,56 @@ func TestMemberIn(t *testing.T) {
 		t.Errorf("%v allocations joining a member into a buffer with room", allocs)
 	}
 }
+
+// TestDocEqual: two documents are equal exactly when their bytes are,
+// however each is cut into pieces (empty ones included), without
+// joining them.
+func TestDocEqual(t *testing.T) {
+	cuts := func(b []byte, at ...int) Doc {
+		if len(at) == 0 {
+			return Doc{Raw: b}
+		}
+		var pieces [][]byte
+		from := 0
+		for _, c := range at {
+			c = min(c, len(b))
+			pieces = append(pieces, b[from:c])
+			from = max(from, c)
+		}
+		return Doc{Pieces: append(pieces, b[from:])}
+	}
+	a := []byte(`{"a":"x","list":[{"image":"i1"}]}`)
+	for _, tc := range []struct {
+		b    string
+		want bool
+	}{
+		{string(a), true},
+		{`{"a":"x","list":[{"image":"i2"}]}`, false},
+		{`{"a":"x","list":[{"image":"i1"}]} `, false},
+		{`{"a":"x","list":[{"image":"i1"}]`, false},
+		{``, false},
+	} {
+		b := []byte(tc.b)
+		for c1 := 0; c1 <= len(a); c1++ {
+			for _, c2 := range []int{c1, c1 + 5} {
+				for _, db := range []Doc{cuts(b), cuts(b, 3, 3, 17), cuts(b, c2)} {
+					for _, da := range []Doc{cuts(a, c1), cuts(a, c1, c2)} {
+						if got := da.Equal(&db); got != tc.want {
+							t.Fatalf("%q cut at %d,%d against %q in %d pieces: Equal %t, want %t", a, c1, c2, b, len(db.Pieces), got, tc.want)
+						}
+						if got := db.Equal(&da); got != tc.want {
+							t.Fatalf("%q in %d pieces against %q cut at %d,%d: Equal %t, want %t", b, len(db.Pieces), a, c1, c2, got, tc.want)
+						}
+					}
+				}
+			}
+		}
+	}
+	if !(&Doc{}).Equal(&Doc{Pieces: [][]byte{{}, nil}}) {
+		t.Error("an absent document and empty pieces differ")
+	}
+	x, y := cuts(a, 7, 20), cuts(bytes.Clone(a), 11)
+	if allocs := testing.AllocsPerRun(10, func() { x.Equal(&y) }); allocs != 0 {
+		t.Errorf("%v allocations comparing documents in pieces", allocs)
+	}
+}

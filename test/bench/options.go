@@ -109,7 +109,8 @@ type Options struct {
 	// each with figures of its own (named with the label in brackets);
 	// the sync figure starts each in its rounds too, alone, and compares
 	// the main kubeindex with it round by round ("initial sync CPU vs
-	// label").
+	// label"); the upkeep figure has each watch its churn with the five
+	// indexes ("index upkeep CPU per event [label]", and "… vs label").
 	Builds []string
 	// Dir keeps the cluster's state (and seeded pods) between runs; empty
 	// means a fresh temporary directory. The kinformers figure writes the

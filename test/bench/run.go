@@ -783,8 +783,14 @@ func (s fanOutSplit) String() string {
 }
 
 // upkeep runs a kubeindex without custom indexes beside the main one (five
-// indexes) and compares their CPU per event over the same churn.
+// indexes) and compares their CPU per event over the same churn. Each
+// build (Options.Builds) watches the same churn with the five indexes:
+// its CPU per event against the bare one's, and the main one's against
+// it, round by round.
 func (r *runner) upkeep(ctx context.Context) error {
+	if err := r.startOthers(ctx); err != nil {
+		return err
+	}
 	bare, err := startKubeindex(r.kubeindex, r.dir, r.c.Kubeconfig, "kubeindex-noindex", podSelector, "", noIndexes)
 	if err != nil {
 		return err
@@ -793,37 +799,67 @@ func (r *runner) upkeep(ctx context.Context) error {
 	if _, err := bare.waitReady(ctx, 10*time.Minute); err != nil {
 		return err
 	}
+	// The processes just started build their standing indexes after
+	// the sync: let them finish first.
+	settle(ctx, append([]*otherBuild{{k: bare}}, r.builds...), 30*time.Second)
+	// procs are the processes measured: the main one, the bare one, then
+	// the builds'.
+	procs := []*kubeindex{r.main, bare}
+	for _, b := range r.builds {
+		procs = append(procs, b.k)
+	}
 	var pairs [][2]float64
+	others := make([]struct{ bare, main [][2]float64 }, len(r.builds))
 	offset := r.p.n / 2
 	for round := range r.o.upkeepRounds() {
-		m0, err1 := r.main.cpu()
-		b0, err2 := bare.cpu()
-		if err := firstErr(err1, err2); err != nil {
-			return err
+		cpu0 := make([]time.Duration, len(procs))
+		gcs := make([]int, len(procs))
+		for i, k := range procs {
+			c, err := k.cpu()
+			if err != nil {
+				return err
+			}
+			cpu0[i], gcs[i] = c, len(k.gcs())
 		}
-		mGCs, bGCs := len(r.main.gcs()), len(bare.gcs())
 		res, err := churn(ctx, r.cs, r.p, offset+round*r.o.UpkeepEvents, r.o.UpkeepEvents, 0)
 		if err != nil {
 			return err
 		}
 		rv := fmt.Sprint(res.LastRV)
-		if err := firstErr(r.main.waitRV(ctx, rv, time.Minute), bare.waitRV(ctx, rv, time.Minute)); err != nil {
-			return err
+		for _, k := range procs {
+			if err := k.waitRV(ctx, rv, time.Minute); err != nil {
+				return err
+			}
 		}
-		m1, err1 := r.main.cpu()
-		b1, err2 := bare.cpu()
-		if err := firstErr(err1, err2); err != nil {
-			return err
+		per := make([]float64, len(procs))
+		for i, k := range procs {
+			c, err := k.cpu()
+			if err != nil {
+				return err
+			}
+			per[i] = float64(c-cpu0[i]) / float64(time.Microsecond) / float64(res.Sent)
 		}
-		perM := float64(m1-m0) / float64(time.Microsecond) / float64(res.Sent)
-		perB := float64(b1-b0) / float64(time.Microsecond) / float64(res.Sent)
-		r.logf("upkeep round %d: %d events in %v; 5 indexes %.1f µs/event (%s), none %.1f µs/event (%s)", round, res.Sent,
-			res.Duration.Round(time.Millisecond), perM, gcsSince(r.main, mGCs), perB, gcsSince(bare, bGCs))
-		pairs = append(pairs, [2]float64{perM, perB})
+		line := fmt.Sprintf("upkeep round %d: %d events in %v; 5 indexes %.1f µs/event (%s), none %.1f µs/event (%s)", round, res.Sent,
+			res.Duration.Round(time.Millisecond), per[0], gcsSince(procs[0], gcs[0]), per[1], gcsSince(procs[1], gcs[1]))
+		for i, b := range r.builds {
+			line += fmt.Sprintf("; build %s %.1f µs/event (%s)", b.label, per[2+i], gcsSince(procs[2+i], gcs[2+i]))
+			others[i].bare = append(others[i].bare, [2]float64{per[2+i], per[1]})
+			others[i].main = append(others[i].main, [2]float64{per[0], per[2+i]})
+		}
+		r.logf("%s", line)
+		pairs = append(pairs, [2]float64{per[0], per[1]})
 	}
+	note := fmt.Sprintf("%d updates per round, both processes watching the same pods at once; indexes ip, node, owner, label app, path spec.containers.#.image; CPU from the kernel's CPU clock of each process", r.o.UpkeepEvents)
 	f := pairFigure("index upkeep CPU per event", "µs", "same churn, no custom index", "ratio <= 1.3", pairs, kOverC, func(x float64) bool { return x <= 1.3 })
-	f.Note = fmt.Sprintf("%d updates per round, both processes watching the same pods at once; indexes ip, node, owner, label app, path spec.containers.#.image; CPU from the kernel's CPU clock of each process", r.o.UpkeepEvents)
+	f.Note = note
 	r.add(f)
+	for i, b := range r.builds {
+		f := pairFigure(b.figureName("index upkeep CPU per event"), "µs", "same churn, no custom index", "ratio <= 1.3", others[i].bare, kOverC, func(x float64) bool { return x <= 1.3 })
+		f.Note = note
+		r.add(f)
+		always := func(float64) bool { return true }
+		r.add(pairFigure("index upkeep CPU per event vs "+b.label, "µs", "build "+b.label+", same rounds", information, others[i].main, kOverC, always))
+	}
 	return nil
 }
 

@@ -47,7 +47,7 @@ func run() error {
 	flag.Float64Var(&o.MinAvailableShare, "informer-min-available", 0.2, "stop a kinformers round that grew the API server by 5% of the machine's memory when the available memory falls below this share of it")
 	modes := flag.String("informer-modes", "list,watch-list", "comma-separated ways the kinformers figure's informers sync: list, watch-list")
 	flag.StringVar(&o.Dir, "dir", "", "cluster state directory, kept (a rerun with the same -pods skips seeding); default a fresh temporary one")
-	builds := flag.String("builds", "", "comma-separated other kubeindex source trees (label=dir or dir) asked beside this one in the sync, rate and latency rounds, e.g. a checkout of an earlier commit")
+	builds := flag.String("builds", "", "comma-separated other kubeindex source trees (label=dir or dir) asked beside this one in the sync, rate, latency and upkeep rounds, e.g. a checkout of an earlier commit")
 	flag.StringVar(&o.Out, "out", "bench/results.json", "where to write the results as JSON")
 	figures := flag.String("figures", "", "comma-separated figures besides the initial sync (rate, latency, heap, fanout, upkeep, kinformers, klist, kwatch, idle, fanfloor, questions, proto, shards, fleet, scale); default all")
 	summarize := flag.String("summarize", "", "comma-separated results files of earlier runs: print their Markdown table (each run's ratio, in how many runs each target was met) and run nothing")
