@@ -45,8 +45,9 @@ const (
 	// warmEvery is how often the warmer looks for versions without
 	// values, once every resource it warms has synced.
 	warmEvery = 10 * time.Second
-	// warmWait is how often it looks for a resource's sync, and how long
-	// it steps aside for a costly question.
+	// warmWait is how often it looks for a resource's sync (and, at
+	// most, how long it steps aside for a costly question without a
+	// nudge: warm_aside.go).
 	warmWait = 100 * time.Millisecond
 )
 
@@ -75,6 +76,7 @@ func (r *resourceCache) columnSchema() *query.Schema {
 func (c *Cache) warmColumns(ctx context.Context) {
 	defer func() {
 		for _, r := range c.resources {
+			r.orders.firstPassOpen()
 			r.orders.standingDone()
 		}
 	}()
@@ -304,32 +306,6 @@ func shareText(v query.Value, o *Object, seen *map[string]string) query.Value {
 		(*seen)[s] = s
 	}
 	return v
-}
-
-// stepAside yields to the questions: it returns once no costly question
-// holds a slot (askSlots) but those waiting for the warmer's standing
-// indexes (awaitStanding) or rendering rows of its pass (helpWarm), or
-// false when ctx ends.
-func (c *Cache) stepAside(ctx context.Context) bool {
-	runtime.Gosched()
-	for len(c.asks) > c.waitingForWarmer() {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(warmWait):
-		}
-	}
-	return ctx.Err() == nil
-}
-
-// waitingForWarmer is the number of questions waiting for the warmer's
-// standing indexes or rendering rows of its passes.
-func (c *Cache) waitingForWarmer() int {
-	n := 0
-	for _, r := range c.resources {
-		n += r.waitingForWarmer()
-	}
-	return n
 }
 
 // versionsHandled is how many objects the resource's handler has added or
