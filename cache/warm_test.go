@@ -175,7 +175,7 @@ func TestCountsJoinTheWarmersPass(t *testing.T) {
 	var aside []int
 	pass := func() *warmPass {
 		p := &warmPass{objs: r.objects(), sc: sc, worker: func() func([]*Object) {
-			work := c.warmWorker(sc, nil)
+			work := c.warmWorker(sc, nil, true)
 			return func(objs []*Object) {
 				mu.Lock()
 				aside = append(aside, c.asks.inUse()-c.waitingForWarmer())
