@@ -72,10 +72,20 @@ var (
 	ErrBusy = errors.New("too many costly queries at once")
 )
 
-// askSlots are the cache's slots for costly questions.
-type askSlots chan struct{}
+// askSlots are the cache's slots for costly questions (held), and what
+// the column warmer, stepping aside while a question holds one
+// (stepAside), waits on: eased is rung as a slot is released.
+type askSlots struct {
+	held  chan struct{}
+	eased *nudge
+}
 
-func newAskSlots() askSlots { return make(askSlots, runtime.GOMAXPROCS(0)) }
+func newAskSlots() askSlots {
+	return askSlots{held: make(chan struct{}, runtime.GOMAXPROCS(0)), eased: &nudge{}}
+}
+
+// inUse is the number of slots held.
+func (s askSlots) inUse() int { return len(s.held) }
 
 // take reserves what a question of cost values needs; release gives it
 // back.
@@ -88,8 +98,11 @@ func (s askSlots) take(cost int) (release func(), err error) {
 		return func() {}, nil
 	}
 	select {
-	case s <- struct{}{}:
-		return func() { <-s }, nil
+	case s.held <- struct{}{}:
+		return func() {
+			<-s.held
+			s.eased.ring()
+		}, nil
 	default:
 		return nil, fmt.Errorf("%w: retry in a moment", ErrBusy)
 	}

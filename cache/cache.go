@@ -53,7 +53,8 @@ type Cache struct {
 	// workers starts ("worker", on that worker's goroutine), once the
 	// standing indexes to build have joined the set, before they list
 	// theirs ("build"), and after each group of them is built ("built"):
-	// tests make changes there.
+	// tests make changes there; and as a worker steps aside for a costly
+	// question ("aside") and goes on ("back"), on its goroutine.
 	warmHook func(stage string)
 	// walks keep the answers questions are paged through (ask_pages.go).
 	walks walks
@@ -269,6 +270,7 @@ func New(cfg *rest.Config, resources []Configured, opts Options) (*Cache, error)
 func (c *Cache) newResourceCache(client *apiClient, cr Configured) (*resourceCache, error) {
 	r := &resourceCache{res: cr.Resource, spec: cr.Spec, indexes: map[string]indexers.Spec{}, opts: &c.opts,
 		broker: newBroker(c.opts.Now, c.opts.Streams), orders: newOrders(c.opts.Now)}
+	r.orders.eased = c.asks.eased
 	idx := toolscache.Indexers{nsIndex: namespaceIndexFunc}
 	sames := map[string]sameValues{nsIndex: sameNamespace}
 	for _, s := range cr.Spec.Indexes {
@@ -341,6 +343,9 @@ func (c *Cache) Start(ctx context.Context) error {
 	if !c.opts.LazyColumns {
 		for _, r := range c.resources {
 			r.orders.expectStanding(renderedSorts(c.standing(r)))
+			if r.columnSchema() != nil {
+				r.orders.expectFirstPass()
+			}
 		}
 		wg.Go(func() { c.warmColumns(ctx) })
 	}

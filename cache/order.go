@@ -91,6 +91,14 @@ type orders struct {
 	// helping counts the questions rendering rows of that pass
 	// (helpWarm), whom the warmer does not step aside for.
 	helping atomic.Int32
+	// eased is rung as a question joins the warmer (helpWarm,
+	// awaitStanding): a worker of the warmer stepping aside for its slot
+	// goes on (stepAside). The cache's askSlots.eased; nil: none.
+	eased *nudge
+	// first, when not nil, is the warmer's first pass over the resource,
+	// which questions that come before it can be joined wait for
+	// (order_standing.go); set before the cache starts.
+	first atomic.Pointer[firstPass]
 }
 
 // order is one ordered index: its sort, its tree and, while it is being

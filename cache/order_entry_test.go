@@ -172,7 +172,7 @@ func TestAgeAndNameIndexesShareTheKeptColumns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.warmWorker(sc, []query.Key{ageKey})([]*Object{fresh})
+	c.warmWorker(sc, []query.Key{ageKey}, true)([]*Object{fresh})
 	kv := fresh.columns.Load()
 	if kv == nil || kv.columns == nil || len(kv.paths) > 0 {
 		t.Fatalf("the warmer kept %+v for a pod, want its column values alone", kv)

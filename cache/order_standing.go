@@ -196,6 +196,44 @@ func (w *standingWait) wantedFirst(ixs []*order, texts []string) (first, rest []
 // render the rows it renders (helpWarm).
 func (os *orders) joinable(p *warmPass) {
 	os.warming.Store(p)
+	if p != nil {
+		os.firstPassOpen()
+	}
+}
+
+// firstPass is the column warmer's first pass over a resource as the
+// questions that come before it can be joined see it (the warmer looks
+// for the sync every warmWait, then builds the namespace/name order):
+// ready is closed once it can (joinable), or the warmer stopped. Such a
+// question about to render every row (a window's counts by a column) or
+// waiting for the standing indexes waits for it, counted as helping the
+// warmer (which does not step aside for it), and joins it, rather than
+// render every row alone beside a warmer stepping aside for it.
+type firstPass struct {
+	ready chan struct{}
+	once  sync.Once
+}
+
+// expectFirstPass makes questions wait for the warmer's first pass over
+// the resource (awaitFirstPass): called before the warmer starts.
+func (os *orders) expectFirstPass() {
+	os.first.Store(&firstPass{ready: make(chan struct{})})
+}
+
+// firstPassOpen lets the questions waiting for the warmer's first pass
+// go on: it can be joined, or the warmer stopped.
+func (os *orders) firstPassOpen() {
+	if f := os.first.Load(); f != nil {
+		f.once.Do(func() { close(f.ready) })
+	}
+}
+
+// awaitFirstPass waits until the warmer's first pass over the resource,
+// when one is expected, can be joined, or the warmer stopped.
+func (os *orders) awaitFirstPass() {
+	if f := os.first.Load(); f != nil {
+		<-f.ready
+	}
 }
 
 // helpWarm renders, on the caller's goroutine, batches of the warmer's
@@ -207,15 +245,17 @@ func (os *orders) joinable(p *warmPass) {
 // renders what the question needs, and what is left of the question
 // reads the values kept, beside the standing indexes' build.
 func (os *orders) helpWarm(sc *query.Schema, slot bool) (leave func()) {
-	p := os.warming.Load()
-	if p == nil || p.sc.Fingerprint() != sc.Fingerprint() {
-		return func() {}
-	}
+	leave = func() {}
 	if slot {
 		os.helping.Add(1)
+		os.eased.ring()
 		leave = sync.OnceFunc(func() { os.helping.Add(-1) })
-	} else {
-		leave = func() {}
+	}
+	os.awaitFirstPass()
+	p := os.warming.Load()
+	if p == nil || p.sc.Fingerprint() != sc.Fingerprint() {
+		leave() // no pass to help: the warmer steps aside for the rows rendered
+		return func() {}
 	}
 	p.help()
 	return leave
@@ -277,8 +317,10 @@ func (os *orders) awaitStanding(text string, held []query.Key) {
 	default:
 	}
 	w.waiting.Add(1)
+	os.eased.ring()
 	defer w.waiting.Add(-1)
 	w.wanted.Or(1 << at)
+	os.awaitFirstPass()
 	if p := os.warming.Load(); p != nil {
 		p.help() // the rows the build reads, rendered with the warmer
 	}

@@ -45,8 +45,9 @@ const (
 	// warmEvery is how often the warmer looks for versions without
 	// values, once every resource it warms has synced.
 	warmEvery = 10 * time.Second
-	// warmWait is how often it looks for a resource's sync, and how long
-	// it steps aside for a costly question.
+	// warmWait is how often it looks for a resource's sync (and, at
+	// most, how long it steps aside for a costly question without a
+	// nudge: warm_aside.go).
 	warmWait = 100 * time.Millisecond
 )
 
@@ -75,6 +76,7 @@ func (r *resourceCache) columnSchema() *query.Schema {
 func (c *Cache) warmColumns(ctx context.Context) {
 	defer func() {
 		for _, r := range c.resources {
+			r.orders.firstPassOpen()
 			r.orders.standingDone()
 		}
 	}()
@@ -160,7 +162,8 @@ func (c *Cache) warm(ctx context.Context, r *resourceCache, sc *query.Schema, wo
 			}
 		}
 	}
-	p := &warmPass{objs: r.objects(), sc: sc, worker: func() func([]*Object) { return c.warmWorker(sc, paths) }}
+	pods := schema.GroupResource{Group: r.res.Group, Resource: r.res.Plural} == podResource
+	p := &warmPass{objs: r.objects(), sc: sc, worker: func() func([]*Object) { return c.warmWorker(sc, paths, pods) }}
 	r.orders.joinable(p)
 	defer r.orders.joinable(nil)
 	if c.warmHook != nil {
@@ -231,8 +234,9 @@ func (p *warmPass) help() {
 // warmWorker renders batches of objects on one goroutine: their column
 // values under sc, and the values of paths, kept on each object that
 // lacks them; an age is not kept apart, its value being among the column
-// values (query.Schema.KeptColumn).
-func (c *Cache) warmWorker(sc *query.Schema, paths []query.Key) func([]*Object) {
+// values (query.Schema.KeptColumn). With pods (sc is the pods' schema),
+// a pod's row is read from its copy with stand-ins (warm_row.go).
+func (c *Cache) warmWorker(sc *query.Schema, paths []query.Key, pods bool) func([]*Object) {
 	fp := sc.Fingerprint()
 	paths = slices.DeleteFunc(slices.Clone(paths), func(p query.Key) bool {
 		_, ok := sc.KeptColumn(p)
@@ -240,9 +244,13 @@ func (c *Cache) warmWorker(sc *query.Schema, paths []query.Key) func([]*Object) 
 	})
 	k := kept{sc: sc}
 	var seen []map[string]string // by column
-	var scratch []byte           // an object with chunks, joined (what is kept is copied)
+	var scratch []byte           // an object with chunks joined, or a pod's copy (what is kept is copied)
 	var missing []query.Key      // paths not kept on the object
 	var add []keptPath           // their values (keepWith copies them)
+	var rows *podRows
+	if pods {
+		rows = &podRows{}
+	}
 	return func(objs []*Object) {
 		k.now = c.opts.Now()
 		for _, o := range objs {
@@ -257,15 +265,27 @@ func (c *Cache) warmWorker(sc *query.Schema, paths []query.Key) func([]*Object) 
 			if has && len(missing) == 0 {
 				continue
 			}
-			raw := o.flatInto(&scratch)
 			add = add[:0]
-			for _, p := range missing {
-				add = append(add, keptPath{name: p.KeptName(), values: p.ReadJSON(raw)})
+			var vs []query.Value
+			if len(missing) > 0 || rows == nil {
+				raw := o.flatInto(&scratch)
+				for _, p := range missing {
+					add = append(add, keptPath{name: p.KeptName(), values: p.ReadJSON(raw)})
+				}
+				if !has {
+					vs = sc.ColumnValues(raw, k.now)
+				}
+			} else { // no paths: the row alone, and from the copy
+				ok := false
+				if cp, standIns := rows.copyOf(o, &scratch); standIns {
+					vs, ok = sc.ScannedColumnValues(cp, k.now)
+				}
+				if !ok {
+					vs = sc.ColumnValues(o.flatInto(&scratch), k.now)
+				}
 			}
 			k.o = o
-			var vs []query.Value
 			if !has {
-				vs = sc.ColumnValues(raw, k.now)
 				if len(seen) < len(vs) {
 					seen = append(seen, make([]map[string]string, len(vs)-len(seen))...)
 				}
@@ -304,32 +324,6 @@ func shareText(v query.Value, o *Object, seen *map[string]string) query.Value {
 		(*seen)[s] = s
 	}
 	return v
-}
-
-// stepAside yields to the questions: it returns once no costly question
-// holds a slot (askSlots) but those waiting for the warmer's standing
-// indexes (awaitStanding) or rendering rows of its pass (helpWarm), or
-// false when ctx ends.
-func (c *Cache) stepAside(ctx context.Context) bool {
-	runtime.Gosched()
-	for len(c.asks) > c.waitingForWarmer() {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(warmWait):
-		}
-	}
-	return ctx.Err() == nil
-}
-
-// waitingForWarmer is the number of questions waiting for the warmer's
-// standing indexes or rendering rows of its passes.
-func (c *Cache) waitingForWarmer() int {
-	n := 0
-	for _, r := range c.resources {
-		n += r.waitingForWarmer()
-	}
-	return n
 }
 
 // versionsHandled is how many objects the resource's handler has added or

@@ -78,7 +78,7 @@ func TestColumnsAreWarmedAfterTheSync(t *testing.T) {
 	for _, o := range r.objects() {
 		o.columns.Store(nil)
 	}
-	c.asks <- struct{}{}
+	c.asks.held <- struct{}{}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan bool)
 	go func() { done <- c.warm(ctx, r, r.columnSchema(), 4) }()
@@ -86,7 +86,7 @@ func TestColumnsAreWarmedAfterTheSync(t *testing.T) {
 	if <-done {
 		t.Error("warm went on after its context ended")
 	}
-	<-c.asks
+	<-c.asks.held
 	if n, _ := warmed(t, c, sc); n != 0 {
 		t.Errorf("%d pods warmed while a question held a slot", n)
 	}
@@ -175,10 +175,10 @@ func TestCountsJoinTheWarmersPass(t *testing.T) {
 	var aside []int
 	pass := func() *warmPass {
 		p := &warmPass{objs: r.objects(), sc: sc, worker: func() func([]*Object) {
-			work := c.warmWorker(sc, nil)
+			work := c.warmWorker(sc, nil, true)
 			return func(objs []*Object) {
 				mu.Lock()
-				aside = append(aside, len(c.asks)-c.waitingForWarmer())
+				aside = append(aside, c.asks.inUse()-c.waitingForWarmer())
 				mu.Unlock()
 				work(objs)
 			}
@@ -238,7 +238,7 @@ func TestCountsJoinTheWarmersPass(t *testing.T) {
 	// And once they have rendered their share, while they count.
 	counting := func() {
 		mu.Lock()
-		aside = append(aside, len(c.asks)-c.waitingForWarmer())
+		aside = append(aside, c.asks.inUse()-c.waitingForWarmer())
 		mu.Unlock()
 	}
 	countHold.Store(&counting)
@@ -278,5 +278,173 @@ func TestCountsJoinTheWarmersPass(t *testing.T) {
 	counted("bench-002", keys)
 	if next := p.next.Load(); next != 0 {
 		t.Errorf("counts of one namespace took %d pods of the warmer's pass; expect none (they render theirs only)", next)
+	}
+}
+
+// TestTheWarmerGoesOnWhenTheQuestionEnds: the warmer's workers step
+// aside while a costly question holds a slot, and go on as soon as the
+// question releases it, or joins the pass (a window's counts, helpWarm),
+// or waits for the standing indexes (awaitStanding): not at a later look,
+// so that a short question stalls the pass for its own time only, and
+// one that needs the pass never for long.
+func TestTheWarmerGoesOnWhenTheQuestionEnds(t *testing.T) {
+	defer func(d time.Duration) { warmAsideLook = d }(warmAsideLook)
+	warmAsideLook = time.Hour // only what the question does ends a step aside
+	const pods = 2000
+	srv := listServer(t, benchLayoutFixture(t, pods))
+	c, stop := startSyncedPods(t, &rest.Config{Host: srv.URL, DisableCompression: true}, Spec{Resource: "pods"},
+		Options{LazyColumns: true}, pods) // no warmer: the test makes its passes
+	defer stop()
+	r := c.byName["pods"]
+	sc := r.columnSchema()
+	sorts, err := podSorts([]string{"status"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, status, _ := canonicalSort(sorts[1])
+	aside := make(chan struct{}, 1)
+	c.warmHook = func(stage string) {
+		if stage == "aside" {
+			select {
+			case aside <- struct{}{}:
+			default:
+			}
+		}
+	}
+	within := func(what string, ch <-chan bool) {
+		t.Helper()
+		select {
+		case ok := <-ch:
+			if !ok {
+				t.Fatalf("%s: the pass stopped", what)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("%s: the warmer's pass not over a minute later", what)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		// ease is what the question holding a slot does once the
+		// warmer steps aside for it; passed waits for the pass's end.
+		ease func(release func(), passed func(string))
+	}{
+		{"the question ends", func(release func(), passed func(string)) {
+			release()
+			passed("after the slot's release")
+		}},
+		{"the question joins the pass", func(release func(), passed func(string)) {
+			leave := r.orders.helpWarm(sc, true)
+			passed("while counts that joined it hold their slot")
+			leave()
+			release()
+		}},
+		{"the question waits for the standing indexes", func(release func(), passed func(string)) {
+			r.orders.expectStanding([]string{status})
+			waited := make(chan struct{})
+			go func() {
+				r.orders.awaitStanding(status, nil)
+				close(waited)
+			}()
+			passed("while a question waiting for the standing indexes holds its slot")
+			r.orders.standingDone()
+			<-waited
+			release()
+			r.orders.standing.Store(nil)
+		}},
+	} {
+		for _, o := range r.objects() {
+			o.columns.Store(nil)
+		}
+		select {
+		case <-aside: // the last pass's
+		default:
+		}
+		release, err := c.asks.take(QueryBudget)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan bool, 1)
+		go func() { done <- c.warm(t.Context(), r, sc, 2) }()
+		select {
+		case <-aside:
+		case <-time.After(time.Minute):
+			t.Fatalf("%s: the warmer did not step aside for a question holding a slot", tc.name)
+		}
+		tc.ease(release, func(what string) { within(tc.name+", "+what, done) })
+		if n, total := warmed(t, c, sc); n != total {
+			t.Errorf("%s: after the pass, %d of %d pods have their column values", tc.name, n, total)
+		}
+	}
+}
+
+// TestCountsWaitForTheWarmersFirstPass: a window's counts by a column
+// opened before the warmer's first pass over the pods can be joined
+// (the warmer looking for the sync, or building the namespace/name
+// order) wait for it, counted as helping the warmer, and join it, rather
+// than render every row alone while the warmer steps aside for them; and
+// count every pod.
+func TestCountsWaitForTheWarmersFirstPass(t *testing.T) {
+	defer func(d time.Duration) { warmAsideLook = d }(warmAsideLook)
+	warmAsideLook = time.Hour // a step aside for the counts would hold the pass
+	const pods = 2100
+	srv := listServer(t, benchLayoutFixture(t, pods))
+	c, stop := startSyncedPods(t, &rest.Config{Host: srv.URL, DisableCompression: true}, Spec{Resource: "pods"},
+		Options{LazyColumns: true}, pods) // no warmer: the test makes its pass
+	defer stop()
+	r := c.byName["pods"]
+	sc := r.columnSchema()
+	r.orders.expectFirstPass() // as Start does for a warmer
+	keys, err := podSchema().ParseKeys("groupBy", "status,node", 2, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.Window("pods", WindowQuery{Ask: &Ask{Schema: podSchema(), Now: time.Now()}, Limit: 1, GroupBy: keys}, make(chan struct{}, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for deadline := time.Now().Add(time.Minute); c.waitingForWarmer() != 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the counts are not counted as waiting for the warmer")
+		}
+	}
+	if n, _ := warmed(t, c, sc); n != 0 {
+		t.Fatalf("%d pods rendered before the warmer's first pass", n)
+	}
+	done := make(chan bool, 1)
+	go func() { done <- c.warm(t.Context(), r, sc, 1) }()
+	select {
+	case ok := <-done:
+		if !ok {
+			t.Fatal("the pass stopped")
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the warmer's pass not over a minute later: it stepped aside for the counts")
+	}
+	var body struct {
+		Counts struct {
+			Groups []struct{ Count int }
+		}
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+		if m, ok := w.Next(); ok && m.Type == WindowFull {
+			if err := json.Unmarshal(append(append([]byte{}, m.raw...), m.rawTail...), &body); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no counts a minute after the pass")
+		}
+	}
+	total := 0
+	for _, g := range body.Counts.Groups {
+		total += g.Count
+	}
+	if total != pods {
+		t.Errorf("the counts count %d pods; expect %d", total, pods)
+	}
+	if n, total := warmed(t, c, sc); n != total {
+		t.Errorf("after the pass, %d of %d pods have their column values", n, total)
 	}
 }

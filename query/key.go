@@ -107,6 +107,31 @@ func (s *Schema) Timeless() bool      { return s.timeless }
 // The Age column's value is not its printed cell, which the moment
 // changes and no key reads, but the age key's value (KeptColumn).
 func (s *Schema) ColumnValues(raw []byte, now time.Time) []Value {
+	out := s.ageValue(raw)
+	row, err := s.conv.Row(raw, now)
+	if err != nil {
+		return out
+	}
+	return s.cellValues(out, row)
+}
+
+// ScannedColumnValues is ColumnValues for a raw that the schema's
+// convertor reads by its scan (table.Scanner), not by its decoder; ok
+// is false when it does not, and nothing is made.
+func (s *Schema) ScannedColumnValues(raw []byte, now time.Time) ([]Value, bool) {
+	sc, ok := s.conv.(table.Scanner)
+	if !ok {
+		return nil, false
+	}
+	row, ok := sc.ScanRow(raw, now)
+	if !ok {
+		return nil, false
+	}
+	return s.cellValues(s.ageValue(raw), row), true
+}
+
+// ageValue is a new slice of column values holding only the age's.
+func (s *Schema) ageValue(raw []byte) []Value {
 	out := make([]Value, len(s.types))
 	if s.age >= 0 {
 		var buf [1]Value
@@ -114,10 +139,12 @@ func (s *Schema) ColumnValues(raw []byte, now time.Time) []Value {
 			out[s.age] = vs[0]
 		}
 	}
-	row, err := s.conv.Row(raw, now)
-	if err != nil {
-		return out
-	}
+	return out
+}
+
+// cellValues fills out, the column values, with the row's cells' but
+// the age's, and returns it.
+func (s *Schema) cellValues(out []Value, row metav1.TableRow) []Value {
 	for i, typ := range s.types {
 		if i != s.age && i < len(row.Cells) {
 			if v, ok := cellValue(row.Cells[i], typ); ok {

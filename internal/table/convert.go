@@ -18,19 +18,38 @@ type printer[T any] struct {
 	scan func(raw []byte, obj *T) bool
 }
 
-var _ Convertor = printer[struct{}]{}
+var (
+	_ Convertor = printer[struct{}]{}
+	_ Scanner   = printer[struct{}]{}
+)
+
+// Scanner is a Convertor that reads the objects it can by a scan of
+// their JSON (pods_scan.go) rather than its decoder.
+type Scanner interface {
+	// ScanRow is Row for an object the scan reads itself; ok is false
+	// when it does not (Row decodes those).
+	ScanRow(raw []byte, now time.Time) (row metav1.TableRow, ok bool)
+}
 
 func (p printer[T]) ColumnDefinitions() []metav1.TableColumnDefinition { return p.columns }
 
 func (p printer[T]) Row(raw []byte, now time.Time) (metav1.TableRow, error) {
-	if p.scan != nil {
-		var obj T
-		if p.scan(raw, &obj) {
-			cells, conds := p.cells(&obj, now)
-			return metav1.TableRow{Cells: cells, Conditions: conds}, nil
-		}
+	if row, ok := p.ScanRow(raw, now); ok {
+		return row, nil
 	}
 	return p.row(raw, now, decode[T])
+}
+
+func (p printer[T]) ScanRow(raw []byte, now time.Time) (metav1.TableRow, bool) {
+	if p.scan == nil {
+		return metav1.TableRow{}, false
+	}
+	var obj T
+	if !p.scan(raw, &obj) {
+		return metav1.TableRow{}, false
+	}
+	cells, conds := p.cells(&obj, now)
+	return metav1.TableRow{Cells: cells, Conditions: conds}, true
 }
 
 // row is Row with the object decoded by dec.

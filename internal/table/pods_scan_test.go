@@ -6,12 +6,15 @@ import (
 	"math/rand/v2"
 	"os"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	sigsjson "sigs.k8s.io/json"
+
+	"github.com/kubeindex/kubeindex/internal/jsonscan"
 )
 
 // variedPods are pods of the shapes the printer tells apart, as an API
@@ -319,3 +322,54 @@ func TestKnown(t *testing.T) {
 }
 
 var knownSink string
+
+// TestPodContainersStandIn: a pod whose spec.containers stand in for
+// themselves (PodContainersStandIn) is read by the scan as the pod (the
+// same view, or given up on alike), for the varied pods and for
+// containers of every shape spliced into one; containers the scan does
+// not read have no stand-in.
+func TestPodContainersStandIn(t *testing.T) {
+	check := func(raw []byte, from, to int, mustRead bool) {
+		t.Helper()
+		standIn, ok := PodContainersStandIn([]byte("kept"), raw[from:to])
+		var want podView
+		wantOK := scanPod(raw, &want)
+		if !ok {
+			if wantOK || mustRead {
+				t.Fatalf("no stand-in for the containers %s, which the scan reads", raw[from:to])
+			}
+			return
+		}
+		if string(standIn[:4]) != "kept" {
+			t.Fatalf("the stand-in %q is not appended to what was given", standIn)
+		}
+		standIn = standIn[4:]
+		var got podView
+		gotOK := scanPod(slices.Concat(raw[:from], standIn, raw[to:]), &got)
+		if gotOK != wantOK || !reflect.DeepEqual(got, want) {
+			t.Fatalf("with the containers %s as %s the scan reads %v, %+v; the pod %v, %+v", raw[from:to], standIn, gotOK, got, wantOK, want)
+		}
+	}
+	pods := variedPods(300, 3)
+	for _, raw := range pods {
+		from, to := containersIn(t, raw)
+		check(raw, from, to, true)
+	}
+	from, to := containersIn(t, pods[0])
+	for _, v := range []string{`null`, `[]`, `[null]`, `[{},null,{"a":[1,{"b":"]\"}"}]}]`, ` [ {} ,null ] `, "[\n{}\n]",
+		`[1]`, `{}`, `[{} {}]`, `[{},]`, `[{}`, `"x"`, `[nul]`, `[{]`, `[{}] [`} {
+		check(slices.Concat(pods[0][:from], []byte(v), pods[0][to:]), from, from+len(v), false)
+	}
+}
+
+// containersIn is where the value of the pod's spec.containers is.
+func containersIn(t *testing.T, raw []byte) (from, to int) {
+	t.Helper()
+	spec := jsonscan.Member(raw, "spec")
+	v := jsonscan.Member(spec, "containers")
+	if v == nil {
+		t.Fatalf("no spec.containers in %s", raw)
+	}
+	from = cap(raw) - cap(v) // v is a part of raw
+	return from, from + len(v)
+}
