@@ -7,7 +7,6 @@ import (
 	"unsafe"
 
 	"github.com/tidwall/btree"
-	"k8s.io/client-go/rest"
 
 	"github.com/kubeindex/kubeindex/query"
 )
@@ -18,10 +17,8 @@ import (
 // applied; an index holding keys copies its values.
 func TestAColumnIndexSharesKeptValues(t *testing.T) {
 	const pods = 300
-	srv := listServer(t, benchLayoutFixture(t, pods))
-	c, stop := startSyncedPods(t, &rest.Config{Host: srv.URL, DisableCompression: true}, Spec{Resource: "pods"}, Options{LazyColumns: true}, pods)
+	_, r, stop := lazyPods(t, pods)
 	defer stop()
-	r := c.byName["pods"]
 	sc := podSchema()
 	index := func(sort, filter string) *order {
 		keys, err := sc.ParseSort(sort)
@@ -90,10 +87,8 @@ func TestAColumnIndexSharesKeptValues(t *testing.T) {
 // values, and, built before any column value is kept, the names.
 func TestAgeAndNameIndexesShareTheKeptColumns(t *testing.T) {
 	const pods = 300
-	srv := listServer(t, benchLayoutFixture(t, pods))
-	c, stop := startSyncedPods(t, &rest.Config{Host: srv.URL, DisableCompression: true}, Spec{Resource: "pods"}, Options{LazyColumns: true}, pods)
+	c, r, stop := lazyPods(t, pods)
 	defer stop()
-	r := c.byName["pods"]
 	sc := podSchema()
 	ageKey, err := sc.Key("age")
 	if err != nil {

@@ -162,11 +162,8 @@ func TestTheFirstPassRendersOnEveryProcessor(t *testing.T) {
 // warmer.
 func TestCountsJoinTheWarmersPass(t *testing.T) {
 	const pods = 2100 // bench-002 holds 100 of them
-	srv := listServer(t, benchLayoutFixture(t, pods))
-	c, stop := startSyncedPods(t, &rest.Config{Host: srv.URL, DisableCompression: true}, Spec{Resource: "pods"},
-		Options{LazyColumns: true}, pods) // no warmer: the test makes its pass
+	c, r, stop := lazyPods(t, pods)
 	defer stop()
-	r := c.byName["pods"]
 	sc := r.columnSchema()
 	// pass is a warmer's pass under way, which no worker of the warmer
 	// takes: what is rendered of it, a question rendered, noting the
@@ -291,11 +288,8 @@ func TestTheWarmerGoesOnWhenTheQuestionEnds(t *testing.T) {
 	defer func(d time.Duration) { warmAsideLook = d }(warmAsideLook)
 	warmAsideLook = time.Hour // only what the question does ends a step aside
 	const pods = 2000
-	srv := listServer(t, benchLayoutFixture(t, pods))
-	c, stop := startSyncedPods(t, &rest.Config{Host: srv.URL, DisableCompression: true}, Spec{Resource: "pods"},
-		Options{LazyColumns: true}, pods) // no warmer: the test makes its passes
+	c, r, stop := lazyPods(t, pods)
 	defer stop()
-	r := c.byName["pods"]
 	sc := r.columnSchema()
 	sorts, err := podSorts([]string{"status"})
 	if err != nil {
@@ -387,11 +381,8 @@ func TestCountsWaitForTheWarmersFirstPass(t *testing.T) {
 	defer func(d time.Duration) { warmAsideLook = d }(warmAsideLook)
 	warmAsideLook = time.Hour // a step aside for the counts would hold the pass
 	const pods = 2100
-	srv := listServer(t, benchLayoutFixture(t, pods))
-	c, stop := startSyncedPods(t, &rest.Config{Host: srv.URL, DisableCompression: true}, Spec{Resource: "pods"},
-		Options{LazyColumns: true}, pods) // no warmer: the test makes its pass
+	c, r, stop := lazyPods(t, pods)
 	defer stop()
-	r := c.byName["pods"]
 	sc := r.columnSchema()
 	r.orders.expectFirstPass() // as Start does for a warmer
 	keys, err := podSchema().ParseKeys("groupBy", "status,node", 2, false)
@@ -447,4 +438,13 @@ func TestCountsWaitForTheWarmersFirstPass(t *testing.T) {
 	if n, total := warmed(t, c, sc); n != total {
 		t.Errorf("after the pass, %d of %d pods have their column values", n, total)
 	}
+}
+
+// lazyPods is a synced cache of n pods of the bench layout with no column
+// warmer (Options.LazyColumns: the test makes the passes) and its pods.
+func lazyPods(t *testing.T, n int) (*Cache, *resourceCache, func()) {
+	t.Helper()
+	srv := listServer(t, benchLayoutFixture(t, n))
+	c, stop := startSyncedPods(t, &rest.Config{Host: srv.URL, DisableCompression: true}, Spec{Resource: "pods"}, Options{LazyColumns: true}, n)
+	return c, c.byName["pods"], stop
 }
