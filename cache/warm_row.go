@@ -243,15 +243,15 @@ func (o *Object) piecesIn(dst []piece, from, to uint32) []piece {
 	return dst
 }
 
-// appendRange appends the object's bytes [from, to) to dst (without
-// span's list of pieces: this runs for every pod).
+// appendRange appends the object's bytes [from, to) to dst.
 func (o *Object) appendRange(dst []byte, from, to uint32) []byte {
-	if o.chunks == nil {
-		return append(dst, o.own[from:to]...)
+	var buf [maxPieces][]byte
+	b, pieces := o.spanIn(from, to, buf[:0])
+	if pieces == nil {
+		return append(dst, b...)
 	}
-	var buf [maxPieces]piece
-	for _, p := range o.piecesIn(buf[:0], from, to) {
-		dst = append(dst, p.b...)
+	for _, p := range pieces {
+		dst = append(dst, p...)
 	}
 	return dst
 }
