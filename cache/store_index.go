@@ -152,8 +152,8 @@ func (ix *valueIndexes) listValues(l *inList) [][]string {
 		return nil
 	}
 	vs := make([][]string, len(ix.names))
-	for i, name := range ix.names {
-		vs[i] = ix.distinct(ix.funcs[name](l))
+	for i, f := range ix.fs {
+		vs[i] = ix.distinct(f(l))
 	}
 	return vs
 }
